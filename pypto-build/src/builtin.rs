@@ -1,0 +1,159 @@
+//! The builtin kernel library's contracts: for each `builtin/NAME` template,
+//! the params it takes and the shape relations it relies on. The model checks
+//! specs against these; the wrappers check the same relations at run time.
+
+use crate::model::DType;
+
+/// What a param of a builtin is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Input,
+    Output,
+    Scalar,
+}
+
+impl Role {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Role::Input => "an input tensor",
+            Role::Output => "an output tensor",
+            Role::Scalar => "a scalar",
+        }
+    }
+}
+
+/// One param a builtin expects, in call order.
+#[derive(Debug, Clone, Copy)]
+pub struct RoleSpec {
+    /// The name the template's documentation uses; spec names may differ.
+    pub name: &'static str,
+    pub role: Role,
+    /// Exact rank required, or `None` for any rank.
+    pub rank: Option<usize>,
+}
+
+/// An axis of a param: `Last` is the innermost axis, whatever the rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AxisRef {
+    Index(usize),
+    Last,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Contract {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub params: &'static [RoleSpec],
+    /// Pairs of params (by position) whose shapes are identical.
+    pub same_shape: &'static [(usize, usize)],
+    /// Pairs of (param, axis) that are one dim.
+    pub same_axis: &'static [((usize, AxisRef), (usize, AxisRef))],
+    /// The dtypes the template is written for; all tensors share one.
+    pub dtypes: &'static [DType],
+}
+
+const FLOATS: &[DType] = &[DType::Fp32, DType::Fp16, DType::Bf16];
+
+const fn input(name: &'static str, rank: Option<usize>) -> RoleSpec {
+    RoleSpec {
+        name,
+        role: Role::Input,
+        rank,
+    }
+}
+
+const fn output(name: &'static str, rank: Option<usize>) -> RoleSpec {
+    RoleSpec {
+        name,
+        role: Role::Output,
+        rank,
+    }
+}
+
+const BINARY: &[RoleSpec] = &[input("a", None), input("b", None), output("out", None)];
+const UNARY: &[RoleSpec] = &[input("x", None), output("out", None)];
+
+/// Every builtin template, sorted by name.
+pub const BUILTINS: &[Contract] = &[
+    Contract {
+        name: "add",
+        summary: "out = a + b, elementwise",
+        params: BINARY,
+        same_shape: &[(0, 1), (0, 2)],
+        same_axis: &[],
+        dtypes: FLOATS,
+    },
+    Contract {
+        name: "add_bias",
+        summary: "out = x + bias, bias broadcast over every row of x",
+        params: &[
+            input("x", None),
+            input("bias", Some(1)),
+            output("out", None),
+        ],
+        same_shape: &[(0, 2)],
+        same_axis: &[((1, AxisRef::Index(0)), (0, AxisRef::Last))],
+        dtypes: FLOATS,
+    },
+    Contract {
+        name: "attention",
+        summary: "out = softmax(q·kᵀ/√d)·v over [batch, sequence, hidden]",
+        params: &[
+            input("q", Some(3)),
+            input("k", Some(3)),
+            input("v", Some(3)),
+            output("out", Some(3)),
+        ],
+        same_shape: &[(0, 1), (0, 2), (0, 3)],
+        same_axis: &[],
+        dtypes: FLOATS,
+    },
+    Contract {
+        name: "mul",
+        summary: "out = a * b, elementwise",
+        params: BINARY,
+        same_shape: &[(0, 1), (0, 2)],
+        same_axis: &[],
+        dtypes: FLOATS,
+    },
+    Contract {
+        name: "relu",
+        summary: "out = max(x, 0), elementwise",
+        params: UNARY,
+        same_shape: &[(0, 1)],
+        same_axis: &[],
+        dtypes: FLOATS,
+    },
+];
+
+/// The contract of `builtin/NAME`.
+pub fn find(name: &str) -> Option<&'static Contract> {
+    BUILTINS.iter().find(|c| c.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalogue_is_sorted_and_consistent() {
+        let names: Vec<&str> = BUILTINS.iter().map(|c| c.name).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted);
+        for c in BUILTINS {
+            let n = c.params.len();
+            for &(a, b) in c.same_shape {
+                assert!(a < n && b < n, "{}", c.name);
+            }
+            for &((a, _), (b, _)) in c.same_axis {
+                assert!(a < n && b < n, "{}", c.name);
+            }
+            assert!(
+                c.params.iter().any(|p| p.role == Role::Output),
+                "{}",
+                c.name
+            );
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! A stable text form of the checked model: what each marker resolved to and
+//! which specialisations will be built. Used by `pypto-build dump`.
+
+use std::fmt::Write;
+
+use crate::model::{DimSize, Kernel, Model, ParamKind};
+
+/// The whole model, kernels in model order.
+pub fn model(model: &Model) -> String {
+    let blocks: Vec<String> = model.kernels.iter().map(kernel).collect();
+    blocks.join("\n")
+}
+
+/// One kernel.
+pub fn kernel(k: &Kernel) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = write_kernel(&mut out, k);
+    out
+}
+
+fn write_kernel(out: &mut String, k: &Kernel) -> std::fmt::Result {
+    writeln!(out, "kernel {}", k.name)?;
+    writeln!(out, "  origin    {}", k.origin)?;
+    if let Some(doc) = &k.doc {
+        writeln!(out, "  doc       {}", doc.escape_debug())?;
+    }
+    writeln!(out, "  template  {}", k.template)?;
+    let targets: Vec<&str> = k.targets.iter().map(|t| t.spec_name()).collect();
+    writeln!(out, "  targets   {}", targets.join(" "))?;
+    writeln!(out, "  params")?;
+    let width = k.params.iter().map(|p| p.name.len()).max().unwrap_or(0);
+    for p in &k.params {
+        match &p.kind {
+            ParamKind::Scalar(dtype) => {
+                writeln!(out, "    {:width$}  scalar  {dtype}", p.name)?;
+            }
+            ParamKind::Tensor {
+                dtype,
+                output,
+                axes,
+            } => {
+                let role = if *output { "output" } else { "input " };
+                let axes: Vec<String> = axes
+                    .iter()
+                    .map(|a| format!("{} -> d{}", a.written, a.dim))
+                    .collect();
+                writeln!(
+                    out,
+                    "    {:width$}  {role}  {dtype}  [{}]",
+                    p.name,
+                    axes.join(", ")
+                )?;
+            }
+        }
+    }
+    writeln!(out, "  dims")?;
+    for (i, d) in k.dims.iter().enumerate() {
+        let size = match &d.size {
+            DimSize::Dynamic => "DYNAMIC".to_owned(),
+            DimSize::Fixed(n) => format!("fixed {n}"),
+            DimSize::Static(v) => {
+                let v: Vec<String> = v.iter().map(u64::to_string).collect();
+                format!("STATIC {}", v.join(" "))
+            }
+        };
+        let axes: Vec<String> = d.axes.iter().map(|&(p, a)| k.axis_label(p, a)).collect();
+        let name = d
+            .name
+            .as_ref()
+            .map(|n| format!("  ({n})"))
+            .unwrap_or_default();
+        writeln!(out, "    d{i}  {size:<18}  {}{name}", axes.join(" "))?;
+    }
+    writeln!(out, "  specialisations {}", k.specialisations.len())?;
+    for s in &k.specialisations {
+        if s.0.is_empty() {
+            writeln!(out, "    (no STATIC dims)")?;
+        } else {
+            let parts: Vec<String> =
+                s.0.iter()
+                    .map(|&(d, v)| format!("{}={v}", k.dim_label(d)))
+                    .collect();
+            writeln!(out, "    {}", parts.join(" "))?;
+        }
+    }
+    Ok(())
+}

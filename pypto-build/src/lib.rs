@@ -1,0 +1,141 @@
+//! `pypto-build`: Ascend NPU kernels declared in YAML with PyPTO-style dim
+//! markers, checked at build time.
+//!
+//! Data flows one way: YAML ([`yaml`]) → spec structure ([`spec`]) → checked
+//! [`model`] → generated code. Every problem on the way is a located
+//! [`Diagnostic`](diag::Diagnostic).
+//!
+//! ```no_run
+//! let model = pypto_build::check_paths(&["kernels"]).map_err(|errors| {
+//!     eprintln!("{}", errors.render());
+//! });
+//! ```
+
+pub mod builtin;
+pub mod cli;
+pub mod diag;
+pub mod dump;
+pub mod model;
+mod names;
+mod spec;
+mod yaml;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub use diag::{Diagnostic, Diagnostics, Location, Pos};
+pub use model::{Kernel, Model};
+
+/// The spec files under `paths`: files as given, directories walked for
+/// `*.yaml`/`*.yml` in sorted order. Each file appears once.
+pub fn spec_files<P: AsRef<Path>>(paths: &[P]) -> Result<Vec<PathBuf>, Diagnostics> {
+    let mut files = Vec::new();
+    let mut errors = Vec::new();
+    let at_start = |path: &Path, message: String| Diagnostic {
+        location: Location {
+            path: path.to_path_buf(),
+            pos: Pos::new(1, 1),
+        },
+        message,
+        source_line: None,
+    };
+    for path in paths {
+        let path = path.as_ref();
+        if path.is_dir() {
+            let walk = walkdir::WalkDir::new(path)
+                .sort_by_file_name()
+                .follow_links(true);
+            for entry in walk {
+                match entry {
+                    Ok(e) if e.file_type().is_file() && is_spec_name(e.path()) => {
+                        files.push(e.into_path());
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        let at = e.path().unwrap_or(path).to_path_buf();
+                        errors.push(at_start(&at, format!("cannot read spec directory: {e}")));
+                    }
+                }
+            }
+        } else if path.is_file() {
+            files.push(path.to_path_buf());
+        } else {
+            errors.push(at_start(path, "no such spec file or directory".to_owned()));
+        }
+    }
+    // The same file named twice (directly and through a directory) is read once.
+    let mut seen = std::collections::BTreeSet::new();
+    files.retain(|f| seen.insert(f.canonicalize().unwrap_or_else(|_| f.clone())));
+    if errors.is_empty() {
+        Ok(files)
+    } else {
+        Err(Diagnostics(errors))
+    }
+}
+
+fn is_spec_name(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml")
+    )
+}
+
+/// Checks the spec files under `paths` (see [`spec_files`]) and returns the
+/// checked model, or every problem found in every file.
+pub fn check_paths<P: AsRef<Path>>(paths: &[P]) -> Result<Model, Diagnostics> {
+    let files = spec_files(paths)?;
+    check_files(&files)
+}
+
+/// Checks exactly these spec files.
+pub fn check_files<P: AsRef<Path>>(files: &[P]) -> Result<Model, Diagnostics> {
+    let mut problems = Vec::new();
+    let mut kernels: Vec<Kernel> = Vec::new();
+    // Every kernel name declared so far, valid or not, and where.
+    let mut declared: BTreeMap<String, Location> = BTreeMap::new();
+    for path in files {
+        let path = path.as_ref();
+        let (source, root) = match yaml::load(path) {
+            Ok(parsed) => parsed,
+            Err(d) => {
+                problems.push(d);
+                continue;
+            }
+        };
+        let mut sink = diag::Sink::new(path, &source);
+        let spec = spec::read(&root, &mut sink);
+        let checked = model::check_file(&spec, &mut sink);
+        let mut duplicates = Vec::new();
+        for k in &spec.kernels {
+            match declared.get(&k.name.value) {
+                Some(first) => {
+                    sink.error(
+                        k.name.pos,
+                        format!(
+                            "kernel `{}` is declared twice: here and at {first}",
+                            k.name.value
+                        ),
+                    );
+                    duplicates.push(k.name.value.clone());
+                }
+                None => {
+                    declared.insert(k.name.value.clone(), sink.location(k.name.pos));
+                }
+            }
+        }
+        kernels.extend(
+            checked
+                .into_iter()
+                .filter(|k| !duplicates.contains(&k.name)),
+        );
+        problems.extend(sink.diagnostics);
+    }
+    if problems.is_empty() {
+        Ok(Model {
+            kernels,
+            files: files.iter().map(|f| f.as_ref().to_path_buf()).collect(),
+        })
+    } else {
+        Err(Diagnostics(problems))
+    }
+}

@@ -1,0 +1,1341 @@
+//! The model stage: spec structures turned into checked kernels. Markers are
+//! resolved, named dims and template relations are merged into one dim each,
+//! and the STATIC specialisations to build are enumerated.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::builtin::{self, AxisRef, Contract, Role};
+use crate::diag::{Location, Pos, Sink};
+use crate::names::{did_you_mean, identifier_problem};
+use crate::spec::{self, KernelSpec, ParamSpec, Sp, SpecFile};
+use crate::yaml::{Node, Value};
+
+/// Highest tensor rank a kernel may take.
+pub const MAX_RANK: usize = 8;
+/// Largest size of one axis: kernels receive each size as a `uint32_t`.
+pub const MAX_SIZE: u64 = u32::MAX as u64;
+/// Most STATIC specialisations one kernel may build.
+pub const MAX_SPECIALISATIONS: usize = 64;
+
+/// Element types, by PyPTO's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DType {
+    Fp32,
+    Fp16,
+    Bf16,
+    Int8,
+    Int16,
+    Int32,
+    Int64,
+    Uint8,
+    Uint16,
+    Uint32,
+    Uint64,
+    Bool,
+    Fp8E4M3,
+    Fp8E5M2,
+}
+
+impl DType {
+    pub const ALL: [DType; 14] = [
+        DType::Fp32,
+        DType::Fp16,
+        DType::Bf16,
+        DType::Int8,
+        DType::Int16,
+        DType::Int32,
+        DType::Int64,
+        DType::Uint8,
+        DType::Uint16,
+        DType::Uint32,
+        DType::Uint64,
+        DType::Bool,
+        DType::Fp8E4M3,
+        DType::Fp8E5M2,
+    ];
+
+    /// The spec (PyPTO) name, e.g. `DT_FP32`.
+    pub fn spec_name(self) -> &'static str {
+        match self {
+            DType::Fp32 => "DT_FP32",
+            DType::Fp16 => "DT_FP16",
+            DType::Bf16 => "DT_BF16",
+            DType::Int8 => "DT_INT8",
+            DType::Int16 => "DT_INT16",
+            DType::Int32 => "DT_INT32",
+            DType::Int64 => "DT_INT64",
+            DType::Uint8 => "DT_UINT8",
+            DType::Uint16 => "DT_UINT16",
+            DType::Uint32 => "DT_UINT32",
+            DType::Uint64 => "DT_UINT64",
+            DType::Bool => "DT_BOOL",
+            DType::Fp8E4M3 => "DT_FP8E4M3",
+            DType::Fp8E5M2 => "DT_FP8E5M2",
+        }
+    }
+
+    /// The Ascend C element type.
+    pub fn cpp_type(self) -> &'static str {
+        match self {
+            DType::Fp32 => "float",
+            DType::Fp16 => "half",
+            DType::Bf16 => "bfloat16_t",
+            DType::Int8 => "int8_t",
+            DType::Int16 => "int16_t",
+            DType::Int32 => "int32_t",
+            DType::Int64 => "int64_t",
+            DType::Uint8 => "uint8_t",
+            DType::Uint16 => "uint16_t",
+            DType::Uint32 => "uint32_t",
+            DType::Uint64 => "uint64_t",
+            DType::Bool => "bool",
+            DType::Fp8E4M3 => "fp8_e4m3fn_t",
+            DType::Fp8E5M2 => "fp8_e5m2_t",
+        }
+    }
+
+    pub fn size_bytes(self) -> usize {
+        match self {
+            DType::Fp32 | DType::Int32 | DType::Uint32 => 4,
+            DType::Fp16 | DType::Bf16 | DType::Int16 | DType::Uint16 => 2,
+            DType::Int64 | DType::Uint64 => 8,
+            DType::Int8 | DType::Uint8 | DType::Bool | DType::Fp8E4M3 | DType::Fp8E5M2 => 1,
+        }
+    }
+
+    /// The targets that have this dtype.
+    pub fn targets(self) -> &'static [Target] {
+        match self {
+            DType::Fp8E4M3 | DType::Fp8E5M2 => &[Target::Ascend950PR],
+            _ => &Target::ALL,
+        }
+    }
+
+    fn from_spec_name(name: &str) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.spec_name() == name)
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.spec_name())
+    }
+}
+
+/// The NPU generations a kernel can be built for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Target {
+    A2,
+    A3,
+    Ascend950PR,
+}
+
+impl Target {
+    pub const ALL: [Target; 3] = [Target::A2, Target::A3, Target::Ascend950PR];
+
+    /// The spec name: `A2`, `A3` or `950PR`.
+    pub fn spec_name(self) -> &'static str {
+        match self {
+            Target::A2 => "A2",
+            Target::A3 => "A3",
+            Target::Ascend950PR => "950PR",
+        }
+    }
+
+    fn from_spec_name(name: &str) -> Option<Target> {
+        Target::ALL.into_iter().find(|t| t.spec_name() == name)
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.spec_name())
+    }
+}
+
+/// Where a kernel's template comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TemplateRef {
+    /// `builtin/NAME`: one of the library's templates.
+    Builtin(String),
+    /// A user template; the path is resolved against the spec's directory.
+    File(PathBuf),
+}
+
+impl fmt::Display for TemplateRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TemplateRef::Builtin(name) => write!(f, "builtin/{name}"),
+            TemplateRef::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// The kind one axis was declared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AxisKind {
+    Dynamic,
+    Static,
+    Fixed(u64),
+}
+
+impl fmt::Display for AxisKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AxisKind::Dynamic => f.write_str("DYNAMIC"),
+            AxisKind::Static => f.write_str("STATIC"),
+            AxisKind::Fixed(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// One axis of a tensor param.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Axis {
+    /// The marker as written (`DYNAMIC`, `128`, `HIDDEN`, `...`).
+    pub written: String,
+    /// What the marker declared for this axis.
+    pub kind: AxisKind,
+    /// The module-level dim this axis names, if any.
+    pub name: Option<String>,
+    /// Index into [`Kernel::dims`]: the dim this axis belongs to.
+    pub dim: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParamKind {
+    Scalar(DType),
+    Tensor {
+        dtype: DType,
+        output: bool,
+        axes: Vec<Axis>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Param {
+    pub name: String,
+    pub kind: ParamKind,
+}
+
+/// What one dim resolved to once all its axes are taken together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DimSize {
+    /// Passed at launch; one compiled kernel serves every size.
+    Dynamic,
+    /// Baked in; one object per listed size.
+    Static(Vec<u64>),
+    /// Only this size is accepted.
+    Fixed(u64),
+}
+
+/// A set of axes that must have the same size: axes sharing a name, or axes a
+/// template ties together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dim {
+    /// The module-level name, when the dim has one.
+    pub name: Option<String>,
+    pub size: DimSize,
+    /// Every (param index, axis index) in this dim, in declaration order.
+    pub axes: Vec<(usize, usize)>,
+}
+
+/// One combination of STATIC sizes to build: (dim index, size) pairs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Specialisation(pub Vec<(usize, u64)>);
+
+/// Every checked kernel of a set of spec files, in file then declaration order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Model {
+    pub kernels: Vec<Kernel>,
+    /// The spec files read, in the order they were read.
+    pub files: Vec<PathBuf>,
+}
+
+/// A checked kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kernel {
+    pub name: String,
+    pub doc: Option<String>,
+    pub template: TemplateRef,
+    pub targets: Vec<Target>,
+    pub params: Vec<Param>,
+    pub dims: Vec<Dim>,
+    /// Every combination of STATIC sizes, in a stable order; a kernel without
+    /// STATIC dims has exactly one, the empty one.
+    pub specialisations: Vec<Specialisation>,
+    /// Where the kernel's name was written.
+    pub origin: Location,
+}
+
+impl Kernel {
+    /// `param.axis`, for messages and listings.
+    pub fn axis_label(&self, param: usize, axis: usize) -> String {
+        format!("{}.{axis}", self.params[param].name)
+    }
+
+    /// A dim's name, or the first axis it appears on.
+    pub fn dim_label(&self, dim: usize) -> String {
+        let d = &self.dims[dim];
+        match &d.name {
+            Some(name) => name.clone(),
+            None => self.axis_label(d.axes[0].0, d.axes[0].1),
+        }
+    }
+}
+
+/// A module-level dim declaration, as the model understands it.
+struct NamedDim {
+    kind: AxisKind,
+}
+
+/// The dims of one file: valid ones, and the names of invalid ones, which
+/// are known so that their uses do not cascade into "undefined" errors.
+struct FileDims {
+    valid: BTreeMap<String, NamedDim>,
+    invalid: Vec<String>,
+}
+
+/// Checks every kernel of one spec file. Kernels with errors are left out;
+/// the errors are in `sink`.
+pub(crate) fn check_file(spec: &SpecFile, sink: &mut Sink<'_>) -> Vec<Kernel> {
+    let dims = check_dims(spec, sink);
+    spec.kernels
+        .iter()
+        .filter_map(|k| {
+            let before = sink.diagnostics.len();
+            let kernel = check_kernel(k, &dims, sink);
+            kernel.filter(|_| sink.diagnostics.len() == before)
+        })
+        .collect()
+}
+
+const MARKER_WORDS: [&str; 4] = ["DYNAMIC", "DYN", "STATIC", "..."];
+
+fn check_dims(spec: &SpecFile, sink: &mut Sink<'_>) -> FileDims {
+    let mut dims = FileDims {
+        valid: BTreeMap::new(),
+        invalid: Vec::new(),
+    };
+    for decl in &spec.dims {
+        let name = &decl.name;
+        let ctx = format!("dims, `{}`", name.value);
+        let mut ok = true;
+        if MARKER_WORDS.contains(&name.value.as_str()) {
+            sink.error(
+                name.pos,
+                format!(
+                    "{ctx}: `{}` is a dim marker and cannot name a dim",
+                    name.value
+                ),
+            );
+            ok = false;
+        } else if let Some(problem) = identifier_problem(&name.value) {
+            sink.error(name.pos, format!("{ctx}: not a valid dim name: {problem}"));
+            ok = false;
+        }
+        let kind = match &decl.value.value {
+            Value::Str(s) if s == "DYNAMIC" || s == "DYN" => Some(AxisKind::Dynamic),
+            Value::Str(s) if s == "STATIC" => Some(AxisKind::Static),
+            Value::Str(s) => {
+                sink.error(
+                    decl.value.pos,
+                    format!(
+                        "{ctx}: unknown dim value `{s}`; expected DYNAMIC, DYN, STATIC or a \
+                         positive integer{}",
+                        did_you_mean(s, ["DYNAMIC", "DYN", "STATIC"])
+                    ),
+                );
+                None
+            }
+            _ => match size(&decl.value) {
+                Ok(n) => Some(AxisKind::Fixed(n)),
+                Err(why) => {
+                    sink.error(decl.value.pos, format!("{ctx}: {why}"));
+                    None
+                }
+            },
+        };
+        match kind {
+            Some(kind) if ok => {
+                dims.valid.insert(name.value.clone(), NamedDim { kind });
+            }
+            _ => dims.invalid.push(name.value.clone()),
+        }
+    }
+    dims
+}
+
+/// A positive size that a kernel argument can carry.
+fn size(node: &Node) -> Result<u64, String> {
+    match &node.value {
+        Value::Int(n) if *n <= 0 => Err(format!("sizes must be positive, found {n}")),
+        Value::Int(n) if *n > i128::from(MAX_SIZE) => Err(format!(
+            "size {n} is larger than {MAX_SIZE}, the most a kernel's `uint32_t` size argument can carry"
+        )),
+        Value::Int(n) => Ok(*n as u64),
+        Value::Float { raw } => {
+            let digits = raw.trim_start_matches(['+', '-']);
+            if digits.chars().all(|c| c.is_ascii_digit()) {
+                Err(format!(
+                    "size {raw} is larger than {MAX_SIZE}, the most a kernel's `uint32_t` size argument can carry"
+                ))
+            } else {
+                Err(format!("sizes must be positive integers, found `{raw}`"))
+            }
+        }
+        other => Err(format!(
+            "expected a positive integer, found {}",
+            other.kind()
+        )),
+    }
+}
+
+/// A param while it is being checked: spec position kept for later errors.
+struct Draft<'s> {
+    spec: &'s ParamSpec,
+    kind: ParamKind,
+    /// Position of each axis's marker (for `...`, of the `...`).
+    axis_pos: Vec<Pos>,
+}
+
+fn check_kernel(k: &KernelSpec, dims: &FileDims, sink: &mut Sink<'_>) -> Option<Kernel> {
+    let name = &k.name.value;
+    let ctx = format!("kernel `{name}`");
+    if let Some(problem) = identifier_problem(name) {
+        sink.error(
+            k.name.pos,
+            format!("{ctx}: not a valid kernel name: {problem}"),
+        );
+    }
+    let template = check_template(k, &ctx, sink);
+    let targets = check_targets(k, &ctx, sink);
+
+    let mut drafts = Vec::new();
+    for p in &k.params {
+        if let Some(d) = check_param(p, &ctx, dims, &targets, sink) {
+            drafts.push(d);
+        }
+    }
+    let all_params_ok = drafts.len() == k.params.len();
+    if all_params_ok
+        && !k.params.is_empty()
+        && !drafts
+            .iter()
+            .any(|d| matches!(d.kind, ParamKind::Tensor { output: true, .. }))
+    {
+        sink.error(
+            k.name.pos,
+            format!("{ctx}: has no output; mark the tensor it writes with `output: true`"),
+        );
+    }
+    if k.params.is_empty() {
+        sink.error(
+            k.name.pos,
+            format!("{ctx}: has no `params`; a kernel needs at least one output tensor"),
+        );
+    }
+
+    let contract = match &template {
+        Some(TemplateRef::Builtin(b)) => builtin::find(b),
+        _ => None,
+    };
+    if let (Some(contract), true) = (contract, all_params_ok) {
+        check_contract(k, contract, &drafts, &ctx, sink);
+    }
+
+    // Axes that must agree: one slot per tensor axis, plus one per named dim.
+    let mut slots = Vec::new(); // (param, axis)
+    let mut slot_of: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    for (pi, d) in drafts.iter().enumerate() {
+        if let ParamKind::Tensor { axes, .. } = &d.kind {
+            for ai in 0..axes.len() {
+                slot_of.insert((pi, ai), slots.len());
+                slots.push((pi, ai));
+            }
+        }
+    }
+    let mut uf = UnionFind::new(slots.len());
+    let mut first_use: BTreeMap<&str, usize> = BTreeMap::new();
+    for (pi, d) in drafts.iter().enumerate() {
+        if let ParamKind::Tensor { axes, .. } = &d.kind {
+            for (ai, axis) in axes.iter().enumerate() {
+                if let Some(n) = &axis.name {
+                    let slot = slot_of[&(pi, ai)];
+                    match first_use.get(n.as_str()) {
+                        Some(&first) => uf.union(first, slot),
+                        None => {
+                            first_use.insert(n, slot);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if let (Some(contract), true) = (contract, all_params_ok) {
+        tie_contract_axes(contract, &drafts, &slot_of, &mut uf);
+    }
+
+    let statics = check_statics(k, &ctx, &drafts, dims, &slot_of, &first_use, &mut uf, sink);
+
+    // Resolve each class of axes into one dim, in order of first appearance.
+    let mut dim_of_root: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut members: Vec<Vec<usize>> = Vec::new();
+    for slot in 0..slots.len() {
+        let root = uf.find(slot);
+        let next = members.len();
+        let dim = *dim_of_root.entry(root).or_insert(next);
+        if dim == members.len() {
+            members.push(Vec::new());
+        }
+        members[dim].push(slot);
+    }
+    let axis_of = |slot: usize| -> (&Axis, Pos) {
+        let (pi, ai) = slots[slot];
+        match &drafts[pi].kind {
+            ParamKind::Tensor { axes, .. } => (&axes[ai], drafts[pi].axis_pos[ai]),
+            ParamKind::Scalar(_) => unreachable!("slots are tensor axes"),
+        }
+    };
+    let label = |slot: usize| {
+        let (pi, ai) = slots[slot];
+        format!("{}.{ai}", drafts[pi].spec.name.value)
+    };
+    let mut kernel_dims = Vec::with_capacity(members.len());
+    for (di, class) in members.iter().enumerate() {
+        let root = uf.find(class[0]);
+        let mut fixed: Option<(u64, usize)> = None;
+        let mut any_static = false;
+        let mut name = None;
+        for &slot in class {
+            let (axis, pos) = axis_of(slot);
+            if name.is_none() {
+                name.clone_from(&axis.name);
+            }
+            match axis.kind {
+                AxisKind::Fixed(n) => match fixed {
+                    None => fixed = Some((n, slot)),
+                    Some((m, first)) if m != n => sink.error(
+                        pos,
+                        format!(
+                            "{ctx}: `{}` is fixed at {n} but must equal `{}`, fixed at {m}{}",
+                            label(slot),
+                            label(first),
+                            why_tied(&axis.name, contract)
+                        ),
+                    ),
+                    Some(_) => {}
+                },
+                AxisKind::Static => any_static = true,
+                AxisKind::Dynamic => {}
+            }
+        }
+        let values = statics.get(&root);
+        let size = match (fixed, values) {
+            (Some((n, first)), Some(v)) => {
+                if let Some(bad) = v.values.iter().find(|x| x.value != n) {
+                    sink.error(
+                        bad.pos,
+                        format!(
+                            "{ctx}, `static` entry `{}`: {} cannot be built: this dim must \
+                             equal `{}`, which is fixed at {n}",
+                            v.key,
+                            bad.value,
+                            label(first)
+                        ),
+                    );
+                }
+                DimSize::Fixed(n)
+            }
+            (Some((n, _)), None) => DimSize::Fixed(n),
+            (None, Some(v)) => DimSize::Static(v.values.iter().map(|x| x.value).collect()),
+            (None, None) if any_static => {
+                let slot = class
+                    .iter()
+                    .copied()
+                    .find(|&s| axis_of(s).0.kind == AxisKind::Static)
+                    .unwrap_or(class[0]);
+                let (axis, pos) = axis_of(slot);
+                let key = axis.name.clone().unwrap_or_else(|| label(slot));
+                sink.error(
+                    pos,
+                    format!(
+                        "{ctx}: STATIC axis `{}` has no sizes to build; list them under \
+                         `static:`, e.g. `{key}: [128]`",
+                        label(slot)
+                    ),
+                );
+                DimSize::Static(Vec::new())
+            }
+            (None, None) => DimSize::Dynamic,
+        };
+        let _ = di;
+        kernel_dims.push(Dim {
+            name,
+            size,
+            axes: class.iter().map(|&s| slots[s]).collect(),
+        });
+    }
+
+    let specialisations = enumerate_specialisations(k, &ctx, &kernel_dims, &drafts, sink);
+
+    // Attach dim indices to axes.
+    let mut params: Vec<Param> = drafts
+        .iter()
+        .map(|d| Param {
+            name: d.spec.name.value.clone(),
+            kind: d.kind.clone(),
+        })
+        .collect();
+    for (di, dim) in kernel_dims.iter().enumerate() {
+        for &(pi, ai) in &dim.axes {
+            if let ParamKind::Tensor { axes, .. } = &mut params[pi].kind {
+                axes[ai].dim = di;
+            }
+        }
+    }
+
+    Some(Kernel {
+        name: name.clone(),
+        doc: k.doc.as_ref().map(|d| d.value.clone()),
+        template: template?,
+        targets,
+        params,
+        dims: kernel_dims,
+        specialisations,
+        origin: sink.location(k.name.pos),
+    })
+}
+
+fn why_tied(name: &Option<String>, contract: Option<&Contract>) -> String {
+    match (name, contract) {
+        (Some(n), _) => format!(" (both are the dim `{n}`)"),
+        (None, Some(c)) => format!(" (builtin/{} requires them to be equal)", c.name),
+        (None, None) => String::new(),
+    }
+}
+
+fn check_template(k: &KernelSpec, ctx: &str, sink: &mut Sink<'_>) -> Option<TemplateRef> {
+    let Some(t) = &k.template else {
+        sink.error(
+            k.name.pos,
+            format!(
+                "{ctx}: has no `template`; give `builtin/NAME` or a path relative to the spec file"
+            ),
+        );
+        return None;
+    };
+    if let Some(name) = t.value.strip_prefix("builtin/") {
+        if builtin::find(name).is_some() {
+            return Some(TemplateRef::Builtin(name.to_owned()));
+        }
+        let names: Vec<&str> = builtin::BUILTINS.iter().map(|c| c.name).collect();
+        sink.error(
+            t.pos,
+            format!(
+                "{ctx}, `template`: there is no builtin template `{name}`; builtins are {}{}",
+                spec::one_of(&names),
+                did_you_mean(name, names.iter().copied())
+            ),
+        );
+        return None;
+    }
+    let dir = sink.path().parent().unwrap_or(Path::new(""));
+    let path = dir.join(&t.value);
+    if t.value.is_empty() || !path.is_file() {
+        sink.error(
+            t.pos,
+            format!(
+                "{ctx}, `template`: template file `{}` does not exist (paths are relative to \
+                 the spec file; builtins are written `builtin/NAME`)",
+                path.display()
+            ),
+        );
+        return None;
+    }
+    Some(TemplateRef::File(path))
+}
+
+fn check_targets(k: &KernelSpec, ctx: &str, sink: &mut Sink<'_>) -> Vec<Target> {
+    let Some(list) = &k.targets else {
+        return Target::ALL.to_vec();
+    };
+    if list.value.is_empty() {
+        sink.error(
+            list.pos,
+            format!("{ctx}, `targets`: is empty; give at least one of A2, A3, 950PR, or leave it out for all three"),
+        );
+        return Target::ALL.to_vec();
+    }
+    let names: Vec<&str> = Target::ALL.iter().map(|t| t.spec_name()).collect();
+    let mut targets = Vec::new();
+    for word in &list.value {
+        match Target::from_spec_name(&word.value) {
+            Some(t) if targets.contains(&t) => {
+                sink.error(word.pos, format!("{ctx}, `targets`: `{t}` is listed twice"));
+            }
+            Some(t) => targets.push(t),
+            None => sink.error(
+                word.pos,
+                format!(
+                    "{ctx}, `targets`: unknown target `{}`; expected A2, A3 or 950PR{}",
+                    word.value,
+                    did_you_mean(&word.value, names.iter().copied())
+                ),
+            ),
+        }
+    }
+    targets.sort();
+    targets
+}
+
+fn check_dtype(
+    word: &Sp<String>,
+    ctx: &str,
+    targets: &[Target],
+    sink: &mut Sink<'_>,
+) -> Option<DType> {
+    let Some(dtype) = DType::from_spec_name(&word.value) else {
+        let names: Vec<&str> = DType::ALL.iter().map(|d| d.spec_name()).collect();
+        sink.error(
+            word.pos,
+            format!(
+                "{ctx}: unknown dtype `{}`; expected one of {}{}",
+                word.value,
+                names.join(", "),
+                did_you_mean(&word.value, names.iter().copied())
+            ),
+        );
+        return None;
+    };
+    let missing: Vec<&str> = targets
+        .iter()
+        .filter(|t| !dtype.targets().contains(t))
+        .map(|t| t.spec_name())
+        .collect();
+    if !missing.is_empty() {
+        let has: Vec<&str> = dtype.targets().iter().map(|t| t.spec_name()).collect();
+        sink.error(
+            word.pos,
+            format!(
+                "{ctx}: {dtype} exists only on {}, but the kernel also targets {}; \
+                 set `targets: [{}]`",
+                has.join(", "),
+                missing.join(", "),
+                has.join(", ")
+            ),
+        );
+        return None;
+    }
+    Some(dtype)
+}
+
+fn check_param<'s>(
+    p: &'s ParamSpec,
+    kernel_ctx: &str,
+    dims: &FileDims,
+    targets: &[Target],
+    sink: &mut Sink<'_>,
+) -> Option<Draft<'s>> {
+    let ctx = format!("{kernel_ctx}, param `{}`", p.name.value);
+    let before = sink.diagnostics.len();
+    if let Some(problem) = identifier_problem(&p.name.value) {
+        sink.error(
+            p.name.pos,
+            format!("{ctx}: not a valid param name: {problem}"),
+        );
+    }
+    if let Some(scalar) = &p.scalar {
+        for (present, what) in [
+            (p.shape.as_ref().map(|s| s.pos), "shape"),
+            (p.rank.as_ref().map(|r| r.pos), "rank"),
+            (p.dtype.as_ref().map(|d| d.pos), "dtype"),
+        ] {
+            if let Some(pos) = present {
+                sink.error(
+                    pos,
+                    format!(
+                        "{ctx}: a scalar has no `{what}`; its type is given by `scalar:` alone"
+                    ),
+                );
+            }
+        }
+        if let Some(out) = p.output.as_ref().filter(|o| o.value) {
+            sink.error(
+                out.pos,
+                format!("{ctx}: a scalar cannot be an output; outputs are tensors"),
+            );
+        }
+        let dtype = check_dtype(scalar, &format!("{ctx}, `scalar`"), targets, sink)?;
+        return (sink.diagnostics.len() == before).then(|| Draft {
+            spec: p,
+            kind: ParamKind::Scalar(dtype),
+            axis_pos: Vec::new(),
+        });
+    }
+    let dtype = match &p.dtype {
+        Some(word) => check_dtype(word, &format!("{ctx}, `dtype`"), targets, sink),
+        None => {
+            sink.error(
+                p.name.pos,
+                format!(
+                    "{ctx}: a tensor needs a `dtype` (or write `scalar: DTYPE` for a scalar argument)"
+                ),
+            );
+            None
+        }
+    };
+    let Some(shape) = &p.shape else {
+        sink.error(
+            p.name.pos,
+            format!("{ctx}: a tensor needs a `shape`, e.g. `shape: [DYNAMIC, 128]`"),
+        );
+        return None;
+    };
+    let (axes, axis_pos) = check_shape(shape, p.rank.as_ref(), &ctx, dims, sink)?;
+    let dtype = dtype?;
+    (sink.diagnostics.len() == before).then(|| Draft {
+        spec: p,
+        kind: ParamKind::Tensor {
+            dtype,
+            output: p.output.as_ref().is_some_and(|o| o.value),
+            axes,
+        },
+        axis_pos,
+    })
+}
+
+fn check_shape(
+    shape: &Sp<Vec<Node>>,
+    rank: Option<&Node>,
+    ctx: &str,
+    dims: &FileDims,
+    sink: &mut Sink<'_>,
+) -> Option<(Vec<Axis>, Vec<Pos>)> {
+    let before = sink.diagnostics.len();
+    let rank = match rank {
+        None => None,
+        Some(node) => match &node.value {
+            Value::Int(r) if (1..=MAX_RANK as i128).contains(r) => Some((*r as usize, node.pos)),
+            other => {
+                let found = match other {
+                    Value::Int(r) => r.to_string(),
+                    v => v.kind().to_owned(),
+                };
+                sink.error(
+                    node.pos,
+                    format!("{ctx}, `rank`: expected a rank from 1 to {MAX_RANK}, found {found}"),
+                );
+                return None;
+            }
+        },
+    };
+    if shape.value.is_empty() {
+        sink.error(
+            shape.pos,
+            format!("{ctx}, `shape`: is empty; a tensor has at least one axis (use `scalar:` for a single value)"),
+        );
+        return None;
+    }
+    let mut axes = Vec::new();
+    let mut positions = Vec::new();
+    let mut ellipsis: Option<Pos> = None;
+    let last = shape.value.len() - 1;
+    let dim_names: Vec<&str> = dims.valid.keys().map(String::as_str).collect();
+    for (i, entry) in shape.value.iter().enumerate() {
+        let at = format!("{ctx}, shape[{i}]");
+        let axis = |written: &str, kind, name: Option<&str>| Axis {
+            written: written.to_owned(),
+            kind,
+            name: name.map(str::to_owned),
+            dim: 0,
+        };
+        match &entry.value {
+            Value::Str(s) if s == "DYNAMIC" || s == "DYN" => {
+                axes.push(axis(s, AxisKind::Dynamic, None));
+            }
+            Value::Str(s) if s == "STATIC" => axes.push(axis(s, AxisKind::Static, None)),
+            Value::Str(s) if s == "..." => {
+                if i != last {
+                    sink.error(
+                        entry.pos,
+                        format!("{at}: `...` must be the last entry of a shape; it stands for all remaining axes"),
+                    );
+                    continue;
+                }
+                ellipsis = Some(entry.pos);
+                continue;
+            }
+            Value::Str(s) => {
+                if let Some(d) = dims.valid.get(s) {
+                    axes.push(axis(s, d.kind, Some(s)));
+                } else if dims.invalid.contains(s) {
+                    // Already reported where the dim is declared.
+                    return None;
+                } else {
+                    let mut candidates: Vec<&str> = vec!["DYNAMIC", "DYN", "STATIC"];
+                    candidates.extend(dim_names.iter().copied());
+                    sink.error(
+                        entry.pos,
+                        format!(
+                            "{at}: unknown dim marker `{s}`; expected DYNAMIC, DYN, STATIC, a \
+                             positive integer, `...` or a name from `dims`{}",
+                            did_you_mean(s, candidates)
+                        ),
+                    );
+                    continue;
+                }
+            }
+            _ => match size(entry) {
+                Ok(n) => axes.push(axis(&n.to_string(), AxisKind::Fixed(n), None)),
+                Err(why) => {
+                    sink.error(entry.pos, format!("{at}: {why}"));
+                    continue;
+                }
+            },
+        }
+        positions.push(entry.pos);
+    }
+    if sink.diagnostics.len() != before {
+        return None;
+    }
+    match (ellipsis, rank) {
+        (Some(pos), None) => {
+            sink.error(
+                pos,
+                format!(
+                    "{ctx}, `shape`: `...` leaves the rank unknown; add `rank: N` to say how many axes the tensor has"
+                ),
+            );
+            return None;
+        }
+        (Some(pos), Some((r, rank_pos))) => {
+            if r < axes.len() {
+                sink.error(
+                    rank_pos,
+                    format!(
+                        "{ctx}, `rank`: rank {r} contradicts the shape, which already has {} axes before `...`",
+                        axes.len()
+                    ),
+                );
+                return None;
+            }
+            while axes.len() < r {
+                axes.push(Axis {
+                    written: "...".to_owned(),
+                    kind: AxisKind::Static,
+                    name: None,
+                    dim: 0,
+                });
+                positions.push(pos);
+            }
+        }
+        (None, Some((r, rank_pos))) if r != axes.len() => {
+            sink.error(
+                rank_pos,
+                format!(
+                    "{ctx}, `rank`: rank {r} contradicts the shape, which has {} axes",
+                    axes.len()
+                ),
+            );
+            return None;
+        }
+        (None, _) if axes.len() > MAX_RANK => {
+            sink.error(
+                shape.pos,
+                format!(
+                    "{ctx}, `shape`: has {} axes; at most {MAX_RANK} are supported",
+                    axes.len()
+                ),
+            );
+            return None;
+        }
+        _ => {}
+    }
+    Some((axes, positions))
+}
+
+fn check_contract(
+    k: &KernelSpec,
+    contract: &Contract,
+    drafts: &[Draft<'_>],
+    ctx: &str,
+    sink: &mut Sink<'_>,
+) {
+    let t = format!("builtin/{}", contract.name);
+    let expected: Vec<String> = contract
+        .params
+        .iter()
+        .map(|r| format!("{} ({})", r.name, r.role.describe()))
+        .collect();
+    if drafts.len() != contract.params.len() {
+        let pos = k.template.as_ref().map_or(k.name.pos, |t| t.pos);
+        sink.error(
+            pos,
+            format!(
+                "{ctx}: {t} takes {} params: {}; this kernel declares {}",
+                contract.params.len(),
+                expected.join(", "),
+                drafts.len()
+            ),
+        );
+        return;
+    }
+    let mut first_dtype: Option<(DType, &str)> = None;
+    for (i, (d, role)) in drafts.iter().zip(contract.params).enumerate() {
+        let pctx = format!("{ctx}, param `{}`", d.spec.name.value);
+        let actual = match d.kind {
+            ParamKind::Scalar(_) => Role::Scalar,
+            ParamKind::Tensor { output: true, .. } => Role::Output,
+            ParamKind::Tensor { output: false, .. } => Role::Input,
+        };
+        if actual != role.role {
+            sink.error(
+                d.spec.name.pos,
+                format!(
+                    "{pctx}: {t} expects param {} (`{}`) to be {}, but this is {}",
+                    i + 1,
+                    role.name,
+                    role.role.describe(),
+                    actual.describe()
+                ),
+            );
+            continue;
+        }
+        if let ParamKind::Tensor { dtype, axes, .. } = &d.kind {
+            if let Some(r) = role.rank.filter(|r| *r != axes.len()) {
+                let pos = d.spec.shape.as_ref().map_or(d.spec.name.pos, |s| s.pos);
+                sink.error(
+                    pos,
+                    format!(
+                        "{pctx}: {t} expects `{}` to have rank {r}, not {}",
+                        role.name,
+                        axes.len()
+                    ),
+                );
+            }
+            let dtype_pos = d.spec.dtype.as_ref().map_or(d.spec.name.pos, |s| s.pos);
+            if !contract.dtypes.contains(dtype) {
+                let names: Vec<&str> = contract.dtypes.iter().map(|d| d.spec_name()).collect();
+                sink.error(
+                    dtype_pos,
+                    format!(
+                        "{pctx}: {t} is written for {}, not {dtype}",
+                        names.join(", ")
+                    ),
+                );
+            } else if let Some((first, first_name)) = first_dtype {
+                if first != *dtype {
+                    sink.error(
+                        dtype_pos,
+                        format!(
+                            "{pctx}: {t} needs all tensors in one dtype; `{first_name}` is {first}, this is {dtype}"
+                        ),
+                    );
+                }
+            } else {
+                first_dtype = Some((*dtype, &d.spec.name.value));
+            }
+        }
+    }
+    for &(a, b) in contract.same_shape {
+        let rank = |i: usize| match &drafts[i].kind {
+            ParamKind::Tensor { axes, .. } => axes.len(),
+            ParamKind::Scalar(_) => 0,
+        };
+        if rank(a) != rank(b) {
+            let d = &drafts[b];
+            let pos = d.spec.shape.as_ref().map_or(d.spec.name.pos, |s| s.pos);
+            sink.error(
+                pos,
+                format!(
+                    "{ctx}, param `{}`: {t} requires it to have the shape of `{}`, but it has rank {} and `{}` rank {}",
+                    d.spec.name.value,
+                    drafts[a].spec.name.value,
+                    rank(b),
+                    drafts[a].spec.name.value,
+                    rank(a)
+                ),
+            );
+        }
+    }
+}
+
+/// Merges the axes a builtin's contract says are equal. Runs only on a
+/// kernel whose params matched the contract.
+fn tie_contract_axes(
+    contract: &Contract,
+    drafts: &[Draft<'_>],
+    slot_of: &BTreeMap<(usize, usize), usize>,
+    uf: &mut UnionFind,
+) {
+    let rank = |i: usize| match &drafts[i].kind {
+        ParamKind::Tensor { axes, .. } => axes.len(),
+        ParamKind::Scalar(_) => 0,
+    };
+    for &(a, b) in contract.same_shape {
+        if rank(a) == rank(b) {
+            for ax in 0..rank(a) {
+                uf.union(slot_of[&(a, ax)], slot_of[&(b, ax)]);
+            }
+        }
+    }
+    let resolve = |p: usize, axis: AxisRef| match axis {
+        AxisRef::Index(i) => (i < rank(p)).then_some(i),
+        AxisRef::Last => rank(p).checked_sub(1),
+    };
+    for &((pa, xa), (pb, xb)) in contract.same_axis {
+        if let (Some(a), Some(b)) = (resolve(pa, xa), resolve(pb, xb)) {
+            uf.union(slot_of[&(pa, a)], slot_of[&(pb, b)]);
+        }
+    }
+}
+
+/// The sizes listed for one dim, and the `static` key they were listed under.
+struct StaticValues {
+    key: String,
+    values: Vec<Sp<u64>>,
+}
+
+/// Checks `static:` and returns the sizes per class root.
+#[allow(clippy::too_many_arguments)]
+fn check_statics(
+    k: &KernelSpec,
+    ctx: &str,
+    drafts: &[Draft<'_>],
+    dims: &FileDims,
+    slot_of: &BTreeMap<(usize, usize), usize>,
+    first_use: &BTreeMap<&str, usize>,
+    uf: &mut UnionFind,
+    sink: &mut Sink<'_>,
+) -> BTreeMap<usize, StaticValues> {
+    let mut by_root: BTreeMap<usize, StaticValues> = BTreeMap::new();
+    let param_names: Vec<&str> = drafts.iter().map(|d| d.spec.name.value.as_str()).collect();
+    for entry in &k.statics {
+        let key = &entry.key.value;
+        let at = format!("{ctx}, `static` entry `{key}`");
+        // Which axis or named dim the key refers to, and what it was declared as.
+        let target: Option<(usize, AxisKind)> = if let Some((pname, axis)) = key.split_once('.') {
+            let Some(pi) = drafts.iter().position(|d| d.spec.name.value == pname) else {
+                if !k.params.iter().any(|p| p.name.value == pname) {
+                    sink.error(
+                        entry.key.pos,
+                        format!(
+                            "{at}: kernel has no param `{pname}`{}",
+                            did_you_mean(pname, param_names.iter().copied())
+                        ),
+                    );
+                }
+                continue;
+            };
+            let ParamKind::Tensor { axes, .. } = &drafts[pi].kind else {
+                sink.error(
+                    entry.key.pos,
+                    format!("{at}: `{pname}` is a scalar and has no axes"),
+                );
+                continue;
+            };
+            match axis.parse::<usize>() {
+                Ok(ai) if ai < axes.len() => Some((slot_of[&(pi, ai)], axes[ai].kind)),
+                _ => {
+                    sink.error(
+                        entry.key.pos,
+                        format!(
+                            "{at}: `{pname}` has axes 0 to {}; write `{pname}.AXIS` with AXIS a number in that range",
+                            axes.len() - 1
+                        ),
+                    );
+                    continue;
+                }
+            }
+        } else if let Some(d) = dims.valid.get(key) {
+            match first_use.get(key.as_str()) {
+                Some(&slot) => Some((slot, d.kind)),
+                None => {
+                    sink.error(
+                        entry.key.pos,
+                        format!("{at}: no param of this kernel uses the dim `{key}`"),
+                    );
+                    continue;
+                }
+            }
+        } else {
+            if !dims.invalid.contains(key) {
+                let mut candidates: Vec<String> = dims
+                    .valid
+                    .keys()
+                    .filter(|n| dims.valid[*n].kind == AxisKind::Static)
+                    .cloned()
+                    .collect();
+                for d in drafts {
+                    if let ParamKind::Tensor { axes, .. } = &d.kind {
+                        for (ai, a) in axes.iter().enumerate() {
+                            if a.kind == AxisKind::Static && a.name.is_none() {
+                                candidates.push(format!("{}.{ai}", d.spec.name.value));
+                            }
+                        }
+                    }
+                }
+                sink.error(
+                    entry.key.pos,
+                    format!(
+                        "{at}: expected `param.axis` or the name of a STATIC dim from `dims`{}",
+                        did_you_mean(key, candidates.iter().map(String::as_str))
+                    ),
+                );
+            }
+            continue;
+        };
+        let Some((slot, kind)) = target else { continue };
+        if kind != AxisKind::Static {
+            sink.error(
+                entry.key.pos,
+                format!("{at}: sizes can only be listed for STATIC axes, and `{key}` is {kind}"),
+            );
+            continue;
+        }
+        if entry.values.value.is_empty() {
+            sink.error(
+                entry.values.pos,
+                format!("{at}: lists no sizes; a STATIC axis needs at least one size to build"),
+            );
+            continue;
+        }
+        let mut values: Vec<Sp<u64>> = Vec::new();
+        let mut ok = true;
+        for v in &entry.values.value {
+            match size(v) {
+                Ok(n) if values.iter().any(|x| x.value == n) => {
+                    sink.error(v.pos, format!("{at}: size {n} is listed twice"));
+                    ok = false;
+                }
+                Ok(n) => values.push(Sp {
+                    value: n,
+                    pos: v.pos,
+                }),
+                Err(why) => {
+                    sink.error(v.pos, format!("{at}: {why}"));
+                    ok = false;
+                }
+            }
+        }
+        if !ok {
+            continue;
+        }
+        let root = uf.find(slot);
+        if let Some(prev) = by_root.get(&root) {
+            let same = prev.values.len() == values.len()
+                && prev
+                    .values
+                    .iter()
+                    .zip(&values)
+                    .all(|(a, b)| a.value == b.value);
+            if !same {
+                sink.error(
+                    entry.key.pos,
+                    format!(
+                        "{at}: `{key}` and `{}` are one dim, but list different sizes; list them once",
+                        prev.key
+                    ),
+                );
+            }
+            continue;
+        }
+        by_root.insert(
+            root,
+            StaticValues {
+                key: key.clone(),
+                values,
+            },
+        );
+    }
+    by_root
+}
+
+fn enumerate_specialisations(
+    k: &KernelSpec,
+    ctx: &str,
+    dims: &[Dim],
+    drafts: &[Draft<'_>],
+    sink: &mut Sink<'_>,
+) -> Vec<Specialisation> {
+    let statics: Vec<(usize, &Vec<u64>)> = dims
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| match &d.size {
+            DimSize::Static(v) if !v.is_empty() => Some((i, v)),
+            _ => None,
+        })
+        .collect();
+    let count = statics
+        .iter()
+        .try_fold(1usize, |acc, (_, v)| acc.checked_mul(v.len()));
+    if count.is_none_or(|c| c > MAX_SPECIALISATIONS) {
+        let label = |i: usize| {
+            let d = &dims[i];
+            d.name.clone().unwrap_or_else(|| {
+                let (pi, ai) = d.axes[0];
+                format!("{}.{ai}", drafts[pi].spec.name.value)
+            })
+        };
+        let factors: Vec<String> = statics
+            .iter()
+            .map(|(i, v)| format!("{}: {} sizes", label(*i), v.len()))
+            .collect();
+        let total = count.map_or_else(|| "too many".to_owned(), |c| c.to_string());
+        sink.error(
+            k.statics_pos.unwrap_or(k.name.pos),
+            format!(
+                "{ctx}: would build {total} specialisations ({}); at most {MAX_SPECIALISATIONS} \
+                 are allowed, because each is a separately compiled kernel object and wrapper \
+                 instance; list fewer sizes or make an axis DYNAMIC",
+                factors.join(" × ")
+            ),
+        );
+        return Vec::new();
+    }
+    let mut out = vec![Specialisation(Vec::new())];
+    for (dim, values) in statics {
+        out = out
+            .into_iter()
+            .flat_map(|s| {
+                values.iter().map(move |&v| {
+                    let mut next = s.0.clone();
+                    next.push((dim, v));
+                    Specialisation(next)
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+/// Disjoint sets over axis slots; the smallest slot of a set is its root so
+/// that results never depend on merge order.
+struct UnionFind {
+    parent: Vec<usize>,
+}
+
+impl UnionFind {
+    fn new(n: usize) -> Self {
+        UnionFind {
+            parent: (0..n).collect(),
+        }
+    }
+
+    fn find(&mut self, mut x: usize) -> usize {
+        while self.parent[x] != x {
+            self.parent[x] = self.parent[self.parent[x]];
+            x = self.parent[x];
+        }
+        x
+    }
+
+    fn union(&mut self, a: usize, b: usize) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        let (lo, hi) = (ra.min(rb), ra.max(rb));
+        self.parent[hi] = lo;
+    }
+}

@@ -1,0 +1,248 @@
+//! Names from specs become Rust and C++ identifiers; this module decides which
+//! names are safe in both, and finds the nearest valid word for a typo.
+
+/// Rust keywords of every edition, reserved words included.
+const RUST_KEYWORDS: &[&str] = &[
+    "abstract", "as", "async", "await", "become", "box", "break", "const", "continue", "crate",
+    "do", "dyn", "else", "enum", "extern", "false", "final", "fn", "for", "gen", "if", "impl",
+    "in", "let", "loop", "macro", "match", "mod", "move", "mut", "override", "priv", "pub", "ref",
+    "return", "self", "Self", "static", "struct", "super", "trait", "true", "try", "type",
+    "typeof", "union", "unsafe", "unsized", "use", "virtual", "where", "while", "yield",
+];
+
+/// C++ keywords (C++23), alternative operator spellings, and the Ascend C
+/// qualifiers and macros that kernel sources rely on.
+const CPP_KEYWORDS: &[&str] = &[
+    "alignas",
+    "alignof",
+    "and",
+    "and_eq",
+    "asm",
+    "auto",
+    "bitand",
+    "bitor",
+    "bool",
+    "break",
+    "case",
+    "catch",
+    "char",
+    "char8_t",
+    "char16_t",
+    "char32_t",
+    "class",
+    "compl",
+    "concept",
+    "const",
+    "consteval",
+    "constexpr",
+    "constinit",
+    "const_cast",
+    "continue",
+    "co_await",
+    "co_return",
+    "co_yield",
+    "decltype",
+    "default",
+    "delete",
+    "do",
+    "double",
+    "dynamic_cast",
+    "else",
+    "enum",
+    "explicit",
+    "export",
+    "extern",
+    "false",
+    "float",
+    "for",
+    "friend",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "mutable",
+    "namespace",
+    "new",
+    "noexcept",
+    "not",
+    "not_eq",
+    "nullptr",
+    "operator",
+    "or",
+    "or_eq",
+    "private",
+    "protected",
+    "public",
+    "register",
+    "reinterpret_cast",
+    "requires",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "static_assert",
+    "static_cast",
+    "struct",
+    "switch",
+    "template",
+    "this",
+    "thread_local",
+    "throw",
+    "true",
+    "try",
+    "typedef",
+    "typeid",
+    "typename",
+    "union",
+    "unsigned",
+    "using",
+    "virtual",
+    "void",
+    "volatile",
+    "wchar_t",
+    "while",
+    "xor",
+    "xor_eq",
+    "main",
+    "half",
+    "bfloat16_t",
+    "GM_ADDR",
+    "AscendC",
+];
+
+/// Why a name cannot be used as an identifier, or `None` if it can.
+pub(crate) fn identifier_problem(name: &str) -> Option<String> {
+    let mut chars = name.chars();
+    let Some(first) = chars.next() else {
+        return Some("it is empty".to_owned());
+    };
+    if !(first.is_ascii_alphabetic() || first == '_') {
+        return Some("an identifier must start with an ASCII letter or `_`".to_owned());
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_'))
+    {
+        return Some(format!(
+            "`{}` is not allowed; use ASCII letters, digits and `_`",
+            bad.escape_default()
+        ));
+    }
+    if name == "_" {
+        return Some("`_` alone is not a name in Rust".to_owned());
+    }
+    if RUST_KEYWORDS.contains(&name) {
+        return Some("it is a Rust keyword".to_owned());
+    }
+    if CPP_KEYWORDS.contains(&name) {
+        return Some("it is a C++ keyword or a name Ascend C reserves".to_owned());
+    }
+    let bytes = name.as_bytes();
+    if name.contains("__") || (bytes[0] == b'_' && bytes.get(1).is_some_and(u8::is_ascii_uppercase))
+    {
+        return Some("C++ reserves names with `__` or starting with `_` and a capital".to_owned());
+    }
+    if name.len() > 64 {
+        return Some("it is longer than 64 characters".to_owned());
+    }
+    None
+}
+
+/// The candidate closest to `word`, if it is close enough to be a likely typo.
+pub(crate) fn nearest<'a, I>(word: &str, candidates: I) -> Option<&'a str>
+where
+    I: IntoIterator<Item = &'a str>,
+{
+    let word_lower = word.to_ascii_lowercase();
+    let limit = (word.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(&word_lower, &c.to_ascii_lowercase()), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// ` — did you mean `X`?` when there is a near candidate, else nothing.
+pub(crate) fn did_you_mean<'a, I>(word: &str, candidates: I) -> String
+where
+    I: IntoIterator<Item = &'a str>,
+{
+    match nearest(word, candidates) {
+        Some(c) if c != word => format!(" — did you mean `{c}`?"),
+        _ => String::new(),
+    }
+}
+
+/// Levenshtein distance over characters; inputs here are short words.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = substitution.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_plain_identifiers() {
+        for name in ["x", "add_bias", "HIDDEN_SIZE", "_tmp", "q2"] {
+            assert_eq!(identifier_problem(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn rejects_keywords_of_either_language() {
+        assert_eq!(
+            identifier_problem("fn").as_deref(),
+            Some("it is a Rust keyword")
+        );
+        assert_eq!(
+            identifier_problem("class").as_deref(),
+            Some("it is a C++ keyword or a name Ascend C reserves")
+        );
+        assert_eq!(
+            identifier_problem("half").as_deref(),
+            Some("it is a C++ keyword or a name Ascend C reserves")
+        );
+    }
+
+    #[test]
+    fn rejects_bad_characters_and_reserved_shapes() {
+        assert!(identifier_problem("1x").is_some());
+        assert_eq!(
+            identifier_problem("a-b").as_deref(),
+            Some("`-` is not allowed; use ASCII letters, digits and `_`")
+        );
+        assert!(identifier_problem("a__b").is_some());
+        assert!(identifier_problem("_X").is_some());
+        assert!(identifier_problem("_").is_some());
+        assert!(identifier_problem("é").is_some());
+    }
+
+    #[test]
+    fn suggests_the_nearest_word() {
+        let markers = ["DYNAMIC", "DYN", "STATIC"];
+        assert_eq!(nearest("DYNAMC", markers), Some("DYNAMIC"));
+        assert_eq!(nearest("static", markers), Some("STATIC"));
+        assert_eq!(nearest("banana", markers), None);
+        assert_eq!(
+            did_you_mean("shpe", ["shape", "dtype"]),
+            " — did you mean `shape`?"
+        );
+        assert_eq!(did_you_mean("zzz", ["shape", "dtype"]), "");
+    }
+}

@@ -1,0 +1,359 @@
+//! The spec stage: the structure of a spec file (which keys exist, what kind of
+//! value each holds) checked against the grammar, every item keeping its
+//! position. What the words mean (markers, dtypes, sizes) is the model's job.
+
+use crate::diag::{Pos, Sink};
+use crate::names::did_you_mean;
+use crate::yaml::{Node, Value};
+
+/// A value and where it was written.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Sp<T> {
+    pub value: T,
+    pub pos: Pos,
+}
+
+/// One spec file, structurally valid as far as it could be read.
+#[derive(Debug, Default)]
+pub(crate) struct SpecFile {
+    pub dims: Vec<DimDecl>,
+    pub kernels: Vec<KernelSpec>,
+}
+
+#[derive(Debug)]
+pub(crate) struct DimDecl {
+    pub name: Sp<String>,
+    pub value: Node,
+}
+
+#[derive(Debug)]
+pub(crate) struct KernelSpec {
+    pub name: Sp<String>,
+    pub doc: Option<Sp<String>>,
+    pub template: Option<Sp<String>>,
+    pub targets: Option<Sp<Vec<Sp<String>>>>,
+    pub params: Vec<ParamSpec>,
+    pub statics: Vec<StaticEntry>,
+    /// Where `static:` was written, for errors about the whole set.
+    pub statics_pos: Option<Pos>,
+}
+
+#[derive(Debug)]
+pub(crate) struct ParamSpec {
+    pub name: Sp<String>,
+    pub dtype: Option<Sp<String>>,
+    pub scalar: Option<Sp<String>>,
+    pub shape: Option<Sp<Vec<Node>>>,
+    pub rank: Option<Node>,
+    pub output: Option<Sp<bool>>,
+}
+
+#[derive(Debug)]
+pub(crate) struct StaticEntry {
+    pub key: Sp<String>,
+    pub values: Sp<Vec<Node>>,
+}
+
+const TOP_KEYS: &[&str] = &["dims", "kernels"];
+const KERNEL_KEYS: &[&str] = &["doc", "template", "targets", "params", "static"];
+const PARAM_KEYS: &[&str] = &["dtype", "shape", "rank", "output", "scalar"];
+
+/// Reads the structure of a parsed spec file, reporting every problem to `sink`.
+pub(crate) fn read(root: &Node, sink: &mut Sink<'_>) -> SpecFile {
+    let mut file = SpecFile::default();
+    if root.value == Value::Null {
+        sink.error(
+            root.pos,
+            "spec file is empty; expected a mapping with `kernels:` (and optionally `dims:`)",
+        );
+        return file;
+    }
+    let Some(top) = mapping(root, "spec file", sink) else {
+        return file;
+    };
+    check_keys(&top, TOP_KEYS, "spec file", sink);
+    if let Some((_, dims)) = find(&top, "dims") {
+        if dims.value != Value::Null {
+            if let Some(entries) = mapping(dims, "`dims`", sink) {
+                file.dims = entries
+                    .into_iter()
+                    .map(|(name, value)| DimDecl {
+                        name,
+                        value: value.clone(),
+                    })
+                    .collect();
+            }
+        }
+    }
+    match find(&top, "kernels") {
+        None => sink.error(
+            root.pos,
+            "spec file has no `kernels:`; declare at least one kernel",
+        ),
+        Some((key, kernels)) => match &kernels.value {
+            Value::Null => sink.error(key.pos, "`kernels` is empty; declare at least one kernel"),
+            _ => {
+                if let Some(entries) = mapping(kernels, "`kernels`", sink) {
+                    if entries.is_empty() {
+                        sink.error(key.pos, "`kernels` is empty; declare at least one kernel");
+                    }
+                    file.kernels = entries
+                        .into_iter()
+                        .filter_map(|(name, node)| read_kernel(name, node, sink))
+                        .collect();
+                }
+            }
+        },
+    }
+    file
+}
+
+fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<KernelSpec> {
+    let ctx = format!("kernel `{}`", name.value);
+    let entries = mapping(node, &ctx, sink)?;
+    check_keys(&entries, KERNEL_KEYS, &ctx, sink);
+    let doc = find(&entries, "doc").and_then(|(_, n)| string(n, &format!("{ctx}, `doc`"), sink));
+    let template = find(&entries, "template")
+        .and_then(|(_, n)| string(n, &format!("{ctx}, `template`"), sink));
+    let targets = find(&entries, "targets").and_then(|(_, n)| {
+        let what = format!("{ctx}, `targets`");
+        let items = sequence(n, &what, sink)?;
+        let words = items
+            .iter()
+            .filter_map(|item| scalar_word(item, &what, sink))
+            .collect();
+        Some(Sp {
+            value: words,
+            pos: n.pos,
+        })
+    });
+    let mut params = Vec::new();
+    if let Some((key, n)) = find(&entries, "params") {
+        if n.value == Value::Null {
+            sink.error(key.pos, format!("{ctx}: `params` is empty"));
+        } else if let Some(list) = mapping(n, &format!("{ctx}, `params`"), sink) {
+            params = list
+                .into_iter()
+                .filter_map(|(pname, pnode)| read_param(&ctx, pname, pnode, sink))
+                .collect();
+        }
+    }
+    let mut statics = Vec::new();
+    let mut statics_pos = None;
+    if let Some((key, n)) = find(&entries, "static") {
+        statics_pos = Some(key.pos);
+        if n.value != Value::Null {
+            if let Some(list) = mapping(n, &format!("{ctx}, `static`"), sink) {
+                for (key, values) in list {
+                    let what = format!("{ctx}, `static` entry `{}`", key.value);
+                    // A single value is accepted as a one-element list.
+                    let values = match &values.value {
+                        Value::Seq(items) => Sp {
+                            value: items.clone(),
+                            pos: values.pos,
+                        },
+                        Value::Map(_) | Value::Null => {
+                            sink.error(
+                                values.pos,
+                                format!(
+                                    "{what}: expected a list of sizes to build, found {}",
+                                    values.value.kind()
+                                ),
+                            );
+                            continue;
+                        }
+                        _ => Sp {
+                            value: vec![values.clone()],
+                            pos: values.pos,
+                        },
+                    };
+                    statics.push(StaticEntry { key, values });
+                }
+            }
+        }
+    }
+    Some(KernelSpec {
+        name,
+        doc,
+        template,
+        targets,
+        params,
+        statics,
+        statics_pos,
+    })
+}
+
+fn read_param(
+    kernel_ctx: &str,
+    name: Sp<String>,
+    node: &Node,
+    sink: &mut Sink<'_>,
+) -> Option<ParamSpec> {
+    let ctx = format!("{kernel_ctx}, param `{}`", name.value);
+    let entries = mapping(node, &ctx, sink)?;
+    check_keys(&entries, PARAM_KEYS, &ctx, sink);
+    let word = |key: &str, sink: &mut Sink<'_>| {
+        find(&entries, key).and_then(|(_, n)| scalar_word(n, &format!("{ctx}, `{key}`"), sink))
+    };
+    let dtype = word("dtype", sink);
+    let scalar = word("scalar", sink);
+    let shape = find(&entries, "shape").and_then(|(_, n)| {
+        let items = sequence(n, &format!("{ctx}, `shape`"), sink)?;
+        Some(Sp {
+            value: items.to_vec(),
+            pos: n.pos,
+        })
+    });
+    let rank = find(&entries, "rank").map(|(_, n)| n.clone());
+    let output = find(&entries, "output").and_then(|(_, n)| match n.value {
+        Value::Bool(b) => Some(Sp {
+            value: b,
+            pos: n.pos,
+        }),
+        ref other => {
+            sink.error(
+                n.pos,
+                format!(
+                    "{ctx}, `output`: expected `true` or `false`, found {}",
+                    other.kind()
+                ),
+            );
+            None
+        }
+    });
+    Some(ParamSpec {
+        name,
+        dtype,
+        scalar,
+        shape,
+        rank,
+        output,
+    })
+}
+
+/// The entries of a mapping with string keys; duplicate keys are reported and
+/// only the first of each is kept.
+fn mapping<'n>(
+    node: &'n Node,
+    what: &str,
+    sink: &mut Sink<'_>,
+) -> Option<Vec<(Sp<String>, &'n Node)>> {
+    let Value::Map(pairs) = &node.value else {
+        sink.error(
+            node.pos,
+            format!("{what}: expected a mapping, found {}", node.value.kind()),
+        );
+        return None;
+    };
+    let mut out: Vec<(Sp<String>, &Node)> = Vec::with_capacity(pairs.len());
+    for (key, value) in pairs {
+        let name = match &key.value {
+            Value::Str(s) => s.clone(),
+            Value::Int(i) => i.to_string(),
+            other => {
+                sink.error(
+                    key.pos,
+                    format!("{what}: expected a name as key, found {}", other.kind()),
+                );
+                continue;
+            }
+        };
+        if let Some((first, _)) = out.iter().find(|(k, _)| k.value == name) {
+            sink.error(
+                key.pos,
+                format!(
+                    "{what}: `{name}` is given twice; first at line {}, column {}",
+                    first.pos.line, first.pos.column
+                ),
+            );
+            continue;
+        }
+        out.push((
+            Sp {
+                value: name,
+                pos: key.pos,
+            },
+            value,
+        ));
+    }
+    Some(out)
+}
+
+fn check_keys(entries: &[(Sp<String>, &Node)], allowed: &[&str], what: &str, sink: &mut Sink<'_>) {
+    for (key, _) in entries {
+        if !allowed.contains(&key.value.as_str()) {
+            sink.error(
+                key.pos,
+                format!(
+                    "{what}: unknown key `{}`; expected {}{}",
+                    key.value,
+                    one_of(allowed),
+                    did_you_mean(&key.value, allowed.iter().copied())
+                ),
+            );
+        }
+    }
+}
+
+fn find<'e, 'n>(
+    entries: &'e [(Sp<String>, &'n Node)],
+    key: &str,
+) -> Option<(&'e Sp<String>, &'n Node)> {
+    entries
+        .iter()
+        .find(|(k, _)| k.value == key)
+        .map(|(k, n)| (k, *n))
+}
+
+fn sequence<'n>(node: &'n Node, what: &str, sink: &mut Sink<'_>) -> Option<&'n [Node]> {
+    match &node.value {
+        Value::Seq(items) => Some(items),
+        other => {
+            sink.error(
+                node.pos,
+                format!("{what}: expected a list, found {}", other.kind()),
+            );
+            None
+        }
+    }
+}
+
+fn string(node: &Node, what: &str, sink: &mut Sink<'_>) -> Option<Sp<String>> {
+    match &node.value {
+        Value::Str(s) => Some(Sp {
+            value: s.clone(),
+            pos: node.pos,
+        }),
+        other => {
+            sink.error(
+                node.pos,
+                format!("{what}: expected a string, found {}", other.kind()),
+            );
+            None
+        }
+    }
+}
+
+/// A word such as a dtype or target; plain numbers are accepted as words
+/// because `950PR`-like names may be typed unquoted.
+fn scalar_word(node: &Node, what: &str, sink: &mut Sink<'_>) -> Option<Sp<String>> {
+    match &node.value {
+        Value::Int(i) => Some(Sp {
+            value: i.to_string(),
+            pos: node.pos,
+        }),
+        _ => string(node, what, sink),
+    }
+}
+
+/// `a, b or c`, for "expected one of" messages.
+pub(crate) fn one_of(words: &[&str]) -> String {
+    match words {
+        [] => String::new(),
+        [one] => format!("`{one}`"),
+        [init @ .., last] => {
+            let init: Vec<String> = init.iter().map(|w| format!("`{w}`")).collect();
+            format!("{} or `{last}`", init.join(", "))
+        }
+    }
+}
