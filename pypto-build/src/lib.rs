@@ -89,25 +89,55 @@ pub fn check_paths<P: AsRef<Path>>(paths: &[P]) -> Result<Model, Diagnostics> {
 
 /// Checks exactly these spec files.
 pub fn check_files<P: AsRef<Path>>(files: &[P]) -> Result<Model, Diagnostics> {
-    let mut problems = Vec::new();
-    let mut kernels: Vec<Kernel> = Vec::new();
-    // Every kernel name declared so far, valid or not, and where.
-    let mut declared: BTreeMap<String, Location> = BTreeMap::new();
+    let mut set = SpecSet::default();
     for path in files {
-        let path = path.as_ref();
-        let (source, root) = match yaml::load(path) {
-            Ok(parsed) => parsed,
-            Err(d) => {
-                problems.push(d);
-                continue;
+        match yaml::read_text(path.as_ref()) {
+            Ok(source) => set.add(path.as_ref(), &source),
+            Err(d) => set.problems.push(d),
+        }
+    }
+    set.finish()
+}
+
+/// Checks one spec given as text; `path` names it in diagnostics and anchors
+/// relative template paths.
+pub fn check_source(path: &Path, source: &str) -> Result<Model, Diagnostics> {
+    let mut set = SpecSet::default();
+    if source.len() as u64 > yaml::MAX_SPEC_BYTES {
+        set.problems.push(yaml::too_large(path));
+    } else {
+        set.add(path, source);
+    }
+    set.finish()
+}
+
+/// Spec files checked together: kernel names are unique across the set.
+#[derive(Default)]
+struct SpecSet {
+    kernels: Vec<Kernel>,
+    files: Vec<PathBuf>,
+    problems: Vec<Diagnostic>,
+    /// Every kernel name declared so far, valid or not, and where.
+    declared: BTreeMap<String, Location>,
+}
+
+impl SpecSet {
+    fn add(&mut self, path: &Path, source: &str) {
+        self.files.push(path.to_path_buf());
+        let mut sink = diag::Sink::new(path, source);
+        let root = match yaml::parse(source) {
+            Ok(root) => root,
+            Err((pos, message)) => {
+                sink.error(pos, message);
+                self.problems.extend(sink.diagnostics);
+                return;
             }
         };
-        let mut sink = diag::Sink::new(path, &source);
         let spec = spec::read(&root, &mut sink);
         let checked = model::check_file(&spec, &mut sink);
         let mut duplicates = Vec::new();
         for k in &spec.kernels {
-            match declared.get(&k.name.value) {
+            match self.declared.get(&k.name.value) {
                 Some(first) => {
                     sink.error(
                         k.name.pos,
@@ -119,23 +149,29 @@ pub fn check_files<P: AsRef<Path>>(files: &[P]) -> Result<Model, Diagnostics> {
                     duplicates.push(k.name.value.clone());
                 }
                 None => {
-                    declared.insert(k.name.value.clone(), sink.location(k.name.pos));
+                    self.declared
+                        .insert(k.name.value.clone(), sink.location(k.name.pos));
                 }
             }
         }
-        kernels.extend(
+        self.kernels.extend(
             checked
                 .into_iter()
                 .filter(|k| !duplicates.contains(&k.name)),
         );
-        problems.extend(sink.diagnostics);
+        // Stages find problems in their own order; report them in source order.
+        sink.diagnostics.sort_by_key(|d| d.location.pos);
+        self.problems.extend(sink.diagnostics);
     }
-    if problems.is_empty() {
-        Ok(Model {
-            kernels,
-            files: files.iter().map(|f| f.as_ref().to_path_buf()).collect(),
-        })
-    } else {
-        Err(Diagnostics(problems))
+
+    fn finish(self) -> Result<Model, Diagnostics> {
+        if self.problems.is_empty() {
+            Ok(Model {
+                kernels: self.kernels,
+                files: self.files,
+            })
+        } else {
+            Err(Diagnostics(self.problems))
+        }
     }
 }

@@ -442,9 +442,8 @@ fn check_kernel(k: &KernelSpec, dims: &FileDims, sink: &mut Sink<'_>) -> Option<
         Some(TemplateRef::Builtin(b)) => builtin::find(b),
         _ => None,
     };
-    if let (Some(contract), true) = (contract, all_params_ok) {
-        check_contract(k, contract, &drafts, &ctx, sink);
-    }
+    // Relations of a builtin apply only to params that match its contract.
+    let contract = contract.filter(|c| all_params_ok && check_contract(k, c, &drafts, &ctx, sink));
 
     // Axes that must agree: one slot per tensor axis, plus one per named dim.
     let mut slots = Vec::new(); // (param, axis)
@@ -474,7 +473,7 @@ fn check_kernel(k: &KernelSpec, dims: &FileDims, sink: &mut Sink<'_>) -> Option<
             }
         }
     }
-    if let (Some(contract), true) = (contract, all_params_ok) {
+    if let Some(contract) = contract {
         tie_contract_axes(contract, &drafts, &slot_of, &mut uf);
     }
 
@@ -619,6 +618,9 @@ fn why_tied(name: &Option<String>, contract: Option<&Contract>) -> String {
 
 fn check_template(k: &KernelSpec, ctx: &str, sink: &mut Sink<'_>) -> Option<TemplateRef> {
     let Some(t) = &k.template else {
+        if k.given.iter().any(|g| g == "template") {
+            return None; // given, but not a string: already reported
+        }
         sink.error(
             k.name.pos,
             format!(
@@ -777,6 +779,7 @@ fn check_param<'s>(
     }
     let dtype = match &p.dtype {
         Some(word) => check_dtype(word, &format!("{ctx}, `dtype`"), targets, sink),
+        None if p.given.iter().any(|g| g == "dtype") => None,
         None => {
             sink.error(
                 p.name.pos,
@@ -788,6 +791,9 @@ fn check_param<'s>(
         }
     };
     let Some(shape) = &p.shape else {
+        if p.given.iter().any(|g| g == "shape") {
+            return None; // given, but not a list: already reported
+        }
         sink.error(
             p.name.pos,
             format!("{ctx}: a tensor needs a `shape`, e.g. `shape: [DYNAMIC, 128]`"),
@@ -842,6 +848,7 @@ fn check_shape(
     let mut axes = Vec::new();
     let mut positions = Vec::new();
     let mut ellipsis: Option<Pos> = None;
+    let mut uses_invalid_dim = false;
     let last = shape.value.len() - 1;
     let dim_names: Vec<&str> = dims.valid.keys().map(String::as_str).collect();
     for (i, entry) in shape.value.iter().enumerate() {
@@ -873,7 +880,8 @@ fn check_shape(
                     axes.push(axis(s, d.kind, Some(s)));
                 } else if dims.invalid.contains(s) {
                     // Already reported where the dim is declared.
-                    return None;
+                    uses_invalid_dim = true;
+                    continue;
                 } else {
                     let mut candidates: Vec<&str> = vec!["DYNAMIC", "DYN", "STATIC"];
                     candidates.extend(dim_names.iter().copied());
@@ -898,7 +906,7 @@ fn check_shape(
         }
         positions.push(entry.pos);
     }
-    if sink.diagnostics.len() != before {
+    if sink.diagnostics.len() != before || uses_invalid_dim {
         return None;
     }
     match (ellipsis, rank) {
@@ -957,13 +965,15 @@ fn check_shape(
     Some((axes, positions))
 }
 
+/// Checks params against a builtin's contract; true when their count and
+/// roles match, so that its shape relations can be applied.
 fn check_contract(
     k: &KernelSpec,
     contract: &Contract,
     drafts: &[Draft<'_>],
     ctx: &str,
     sink: &mut Sink<'_>,
-) {
+) -> bool {
     let t = format!("builtin/{}", contract.name);
     let expected: Vec<String> = contract
         .params
@@ -981,9 +991,10 @@ fn check_contract(
                 drafts.len()
             ),
         );
-        return;
+        return false;
     }
     let mut first_dtype: Option<(DType, &str)> = None;
+    let mut roles_match = true;
     for (i, (d, role)) in drafts.iter().zip(contract.params).enumerate() {
         let pctx = format!("{ctx}, param `{}`", d.spec.name.value);
         let actual = match d.kind {
@@ -1002,6 +1013,7 @@ fn check_contract(
                     actual.describe()
                 ),
             );
+            roles_match = false;
             continue;
         }
         if let ParamKind::Tensor { dtype, axes, .. } = &d.kind {
@@ -1040,6 +1052,9 @@ fn check_contract(
             }
         }
     }
+    if !roles_match {
+        return false;
+    }
     for &(a, b) in contract.same_shape {
         let rank = |i: usize| match &drafts[i].kind {
             ParamKind::Tensor { axes, .. } => axes.len(),
@@ -1061,6 +1076,7 @@ fn check_contract(
             );
         }
     }
+    true
 }
 
 /// Merges the axes a builtin's contract says are equal. Runs only on a
@@ -1094,6 +1110,7 @@ fn tie_contract_axes(
 }
 
 /// The sizes listed for one dim, and the `static` key they were listed under.
+/// An entry with errors has no values; it still counts as "listed".
 struct StaticValues {
     key: String,
     values: Vec<Sp<u64>>,
@@ -1201,8 +1218,13 @@ fn check_statics(
                 entry.values.pos,
                 format!("{at}: lists no sizes; a STATIC axis needs at least one size to build"),
             );
+            by_root.entry(uf.find(slot)).or_insert(StaticValues {
+                key: key.clone(),
+                values: Vec::new(),
+            });
             continue;
         }
+        let root = uf.find(slot);
         let mut values: Vec<Sp<u64>> = Vec::new();
         let mut ok = true;
         for v in &entry.values.value {
@@ -1222,9 +1244,13 @@ fn check_statics(
             }
         }
         if !ok {
+            // Keep the dim marked as listed, so it is not also "missing".
+            by_root.entry(root).or_insert(StaticValues {
+                key: key.clone(),
+                values: Vec::new(),
+            });
             continue;
         }
-        let root = uf.find(slot);
         if let Some(prev) = by_root.get(&root) {
             let same = prev.values.len() == values.len()
                 && prev
@@ -1232,7 +1258,7 @@ fn check_statics(
                     .iter()
                     .zip(&values)
                     .all(|(a, b)| a.value == b.value);
-            if !same {
+            if !same && !prev.values.is_empty() {
                 sink.error(
                     entry.key.pos,
                     format!(

@@ -36,6 +36,9 @@ pub(crate) struct KernelSpec {
     pub statics: Vec<StaticEntry>,
     /// Where `static:` was written, for errors about the whole set.
     pub statics_pos: Option<Pos>,
+    /// The keys written, valid or not, so that a key given with a bad value
+    /// is not also reported as missing.
+    pub given: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -46,6 +49,8 @@ pub(crate) struct ParamSpec {
     pub shape: Option<Sp<Vec<Node>>>,
     pub rank: Option<Node>,
     pub output: Option<Sp<bool>>,
+    /// The keys written, valid or not.
+    pub given: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -180,6 +185,7 @@ fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<Ker
         params,
         statics,
         statics_pos,
+        given: keys_of(&entries),
     })
 }
 
@@ -228,6 +234,7 @@ fn read_param(
         shape,
         rank,
         output,
+        given: keys_of(&entries),
     })
 }
 
@@ -277,6 +284,10 @@ fn mapping<'n>(
         ));
     }
     Some(out)
+}
+
+fn keys_of(entries: &[(Sp<String>, &Node)]) -> Vec<String> {
+    entries.iter().map(|(k, _)| k.value.clone()).collect()
 }
 
 fn check_keys(entries: &[(Sp<String>, &Node)], allowed: &[&str], what: &str, sink: &mut Sink<'_>) {

@@ -55,34 +55,41 @@ impl Value {
     }
 }
 
-/// Reads and parses one spec file. On failure the error is already located.
-pub(crate) fn load(path: &Path) -> Result<(String, Node), Diagnostic> {
-    let fail = |pos: Pos, message: String, source_line: Option<String>| Diagnostic {
+pub(crate) fn too_large(path: &Path) -> Diagnostic {
+    Diagnostic {
+        location: Location {
+            path: path.to_path_buf(),
+            pos: Pos::new(1, 1),
+        },
+        message: format!(
+            "spec file is larger than {} KiB; split it into several files",
+            MAX_SPEC_BYTES / 1024
+        ),
+        source_line: None,
+    }
+}
+
+/// Reads a spec file as text, refusing huge and non-UTF-8 files.
+pub(crate) fn read_text(path: &Path) -> Result<String, Diagnostic> {
+    let fail = |pos: Pos, message: String| Diagnostic {
         location: Location {
             path: path.to_path_buf(),
             pos,
         },
         message,
-        source_line,
+        source_line: None,
     };
     let start = Pos::new(1, 1);
     let file = std::fs::File::open(path)
-        .map_err(|e| fail(start, format!("cannot read spec file: {e}"), None))?;
+        .map_err(|e| fail(start, format!("cannot read spec file: {e}")))?;
     let mut bytes = Vec::new();
     file.take(MAX_SPEC_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| fail(start, format!("cannot read spec file: {e}"), None))?;
+        .map_err(|e| fail(start, format!("cannot read spec file: {e}")))?;
     if bytes.len() as u64 > MAX_SPEC_BYTES {
-        return Err(fail(
-            start,
-            format!(
-                "spec file is larger than {} KiB; split it into several files",
-                MAX_SPEC_BYTES / 1024
-            ),
-            None,
-        ));
+        return Err(too_large(path));
     }
-    let source = String::from_utf8(bytes).map_err(|e| {
+    String::from_utf8(bytes).map_err(|e| {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         // The prefix is valid UTF-8 by definition of `valid_up_to`.
         let prefix = std::str::from_utf8(valid).unwrap_or_default();
@@ -91,18 +98,8 @@ pub(crate) fn load(path: &Path) -> Result<(String, Node), Diagnostic> {
         fail(
             Pos::new(line as u32, column as u32),
             "spec file is not valid UTF-8".to_owned(),
-            None,
         )
-    })?;
-    let root = parse(&source).map_err(|(pos, message)| {
-        let line = pos
-            .line
-            .checked_sub(1)
-            .and_then(|i| source.lines().nth(i as usize))
-            .map(str::to_owned);
-        fail(pos, message, line)
-    })?;
-    Ok((source, root))
+    })
 }
 
 /// Parses YAML text into a located tree.
@@ -142,7 +139,10 @@ fn yaml_message(e: &serde_saphyr::Error) -> String {
         _ => text,
     };
     let text = text.strip_prefix("error: ").unwrap_or(text);
-    if text.contains("budget breached") || text.contains("recursion limit") {
+    if text.contains("Documents {") || text.contains("multiple YAML documents") {
+        "a spec file holds one YAML document; move the document after `---` into its own file"
+            .to_owned()
+    } else if text.contains("budget breached") || text.contains("recursion limit") {
         format!(
             "invalid YAML: {text}; spec files are limited to {MAX_NODES} nodes, \
              nesting depth {MAX_DEPTH} and {MAX_ALIASES} aliases"
@@ -355,7 +355,11 @@ mod tests {
 
     #[test]
     fn several_documents_are_refused() {
-        let (pos, _) = err("a: 1\n---\nb: 2\n");
-        assert_eq!(pos.line, 3);
+        let (pos, msg) = err("a: 1\n---\nb: 2\n");
+        assert_eq!(pos, Pos::new(2, 1));
+        assert_eq!(
+            msg,
+            "a spec file holds one YAML document; move the document after `---` into its own file"
+        );
     }
 }
