@@ -39,6 +39,9 @@ pub enum AxisRef {
     Last,
 }
 
+/// An axis of the param at this position.
+pub type ParamAxis = (usize, AxisRef);
+
 #[derive(Debug, Clone, Copy)]
 pub struct Contract {
     pub name: &'static str,
@@ -47,7 +50,7 @@ pub struct Contract {
     /// Pairs of params (by position) whose shapes are identical.
     pub same_shape: &'static [(usize, usize)],
     /// Pairs of (param, axis) that are one dim.
-    pub same_axis: &'static [((usize, AxisRef), (usize, AxisRef))],
+    pub same_axis: &'static [(ParamAxis, ParamAxis)],
     /// The dtypes the template is written for; all tensors share one.
     pub dtypes: &'static [DType],
 }

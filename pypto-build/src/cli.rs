@@ -19,11 +19,8 @@ Directories are searched for *.yaml and *.yml files, in sorted order.";
 /// Runs the command line `args` (without the program name), writing results
 /// to `out` and diagnostics to `err`; returns the exit status.
 pub fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    match run_inner(args, out, err) {
-        Ok(code) => code,
-        // Output streams closed (e.g. piped into `head`): nothing more to say.
-        Err(_) => 1,
-    }
+    // An output stream closed early (piped into `head`): nothing more to say.
+    run_inner(args, out, err).unwrap_or(1)
 }
 
 fn run_inner(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> std::io::Result<i32> {

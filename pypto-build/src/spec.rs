@@ -77,18 +77,17 @@ pub(crate) fn read(root: &Node, sink: &mut Sink<'_>) -> SpecFile {
         return file;
     };
     check_keys(&top, TOP_KEYS, "spec file", sink);
-    if let Some((_, dims)) = find(&top, "dims") {
-        if dims.value != Value::Null {
-            if let Some(entries) = mapping(dims, "`dims`", sink) {
-                file.dims = entries
-                    .into_iter()
-                    .map(|(name, value)| DimDecl {
-                        name,
-                        value: value.clone(),
-                    })
-                    .collect();
-            }
-        }
+    if let Some((_, dims)) = find(&top, "dims")
+        && dims.value != Value::Null
+        && let Some(entries) = mapping(dims, "`dims`", sink)
+    {
+        file.dims = entries
+            .into_iter()
+            .map(|(name, value)| DimDecl {
+                name,
+                value: value.clone(),
+            })
+            .collect();
     }
     match find(&top, "kernels") {
         None => sink.error(
@@ -147,33 +146,33 @@ fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<Ker
     let mut statics_pos = None;
     if let Some((key, n)) = find(&entries, "static") {
         statics_pos = Some(key.pos);
-        if n.value != Value::Null {
-            if let Some(list) = mapping(n, &format!("{ctx}, `static`"), sink) {
-                for (key, values) in list {
-                    let what = format!("{ctx}, `static` entry `{}`", key.value);
-                    // A single value is accepted as a one-element list.
-                    let values = match &values.value {
-                        Value::Seq(items) => Sp {
-                            value: items.clone(),
-                            pos: values.pos,
-                        },
-                        Value::Map(_) | Value::Null => {
-                            sink.error(
-                                values.pos,
-                                format!(
-                                    "{what}: expected a list of sizes to build, found {}",
-                                    values.value.kind()
-                                ),
-                            );
-                            continue;
-                        }
-                        _ => Sp {
-                            value: vec![values.clone()],
-                            pos: values.pos,
-                        },
-                    };
-                    statics.push(StaticEntry { key, values });
-                }
+        if n.value != Value::Null
+            && let Some(list) = mapping(n, &format!("{ctx}, `static`"), sink)
+        {
+            for (key, values) in list {
+                let what = format!("{ctx}, `static` entry `{}`", key.value);
+                // A single value is accepted as a one-element list.
+                let values = match &values.value {
+                    Value::Seq(items) => Sp {
+                        value: items.clone(),
+                        pos: values.pos,
+                    },
+                    Value::Map(_) | Value::Null => {
+                        sink.error(
+                            values.pos,
+                            format!(
+                                "{what}: expected a list of sizes to build, found {}",
+                                values.value.kind()
+                            ),
+                        );
+                        continue;
+                    }
+                    _ => Sp {
+                        value: vec![values.clone()],
+                        pos: values.pos,
+                    },
+                };
+                statics.push(StaticEntry { key, values });
             }
         }
     }
