@@ -420,12 +420,13 @@ fn check_kernel(k: &KernelSpec, dims: &FileDims, sink: &mut Sink<'_>) -> Option<
         }
     }
     let all_params_ok = drafts.len() == k.params.len();
-    if all_params_ok
-        && !k.params.is_empty()
-        && !drafts
-            .iter()
-            .any(|d| matches!(d.kind, ParamKind::Tensor { output: true, .. }))
-    {
+    // Judged on what was written, so it is reported even when params have
+    // other errors; an `output:` with a bad value was reported already.
+    let marks_output = k.params.iter().any(|p| {
+        p.output.as_ref().is_some_and(|o| o.value)
+            || (p.output.is_none() && p.given.iter().any(|g| g == "output"))
+    });
+    if !k.params.is_empty() && !marks_output {
         sink.error(
             k.name.pos,
             format!("{ctx}: has no output; mark the tensor it writes with `output: true`"),
