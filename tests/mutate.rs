@@ -1,0 +1,178 @@
+//! Property test: valid specs mutated at random never panic the checker;
+//! each result is a clean pass or errors located inside the file.
+
+use std::path::Path;
+
+use proptest::prelude::*;
+
+/// The valid specs the mutations start from.
+fn seeds() -> Vec<String> {
+    [
+        "examples/kernels/add_bias.yaml",
+        "examples/kernels/attention.yaml",
+        "tests/specs/valid/named_dims.yaml",
+        "tests/specs/valid/user_template.yaml",
+        "tests/specs/valid/anchors.yml",
+    ]
+    .iter()
+    .map(|p| std::fs::read_to_string(p).unwrap())
+    .collect()
+}
+
+/// Fragments a typo or a confused user might introduce.
+const TOKENS: &[&str] = &[
+    "DYNAMIC",
+    "DYN",
+    "STATIC",
+    "...",
+    "DYNAMC",
+    "DT_FP32",
+    "DT_FP8E4M3",
+    "DT_FP64",
+    "0",
+    "-1",
+    "4294967296",
+    "1.5",
+    "1e999",
+    "[",
+    "]",
+    "{",
+    "}",
+    ":",
+    ",",
+    "- ",
+    "&a ",
+    "*a",
+    "*zz",
+    "<<: *a",
+    "\n",
+    "  ",
+    "\t",
+    "#",
+    "'",
+    "\"",
+    "~",
+    "null",
+    "true",
+    "x.9",
+    "shape",
+    "shpe",
+    "rank: 2",
+    "output: true",
+    "static:",
+    "fn",
+    "é",
+    "\u{0}",
+    "---\n",
+    "!!str ",
+    "?",
+    "|",
+    ">",
+];
+
+#[derive(Debug, Clone)]
+enum Mutation {
+    Insert { at: usize, token: usize },
+    Delete { at: usize, len: usize },
+    DuplicateLine { line: usize },
+    SwapLines { a: usize, b: usize },
+    ReplaceWord { at: usize, token: usize },
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        (any::<usize>(), 0..TOKENS.len()).prop_map(|(at, token)| Mutation::Insert { at, token }),
+        (any::<usize>(), 1usize..12).prop_map(|(at, len)| Mutation::Delete { at, len }),
+        any::<usize>().prop_map(|line| Mutation::DuplicateLine { line }),
+        (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Mutation::SwapLines { a, b }),
+        (any::<usize>(), 0..TOKENS.len())
+            .prop_map(|(at, token)| Mutation::ReplaceWord { at, token }),
+    ]
+}
+
+fn apply(src: &str, m: &Mutation) -> String {
+    let chars: Vec<char> = src.chars().collect();
+    let n = chars.len().max(1);
+    let joined = |v: &[char]| v.iter().collect::<String>();
+    match *m {
+        Mutation::Insert { at, token } => {
+            let at = at % n;
+            format!(
+                "{}{}{}",
+                joined(&chars[..at]),
+                TOKENS[token],
+                joined(&chars[at..])
+            )
+        }
+        Mutation::Delete { at, len } => {
+            let at = at % n;
+            let end = (at + len).min(chars.len());
+            format!("{}{}", joined(&chars[..at]), joined(&chars[end..]))
+        }
+        Mutation::DuplicateLine { line } => {
+            let mut lines: Vec<&str> = src.lines().collect();
+            let i = line % lines.len().max(1);
+            if let Some(l) = lines.get(i).copied() {
+                lines.insert(i, l);
+            }
+            lines.join("\n")
+        }
+        Mutation::SwapLines { a, b } => {
+            let mut lines: Vec<&str> = src.lines().collect();
+            let len = lines.len().max(1);
+            if !lines.is_empty() {
+                lines.swap(a % len, b % len);
+            }
+            lines.join("\n")
+        }
+        Mutation::ReplaceWord { at, token } => {
+            let at = at % n;
+            let start = (0..=at)
+                .rev()
+                .find(|&i| i == 0 || !chars[i - 1].is_alphanumeric() && chars[i - 1] != '_')
+                .unwrap_or(0);
+            let end = (at..chars.len())
+                .find(|&i| !chars[i].is_alphanumeric() && chars[i] != '_')
+                .unwrap_or(chars.len());
+            format!(
+                "{}{}{}",
+                joined(&chars[..start]),
+                TOKENS[token],
+                joined(&chars[end..])
+            )
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2048, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mutated_specs_pass_or_fail_with_located_errors(
+        seed in 0usize..5,
+        mutations in proptest::collection::vec(mutation(), 1..6),
+    ) {
+        let mut src = seeds()[seed].clone();
+        for m in &mutations {
+            src = apply(&src, m);
+        }
+        // A path in the valid fixtures, so that relative templates resolve.
+        let path = Path::new("tests/specs/valid/mutated.yaml");
+        let lines = src.split('\n').count() as u32;
+        match pypto_build::check_source(path, &src) {
+            Ok(model) => prop_assert!(!model.kernels.is_empty()),
+            Err(problems) => {
+                prop_assert!(!problems.is_empty());
+                for d in &problems {
+                    prop_assert_eq!(&d.location.path, path);
+                    let pos = d.location.pos;
+                    prop_assert!(pos.line >= 1 && pos.line <= lines + 1, "{} in\n{}", d, src);
+                    prop_assert!(pos.column >= 1, "{} in\n{}", d, src);
+                    prop_assert!(!d.message.is_empty());
+                    // Rendering (with the caret snippet) must not panic either.
+                    let _ = d.render();
+                }
+            }
+        }
+    }
+}
