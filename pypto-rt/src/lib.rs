@@ -1,6 +1,46 @@
 //! `pypto-rt`: the runtime side of pypto-rs kernels.
 //!
-//! This crate will hold the dim and shape types, typed tensors, devices and
-//! launch errors that generated wrappers use. The spec checker
-//! (`pypto-build`) is usable on its own today; the runtime arrives with the
-//! typed wrappers.
+//! Kernels declared in YAML specs are turned by `pypto-build` into typed
+//! wrappers; include them with [`include_kernels!`]:
+//!
+//! ```ignore
+//! pypto_rt::include_kernels!();
+//! use pypto_rt::{Const, Device};
+//!
+//! let dev = Device::default();
+//! let x = dev.tensor_from(&[0.0f32; 2 * 128], (2, Const::<128>))?;
+//! let bias = dev.tensor_from(&[1.0f32; 128], (Const::<128>,))?;
+//! let mut out = dev.zeros((2, Const::<128>))?;
+//! kernels::add_bias(&x, &bias, &mut out)?;
+//! ```
+//!
+//! Shapes are tuples of dims: `Const<N>` for sizes fixed at compile time
+//! (FIXED and STATIC axes), `usize` for DYNAMIC axes.
+
+pub mod device;
+pub mod dim;
+pub mod dtype;
+pub mod error;
+#[doc(hidden)]
+pub mod launch;
+pub mod shape;
+pub mod tensor;
+
+pub use device::Device;
+pub use dim::{Const, Dim};
+pub use dtype::{DType, Fp8E4M3, Fp8E5M2};
+pub use error::{AxisSize, Error};
+pub use half::{bf16, f16};
+pub use shape::{Shape, Sizes};
+pub use tensor::Tensor;
+
+/// Declares `pub mod kernels` holding the wrappers `pypto-build` generated
+/// into `OUT_DIR` for this crate.
+#[macro_export]
+macro_rules! include_kernels {
+    () => {
+        pub mod kernels {
+            include!(concat!(env!("OUT_DIR"), "/pypto_kernels.rs"));
+        }
+    };
+}

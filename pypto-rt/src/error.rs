@@ -1,0 +1,125 @@
+//! The errors a kernel call or a tensor conversion can return.
+
+/// An axis of a kernel param, with the size it had in a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AxisSize {
+    pub param: &'static str,
+    pub axis: usize,
+    pub size: usize,
+}
+
+impl std::fmt::Display for AxisSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}.{}` is {}", self.param, self.axis, self.size)
+    }
+}
+
+/// Everything that can go wrong between typed tensors and a kernel launch.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A size that arrived at run time does not match a fixed size.
+    #[error("{}axis {axis} has size {actual}, but {} fixes it at {expected}", context(kernel, param), if kernel.is_some() { "the kernel" } else { "the shape's type" })]
+    ShapeMismatch {
+        kernel: Option<&'static str>,
+        param: Option<&'static str>,
+        axis: usize,
+        expected: usize,
+        actual: usize,
+    },
+
+    /// Runtime sizes of the wrong rank for a typed shape.
+    #[error("the shape's type has rank {expected}, but {actual} sizes were given")]
+    RankMismatch { expected: usize, actual: usize },
+
+    /// Data whose length does not match the shape's element count.
+    #[error("the shape has {expected} elements, but the data has {actual}")]
+    LengthMismatch { expected: usize, actual: usize },
+
+    /// A size too large: for `usize`, or for what a kernel argument carries.
+    #[error("{}size overflow: {detail}", kernel.map(|k| format!("kernel `{k}`: ")).unwrap_or_default())]
+    SizeOverflow {
+        kernel: Option<&'static str>,
+        detail: String,
+    },
+
+    /// Two axes that are one dim (a shared name, or tied by the kernel's
+    /// template) had different sizes in one call.
+    #[error("kernel `{kernel}`: {second} but {first}; they must be equal because {why}")]
+    DimDisagreement {
+        kernel: &'static str,
+        /// Why the axes are one dim: the dim's name or the template's rule.
+        why: String,
+        first: AxisSize,
+        second: AxisSize,
+    },
+
+    /// Tensors of one call live on different devices.
+    #[error("kernel `{kernel}`: param `{param}` is on {actual}, but the call runs on {expected}")]
+    WrongDevice {
+        kernel: &'static str,
+        param: &'static str,
+        expected: String,
+        actual: String,
+    },
+
+    /// The kernel itself reported an error (on the host backend, the Ascend C
+    /// emulation's checks: buffer budgets, alignment, queue misuse, bounds).
+    #[error("kernel `{kernel}`, block {block}: {message}")]
+    Kernel {
+        kernel: &'static str,
+        block: u32,
+        message: String,
+    },
+
+    /// The device or its runtime failed.
+    #[error("{0}")]
+    Backend(String),
+}
+
+fn context(kernel: &Option<&'static str>, param: &Option<&'static str>) -> String {
+    match (kernel, param) {
+        (Some(k), Some(p)) => format!("kernel `{k}`, param `{p}`: "),
+        (Some(k), None) => format!("kernel `{k}`: "),
+        (None, Some(p)) => format!("param `{p}`: "),
+        (None, None) => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_read_as_sentences() {
+        let e = Error::DimDisagreement {
+            kernel: "attention",
+            why: "both are the dim `B`".into(),
+            first: AxisSize {
+                param: "q",
+                axis: 0,
+                size: 4,
+            },
+            second: AxisSize {
+                param: "k",
+                axis: 0,
+                size: 2,
+            },
+        };
+        assert_eq!(
+            e.to_string(),
+            "kernel `attention`: `k.0` is 2 but `q.0` is 4; they must be equal because both are the dim `B`"
+        );
+        let e = Error::ShapeMismatch {
+            kernel: Some("add_bias"),
+            param: Some("bias"),
+            axis: 0,
+            expected: 128,
+            actual: 64,
+        };
+        assert_eq!(
+            e.to_string(),
+            "kernel `add_bias`, param `bias`: axis 0 has size 64, but the kernel fixes it at 128"
+        );
+    }
+}

@@ -1,0 +1,285 @@
+//! The call path of generated wrappers: check what types cannot (dims that
+//! must agree, sizes a kernel argument can carry, one device), build the
+//! tiling data, and launch on the tensors' device.
+//!
+//! Generated code describes each kernel with a [`KernelDesc`] and calls
+//! [`launch`]; nothing here is meant to be called by hand.
+
+use std::ffi::{c_char, c_void};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::device::Device;
+use crate::error::{AxisSize, Error};
+use crate::shape::Sizes;
+
+/// Most blocks a launch uses: the vector cores of an Atlas A2 (24 AI cores,
+/// two vector units each). Kernels split their work over `GetBlockNum()`.
+pub const MAX_BLOCKS: u32 = 48;
+
+/// One argument of a call, in the kernel's param order.
+pub enum Arg<'a> {
+    Tensor {
+        sizes: Sizes,
+        ptr: *mut u8,
+        device: &'a Device,
+    },
+    /// A scalar's bits (see [`crate::DType::scalar_bits`]).
+    Scalar(u64),
+}
+
+/// A kernel as the generated wrapper describes it.
+#[derive(Debug)]
+pub struct KernelDesc {
+    pub name: &'static str,
+    /// Param names, in call order (tensors and scalars).
+    pub params: &'static [&'static str],
+    pub dims: &'static [DimDesc],
+    pub blocks: BlockRule,
+}
+
+/// A set of axes that must have one size.
+#[derive(Debug)]
+pub struct DimDesc {
+    /// (param index, axis) of every axis in the dim.
+    pub axes: &'static [(u8, u8)],
+    /// Why the axes agree, for error messages.
+    pub why: &'static str,
+}
+
+/// How many blocks a launch uses, from the call's sizes; capped at
+/// [`MAX_BLOCKS`]. Zero blocks means there is no work: nothing is launched.
+#[derive(Debug, Clone, Copy)]
+pub enum BlockRule {
+    /// One block per row: the product of all but the last axis of a param.
+    Rows { param: u8 },
+    /// One block per `per_block` elements of a param, rounded up.
+    Elements { param: u8, per_block: u32 },
+    /// One block per index of the leading `axes` axes of a param.
+    Leading { param: u8, axes: u8 },
+}
+
+/// The host entry of one compiled specialisation: runs block `block_idx` of
+/// `block_num`; returns 0, or non-zero with a message in `err`.
+pub type HostEntry = unsafe extern "C" fn(
+    block_idx: u32,
+    block_num: u32,
+    args: *const *mut c_void,
+    tiling: *const u8,
+    err: *mut c_char,
+    err_len: usize,
+) -> i32;
+
+/// Checks a call and runs it.
+///
+/// # Safety
+/// `entry` must be the compiled kernel described by `desc`, taking the
+/// tensors of `args` in order; each tensor pointer must be valid for its
+/// sizes, and output tensors must not alias any other argument.
+pub unsafe fn launch(desc: &KernelDesc, entry: HostEntry, args: &[Arg<'_>]) -> Result<(), Error> {
+    let device = one_device(desc, args)?;
+    let dims = agreed_dims(desc, args)?;
+    let blocks = block_count(desc, args);
+    if blocks == 0 {
+        return Ok(());
+    }
+    let tiling = tiling_bytes(&dims, args);
+    let pointers: Vec<*mut c_void> = args
+        .iter()
+        .filter_map(|a| match a {
+            Arg::Tensor { ptr, .. } => Some(ptr.cast::<c_void>()),
+            Arg::Scalar(_) => None,
+        })
+        .collect();
+    debug_assert!(device.is_host());
+    // SAFETY: forwarded from this function's contract.
+    unsafe { run_on_host(desc.name, entry, blocks, &pointers, &tiling) }
+}
+
+fn one_device<'a>(desc: &KernelDesc, args: &[Arg<'a>]) -> Result<&'a Device, Error> {
+    let mut first: Option<&Device> = None;
+    for (i, arg) in args.iter().enumerate() {
+        if let Arg::Tensor { device, .. } = arg {
+            match first {
+                None => first = Some(device),
+                Some(d) if d != *device => {
+                    return Err(Error::WrongDevice {
+                        kernel: desc.name,
+                        param: desc.params[i],
+                        expected: d.to_string(),
+                        actual: device.to_string(),
+                    });
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    first.ok_or_else(|| Error::Backend(format!("kernel `{}` has no tensor arguments", desc.name)))
+}
+
+fn axis_size(desc: &KernelDesc, args: &[Arg<'_>], (param, axis): (u8, u8)) -> AxisSize {
+    let size = match &args[usize::from(param)] {
+        Arg::Tensor { sizes, .. } => sizes[usize::from(axis)],
+        Arg::Scalar(_) => 0,
+    };
+    AxisSize {
+        param: desc.params[usize::from(param)],
+        axis: usize::from(axis),
+        size,
+    }
+}
+
+/// The size of every dim, after checking that its axes agree and that it
+/// fits the `uint32_t` the kernel receives.
+fn agreed_dims(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<Vec<u32>, Error> {
+    desc.dims
+        .iter()
+        .map(|dim| {
+            let first = axis_size(desc, args, dim.axes[0]);
+            for &axis in &dim.axes[1..] {
+                let other = axis_size(desc, args, axis);
+                if other.size != first.size {
+                    return Err(Error::DimDisagreement {
+                        kernel: desc.name,
+                        why: dim.why.to_owned(),
+                        first,
+                        second: other,
+                    });
+                }
+            }
+            u32::try_from(first.size).map_err(|_| Error::SizeOverflow {
+                kernel: Some(desc.name),
+                detail: format!(
+                    "{first}, more than the {} a kernel's `uint32_t` size argument carries",
+                    u32::MAX
+                ),
+            })
+        })
+        .collect()
+}
+
+fn block_count(desc: &KernelDesc, args: &[Arg<'_>]) -> u32 {
+    let sizes = |param: u8| match &args[usize::from(param)] {
+        Arg::Tensor { sizes, .. } => *sizes,
+        Arg::Scalar(_) => Sizes::new(&[]).expect("empty sizes"),
+    };
+    // Products are of sizes that already passed the element-count check
+    // when their tensors were made, so they fit usize.
+    let work: usize = match desc.blocks {
+        BlockRule::Rows { param } => {
+            let s = sizes(param);
+            s[..s.len() - 1].iter().product::<usize>() * usize::from(s[s.len() - 1] > 0)
+        }
+        BlockRule::Elements { param, per_block } => sizes(param)
+            .iter()
+            .product::<usize>()
+            .div_ceil(per_block as usize),
+        BlockRule::Leading { param, axes } => {
+            let s = sizes(param);
+            let lead: usize = s[..usize::from(axes)].iter().product();
+            lead * usize::from(s.iter().all(|&x| x > 0))
+        }
+    };
+    u32::try_from(work).unwrap_or(u32::MAX).min(MAX_BLOCKS)
+}
+
+/// The tiling data a kernel reads: `uint32_t dim[N]` then, 8-aligned,
+/// `uint64_t scalar[M]`, native-endian, as the generated C++ struct lays it out.
+fn tiling_bytes(dims: &[u32], args: &[Arg<'_>]) -> Vec<u8> {
+    let mut bytes: Vec<u8> = dims.iter().flat_map(|d| d.to_ne_bytes()).collect();
+    let scalars: Vec<u64> = args
+        .iter()
+        .filter_map(|a| match a {
+            Arg::Scalar(bits) => Some(*bits),
+            Arg::Tensor { .. } => None,
+        })
+        .collect();
+    if !scalars.is_empty() {
+        bytes.resize(bytes.len().next_multiple_of(8), 0);
+        bytes.extend(scalars.iter().flat_map(|s| s.to_ne_bytes()));
+    }
+    bytes
+}
+
+/// Raw pointers shared with the block threads.
+struct Shared<'a> {
+    pointers: &'a [*mut c_void],
+    tiling: &'a [u8],
+}
+
+// SAFETY: the pointers are only dereferenced by the kernel, whose blocks
+// write disjoint parts of the outputs (the kernel's contract); the tensors
+// they point into are borrowed for the whole launch.
+unsafe impl Sync for Shared<'_> {}
+
+/// Runs every block on a pool of host threads.
+///
+/// # Safety
+/// As for [`launch`].
+unsafe fn run_on_host(
+    kernel: &'static str,
+    entry: HostEntry,
+    blocks: u32,
+    pointers: &[*mut c_void],
+    tiling: &[u8],
+) -> Result<(), Error> {
+    let shared = Shared { pointers, tiling };
+    let next = AtomicU32::new(0);
+    let failures: Mutex<Vec<(u32, String)>> = Mutex::new(Vec::new());
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(blocks as usize);
+    let work = || {
+        let shared = &shared;
+        let mut message = vec![0u8; 1024];
+        loop {
+            let block = next.fetch_add(1, Ordering::Relaxed);
+            if block >= blocks {
+                break;
+            }
+            // SAFETY: `entry` is the compiled kernel for these arguments
+            // (this function's contract); `message` is writable for its length.
+            let status = unsafe {
+                entry(
+                    block,
+                    blocks,
+                    shared.pointers.as_ptr(),
+                    shared.tiling.as_ptr(),
+                    message.as_mut_ptr().cast(),
+                    message.len(),
+                )
+            };
+            if status != 0 {
+                let end = message
+                    .iter()
+                    .position(|&b| b == 0)
+                    .unwrap_or(message.len());
+                let text = String::from_utf8_lossy(&message[..end]).into_owned();
+                failures
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((block, text));
+            }
+        }
+    };
+    if workers <= 1 {
+        work();
+    } else {
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(work);
+            }
+        });
+    }
+    let mut failures = failures.into_inner().unwrap_or_else(|e| e.into_inner());
+    // Report the lowest failing block, so a failure reads the same each run.
+    failures.sort();
+    match failures.into_iter().next() {
+        None => Ok(()),
+        Some((block, message)) => Err(Error::Kernel {
+            kernel,
+            block,
+            message,
+        }),
+    }
+}
