@@ -1,0 +1,126 @@
+// The NPU's narrow floating-point types, stored as their bits. Arithmetic
+// converts to float (exactly) and back (round to nearest even), which is
+// what one correctly rounded hardware operation computes.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace pypto_emu {
+
+inline uint32_t float_bits(float f)
+{
+    uint32_t x;
+    std::memcpy(&x, &f, sizeof x);
+    return x;
+}
+
+inline float bits_float(uint32_t x)
+{
+    float f;
+    std::memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+inline uint16_t float_to_half_bits(float f)
+{
+    uint32_t x = float_bits(f);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t exponent = (x >> 23) & 0xffu;
+    uint32_t mantissa = x & 0x7fffffu;
+    if (exponent == 0xffu) { // infinity or NaN
+        return static_cast<uint16_t>(sign | 0x7c00u | (mantissa != 0 ? 0x200u : 0u));
+    }
+    int32_t e = static_cast<int32_t>(exponent) - 127 + 15;
+    if (e >= 0x1f) {
+        return static_cast<uint16_t>(sign | 0x7c00u); // overflow to infinity
+    }
+    if (e <= 0) { // a half subnormal, or zero
+        if (e < -10) {
+            return static_cast<uint16_t>(sign);
+        }
+        mantissa |= 0x800000u;
+        uint32_t shift = static_cast<uint32_t>(14 - e);
+        uint32_t m = mantissa >> shift;
+        uint32_t rest = mantissa & ((1u << shift) - 1u);
+        uint32_t halfway = 1u << (shift - 1u);
+        if (rest > halfway || (rest == halfway && (m & 1u) != 0)) {
+            ++m;
+        }
+        return static_cast<uint16_t>(sign | m);
+    }
+    uint32_t out = sign | (static_cast<uint32_t>(e) << 10) | (mantissa >> 13);
+    uint32_t rest = mantissa & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (out & 1u) != 0)) {
+        ++out; // a carry into the exponent is the correct rounding, up to infinity
+    }
+    return static_cast<uint16_t>(out);
+}
+
+inline float half_bits_to_float(uint16_t h)
+{
+    uint32_t sign = (static_cast<uint32_t>(h) & 0x8000u) << 16;
+    uint32_t exponent = (h >> 10) & 0x1fu;
+    uint32_t mantissa = h & 0x3ffu;
+    if (exponent == 0x1fu) {
+        return bits_float(sign | 0x7f800000u | (mantissa << 13));
+    }
+    if (exponent == 0) {
+        float magnitude = static_cast<float>(mantissa) * (1.0f / 16777216.0f); // m * 2^-24
+        return sign != 0 ? -magnitude : magnitude;
+    }
+    return bits_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+inline uint16_t float_to_bf16_bits(float f)
+{
+    uint32_t x = float_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) {
+        return static_cast<uint16_t>((x >> 16) | 0x40u); // quiet NaN
+    }
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return static_cast<uint16_t>(x >> 16);
+}
+
+inline float bf16_bits_to_float(uint16_t b)
+{
+    return bits_float(static_cast<uint32_t>(b) << 16);
+}
+
+} // namespace pypto_emu
+
+// IEEE binary16, as Ascend C's `half`.
+struct half {
+    uint16_t bits = 0;
+
+    half() = default;
+    half(float f) : bits(pypto_emu::float_to_half_bits(f)) {}
+    half(double d) : half(static_cast<float>(d)) {}
+    template <typename I, typename = std::enable_if_t<std::is_integral_v<I>>>
+    half(I i) : half(static_cast<float>(i)) {}
+    operator float() const { return pypto_emu::half_bits_to_float(bits); }
+};
+
+// bfloat16, as Ascend C's `bfloat16_t`.
+struct bfloat16_t {
+    uint16_t bits = 0;
+
+    bfloat16_t() = default;
+    bfloat16_t(float f) : bits(pypto_emu::float_to_bf16_bits(f)) {}
+    bfloat16_t(double d) : bfloat16_t(static_cast<float>(d)) {}
+    template <typename I, typename = std::enable_if_t<std::is_integral_v<I>>>
+    bfloat16_t(I i) : bfloat16_t(static_cast<float>(i)) {}
+    operator float() const { return pypto_emu::bf16_bits_to_float(bits); }
+};
+
+// The Ascend 950's FP8 types, as bits only: the emulation moves them but
+// does no arithmetic on them.
+struct fp8_e4m3fn_t {
+    uint8_t bits = 0;
+};
+struct fp8_e5m2_t {
+    uint8_t bits = 0;
+};
+
+static_assert(sizeof(half) == 2 && sizeof(bfloat16_t) == 2, "narrow floats are 2 bytes");
