@@ -39,6 +39,17 @@ pub enum AxisRef {
     Last,
 }
 
+/// How a launch is split into blocks (the runtime's `BlockRule`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocks {
+    /// One block per row of a param: the product of all but its last axis.
+    Rows { param: usize },
+    /// One block per `per_block` elements of a param.
+    Elements { param: usize, per_block: u32 },
+    /// One block per index of a param's leading `axes` axes.
+    Leading { param: usize, axes: usize },
+}
+
 /// An axis of the param at this position.
 pub type ParamAxis = (usize, AxisRef);
 
@@ -53,6 +64,7 @@ pub struct Contract {
     pub same_axis: &'static [(ParamAxis, ParamAxis)],
     /// The dtypes the template is written for; all tensors share one.
     pub dtypes: &'static [DType],
+    pub blocks: Blocks,
 }
 
 const FLOATS: &[DType] = &[DType::Fp32, DType::Fp16, DType::Bf16];
@@ -73,6 +85,13 @@ const fn output(name: &'static str, rank: Option<usize>) -> RoleSpec {
     }
 }
 
+/// Elementwise kernels take a block per 8 Ki elements, so small tensors do
+/// not pay for many blocks.
+const ELEMENTWISE: Blocks = Blocks::Elements {
+    param: 0,
+    per_block: 8192,
+};
+
 const BINARY: &[RoleSpec] = &[input("a", None), input("b", None), output("out", None)];
 const UNARY: &[RoleSpec] = &[input("x", None), output("out", None)];
 
@@ -85,6 +104,7 @@ pub const BUILTINS: &[Contract] = &[
         same_shape: &[(0, 1), (0, 2)],
         same_axis: &[],
         dtypes: FLOATS,
+        blocks: ELEMENTWISE,
     },
     Contract {
         name: "add_bias",
@@ -97,6 +117,7 @@ pub const BUILTINS: &[Contract] = &[
         same_shape: &[(0, 2)],
         same_axis: &[((1, AxisRef::Index(0)), (0, AxisRef::Last))],
         dtypes: FLOATS,
+        blocks: Blocks::Rows { param: 0 },
     },
     Contract {
         name: "attention",
@@ -110,6 +131,7 @@ pub const BUILTINS: &[Contract] = &[
         same_shape: &[(0, 1), (0, 2), (0, 3)],
         same_axis: &[],
         dtypes: FLOATS,
+        blocks: Blocks::Leading { param: 0, axes: 1 },
     },
     Contract {
         name: "mul",
@@ -118,6 +140,7 @@ pub const BUILTINS: &[Contract] = &[
         same_shape: &[(0, 1), (0, 2)],
         same_axis: &[],
         dtypes: FLOATS,
+        blocks: ELEMENTWISE,
     },
     Contract {
         name: "relu",
@@ -126,6 +149,7 @@ pub const BUILTINS: &[Contract] = &[
         same_shape: &[(0, 1)],
         same_axis: &[],
         dtypes: FLOATS,
+        blocks: ELEMENTWISE,
     },
 ];
 

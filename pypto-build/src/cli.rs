@@ -13,6 +13,8 @@ commands:
                   PATH:LINE:COL: error: MESSAGE
   dump PATH...    print the checked model: what each dim marker resolved to
                   and the STATIC specialisations to build
+  emit rust PATH...      print the generated Rust wrappers
+  emit ascendc PATH...   print the rendered Ascend C sources
 
 Directories are searched for *.yaml and *.yml files, in sorted order.";
 
@@ -34,6 +36,7 @@ fn run_inner(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> std::
             return Ok(0);
         }
         "check" | "dump" => {}
+        "emit" => return emit(paths, out, err),
         other => {
             writeln!(err, "error: unknown command `{other}`\n\n{USAGE}")?;
             return Ok(2);
@@ -70,6 +73,37 @@ fn run_inner(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> std::
             if k == 1 { "" } else { "s" },
             if f == 1 { "" } else { "s" }
         )?;
+    }
+    Ok(0)
+}
+
+fn emit(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> std::io::Result<i32> {
+    let (language, paths) = match args.split_first() {
+        Some((l, p)) if (l == "rust" || l == "ascendc") && !p.is_empty() => (l.as_str(), p),
+        _ => {
+            writeln!(err, "error: `emit` takes `rust` or `ascendc` and at least one spec path\n\n{USAGE}")?;
+            return Ok(2);
+        }
+    };
+    let mut builder = crate::Builder::new().symbol_prefix("crate").cargo_metadata(false);
+    for p in paths {
+        builder = builder.spec(p);
+    }
+    match builder.generate() {
+        Ok(generated) if language == "rust" => write!(out, "{}", generated.rust)?,
+        Ok(generated) => {
+            for source in &generated.sources {
+                writeln!(out, "// ===== {} =====\n{}", source.file_name, source.text)?;
+            }
+        }
+        Err(crate::Error::Spec(problems)) => {
+            writeln!(err, "{}", problems.render())?;
+            return Ok(1);
+        }
+        Err(e) => {
+            writeln!(err, "error: {e}")?;
+            return Ok(1);
+        }
     }
     Ok(0)
 }

@@ -1,29 +1,39 @@
 //! `pypto-build`: Ascend NPU kernels declared in YAML with PyPTO-style dim
 //! markers, checked at build time.
 //!
-//! Data flows one way: YAML ([`yaml`]) → spec structure ([`spec`]) → checked
-//! [`model`] → generated code. Every problem on the way is a located
-//! [`Diagnostic`](diag::Diagnostic).
+//! Data flows one way: YAML → spec structure → checked [`model`] →
+//! generated Rust and Ascend C ([`codegen`]) → compiled objects. Every problem in
+//! a spec is a located [`Diagnostic`].
+//!
+//! In a build script:
 //!
 //! ```no_run
-//! let model = pypto_build::check_paths(&["kernels"]).map_err(|errors| {
-//!     eprintln!("{}", errors.render());
-//! });
+//! fn main() -> Result<(), pypto_build::Error> {
+//!     pypto_build::Builder::new().spec_dir("kernels").build()?;
+//!     Ok(())
+//! }
 //! ```
 
+mod builder;
 pub mod builtin;
 pub mod cli;
 pub mod diag;
 pub mod dump;
+mod error;
+pub mod codegen;
+mod library;
 pub mod model;
 mod names;
 mod spec;
+mod toolchain;
 mod yaml;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub use builder::{Builder, Built, Generated, write_if_changed};
 pub use diag::{Diagnostic, Diagnostics, Location, Pos};
+pub use error::Error;
 pub use model::{Kernel, Model};
 
 /// The spec files under `paths`: files as given, directories walked for

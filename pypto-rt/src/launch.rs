@@ -5,9 +5,10 @@
 //! Generated code describes each kernel with a [`KernelDesc`] and calls
 //! [`launch`]; nothing here is meant to be called by hand.
 
+use std::cell::Cell;
 use std::ffi::{c_char, c_void};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::device::Device;
 use crate::error::{AxisSize, Error};
@@ -22,6 +23,8 @@ pub enum Arg<'a> {
     Tensor {
         sizes: Sizes,
         ptr: *mut u8,
+        /// The tensor's length in bytes.
+        bytes: u64,
         device: &'a Device,
     },
     /// A scalar's bits (see [`crate::DType::scalar_bits`]).
@@ -59,16 +62,46 @@ pub enum BlockRule {
     Leading { param: u8, axes: u8 },
 }
 
-/// The host entry of one compiled specialisation: runs block `block_idx` of
-/// `block_num`; returns 0, or non-zero with a message in `err`.
-pub type HostEntry = unsafe extern "C" fn(
-    block_idx: u32,
-    block_num: u32,
-    args: *const *mut c_void,
-    tiling: *const u8,
-    err: *mut c_char,
-    err_len: usize,
-) -> i32;
+/// One block's call record for a host entry; the C++ side declares the same
+/// struct (`pypto_emu::HostLaunch` in `templates/include/pypto_emu/core.h`).
+#[repr(C)]
+#[derive(Debug)]
+pub struct HostLaunch {
+    pub block_idx: u32,
+    pub block_num: u32,
+    pub args: *const *mut c_void,
+    pub arg_bytes: *const u64,
+    pub num_args: u32,
+    pub tiling: *const u8,
+    pub tiling_bytes: u64,
+    pub err: *mut c_char,
+    pub err_len: u64,
+    /// Written by the entry: the block's Unified Buffer high-water mark.
+    pub ub_peak: u64,
+}
+
+/// The host entry of one compiled specialisation: runs one block; returns
+/// 0, or non-zero with a message in `err`.
+pub type HostEntry = unsafe extern "C" fn(launch: *mut HostLaunch) -> i32;
+
+/// What the last launch on this thread did, for tests and tuning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchStats {
+    /// Blocks launched (0 when there was no work).
+    pub blocks: u32,
+    /// The largest Unified Buffer high-water mark of any block, in bytes
+    /// (host backend; the emulation measures it).
+    pub ub_peak_bytes: u64,
+}
+
+thread_local! {
+    static LAST_LAUNCH: Cell<Option<LaunchStats>> = const { Cell::new(None) };
+}
+
+/// The statistics of the last kernel launched from this thread.
+pub fn last_launch() -> Option<LaunchStats> {
+    LAST_LAUNCH.with(Cell::get)
+}
 
 /// Checks a call and runs it.
 ///
@@ -81,19 +114,38 @@ pub unsafe fn launch(desc: &KernelDesc, entry: HostEntry, args: &[Arg<'_>]) -> R
     let dims = agreed_dims(desc, args)?;
     let blocks = block_count(desc, args);
     if blocks == 0 {
+        LAST_LAUNCH.with(|l| {
+            l.set(Some(LaunchStats {
+                blocks: 0,
+                ub_peak_bytes: 0,
+            }))
+        });
         return Ok(());
     }
-    let tiling = tiling_bytes(&dims, args);
-    let pointers: Vec<*mut c_void> = args
+    let tiling = tiling_words(&dims, args);
+    let (pointers, bytes): (Vec<*mut c_void>, Vec<u64>) = args
         .iter()
         .filter_map(|a| match a {
-            Arg::Tensor { ptr, .. } => Some(ptr.cast::<c_void>()),
+            Arg::Tensor { ptr, bytes, .. } => Some((ptr.cast::<c_void>(), *bytes)),
             Arg::Scalar(_) => None,
         })
-        .collect();
+        .unzip();
     debug_assert!(device.is_host());
+    let tensors = Tensors {
+        pointers: &pointers,
+        bytes: &bytes,
+        tiling: &tiling,
+        tiling_bytes: tiling_len(&dims, args),
+    };
     // SAFETY: forwarded from this function's contract.
-    unsafe { run_on_host(desc.name, entry, blocks, &pointers, &tiling) }
+    let (result, ub_peak_bytes) = unsafe { run_on_host(desc.name, entry, blocks, &tensors) };
+    LAST_LAUNCH.with(|l| {
+        l.set(Some(LaunchStats {
+            blocks,
+            ub_peak_bytes,
+        }))
+    });
+    result
 }
 
 fn one_device<'a>(desc: &KernelDesc, args: &[Arg<'a>]) -> Result<&'a Device, Error> {
@@ -184,35 +236,49 @@ fn block_count(desc: &KernelDesc, args: &[Arg<'_>]) -> u32 {
 }
 
 /// The tiling data a kernel reads: `uint32_t dim[N]` then, 8-aligned,
-/// `uint64_t scalar[M]`, native-endian, as the generated C++ struct lays it out.
-fn tiling_bytes(dims: &[u32], args: &[Arg<'_>]) -> Vec<u8> {
+/// `uint64_t scalar[M]`, native-endian, as the generated C++ struct lays it
+/// out. Held in `u64` words so that the kernel's reads are aligned.
+fn tiling_words(dims: &[u32], args: &[Arg<'_>]) -> Vec<u64> {
     let mut bytes: Vec<u8> = dims.iter().flat_map(|d| d.to_ne_bytes()).collect();
-    let scalars: Vec<u64> = args
-        .iter()
-        .filter_map(|a| match a {
-            Arg::Scalar(bits) => Some(*bits),
-            Arg::Tensor { .. } => None,
-        })
+    bytes.resize(bytes.len().next_multiple_of(8), 0);
+    let mut words: Vec<u64> = bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_ne_bytes(c.try_into().expect("8-byte chunk")))
         .collect();
-    if !scalars.is_empty() {
-        bytes.resize(bytes.len().next_multiple_of(8), 0);
-        bytes.extend(scalars.iter().flat_map(|s| s.to_ne_bytes()));
-    }
-    bytes
+    words.extend(args.iter().filter_map(|a| match a {
+        Arg::Scalar(bits) => Some(*bits),
+        Arg::Tensor { .. } => None,
+    }));
+    words
 }
 
-/// Raw pointers shared with the block threads.
-struct Shared<'a> {
+/// The size of the C++ tiling struct: no padding after the dims when there
+/// are no scalars.
+fn tiling_len(dims: &[u32], args: &[Arg<'_>]) -> u64 {
+    let scalars = args.iter().filter(|a| matches!(a, Arg::Scalar(_))).count() as u64;
+    let dim_bytes = 4 * dims.len() as u64;
+    if scalars == 0 {
+        dim_bytes
+    } else {
+        dim_bytes.next_multiple_of(8) + 8 * scalars
+    }
+}
+
+/// The launch's memory, shared with the block threads.
+struct Tensors<'a> {
     pointers: &'a [*mut c_void],
-    tiling: &'a [u8],
+    bytes: &'a [u64],
+    tiling: &'a [u64],
+    tiling_bytes: u64,
 }
 
 // SAFETY: the pointers are only dereferenced by the kernel, whose blocks
 // write disjoint parts of the outputs (the kernel's contract); the tensors
 // they point into are borrowed for the whole launch.
-unsafe impl Sync for Shared<'_> {}
+unsafe impl Sync for Tensors<'_> {}
 
-/// Runs every block on a pool of host threads.
+/// Runs every block on a pool of host threads; returns the result and the
+/// largest Unified Buffer high-water mark of any block.
 ///
 /// # Safety
 /// As for [`launch`].
@@ -220,40 +286,40 @@ unsafe fn run_on_host(
     kernel: &'static str,
     entry: HostEntry,
     blocks: u32,
-    pointers: &[*mut c_void],
-    tiling: &[u8],
-) -> Result<(), Error> {
-    let shared = Shared { pointers, tiling };
+    tensors: &Tensors<'_>,
+) -> (Result<(), Error>, u64) {
     let next = AtomicU32::new(0);
     let failures: Mutex<Vec<(u32, String)>> = Mutex::new(Vec::new());
+    let peak = AtomicU64::new(0);
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(blocks as usize);
     let work = || {
-        let shared = &shared;
         let mut message = vec![0u8; 1024];
         loop {
             let block = next.fetch_add(1, Ordering::Relaxed);
             if block >= blocks {
                 break;
             }
-            // SAFETY: `entry` is the compiled kernel for these arguments
-            // (this function's contract); `message` is writable for its length.
-            let status = unsafe {
-                entry(
-                    block,
-                    blocks,
-                    shared.pointers.as_ptr(),
-                    shared.tiling.as_ptr(),
-                    message.as_mut_ptr().cast(),
-                    message.len(),
-                )
+            let mut record = HostLaunch {
+                block_idx: block,
+                block_num: blocks,
+                args: tensors.pointers.as_ptr(),
+                arg_bytes: tensors.bytes.as_ptr(),
+                num_args: tensors.pointers.len() as u32,
+                tiling: tensors.tiling.as_ptr().cast(),
+                tiling_bytes: tensors.tiling_bytes,
+                err: message.as_mut_ptr().cast(),
+                err_len: message.len() as u64,
+                ub_peak: 0,
             };
+            // SAFETY: `entry` is the compiled kernel for these arguments
+            // (this function's contract); the record's pointers are valid
+            // for the lengths it states.
+            let status = unsafe { entry(&mut record) };
+            peak.fetch_max(record.ub_peak, Ordering::Relaxed);
             if status != 0 {
-                let end = message
-                    .iter()
-                    .position(|&b| b == 0)
-                    .unwrap_or(message.len());
+                let end = message.iter().position(|&b| b == 0).unwrap_or(message.len());
                 let text = String::from_utf8_lossy(&message[..end]).into_owned();
                 failures
                     .lock()
@@ -274,12 +340,13 @@ unsafe fn run_on_host(
     let mut failures = failures.into_inner().unwrap_or_else(|e| e.into_inner());
     // Report the lowest failing block, so a failure reads the same each run.
     failures.sort();
-    match failures.into_iter().next() {
+    let result = match failures.into_iter().next() {
         None => Ok(()),
         Some((block, message)) => Err(Error::Kernel {
             kernel,
             block,
             message,
         }),
-    }
+    };
+    (result, peak.into_inner())
 }

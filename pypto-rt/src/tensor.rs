@@ -57,6 +57,7 @@ impl<T: DType, S: Shape> Tensor<T, S> {
         crate::launch::Arg::Tensor {
             sizes: self.shape.sizes(),
             ptr: self.data.as_ptr() as *mut u8,
+            bytes: std::mem::size_of_val(self.data.as_slice()) as u64,
             device: &self.device,
         }
     }
@@ -67,6 +68,7 @@ impl<T: DType, S: Shape> Tensor<T, S> {
         crate::launch::Arg::Tensor {
             sizes: self.shape.sizes(),
             ptr: self.data.as_mut_ptr().cast(),
+            bytes: std::mem::size_of_val(self.data.as_slice()) as u64,
             device: &self.device,
         }
     }

@@ -28,3 +28,7 @@ pub fn problems(path: &Path) -> Vec<String> {
 pub fn workspace_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
+
+// The kernels of examples/kernels and tests/kernels, built by
+// examples/build.rs.
+pypto_rt::include_kernels!();

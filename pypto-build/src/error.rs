@@ -1,0 +1,44 @@
+//! The errors of generating and building kernels.
+
+use std::path::PathBuf;
+
+use crate::diag::Diagnostics;
+
+/// Why generating or compiling kernels failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The specs have errors; each is located.
+    #[error("invalid kernel specs:\n{}", .0.render())]
+    Spec(Diagnostics),
+
+    /// A template could not be rendered.
+    #[error("kernel `{kernel}` (spec {spec}): template `{template}` failed to render: {message}")]
+    Template {
+        kernel: String,
+        spec: String,
+        template: String,
+        message: String,
+    },
+
+    /// A file could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    /// A build-script setting is missing or wrong (e.g. `OUT_DIR` unset).
+    #[error("{0}")]
+    Config(String),
+
+    /// The C++ compiler failed on the rendered kernel sources.
+    #[error("compiling kernels failed: {message}\nrendered sources are in {}", dir.display())]
+    Compile { message: String, dir: PathBuf },
+}
+
+impl From<Diagnostics> for Error {
+    fn from(d: Diagnostics) -> Self {
+        Error::Spec(d)
+    }
+}
