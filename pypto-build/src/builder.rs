@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::Error;
 use crate::codegen::ascendc::{self, Source};
 use crate::codegen::{self, Plan};
+use crate::error::Error;
 use crate::library;
 use crate::model::Model;
 
@@ -13,7 +13,7 @@ use crate::model::Model;
 ///
 /// ```no_run
 /// // build.rs
-/// fn main() -> anyhow::Result<()> {
+/// fn main() -> Result<(), pypto_build::Error> {
 ///     pypto_build::Builder::new().spec_dir("kernels").build()?;
 ///     Ok(())
 /// }
@@ -119,7 +119,11 @@ impl Builder {
         let files = crate::spec_files(&self.specs)?;
         let model = crate::check_files(&files)?;
         let prefix = self.prefix();
-        let plans: Vec<Plan<'_>> = model.kernels.iter().map(|k| Plan::new(k, &prefix)).collect();
+        let plans: Vec<Plan<'_>> = model
+            .kernels
+            .iter()
+            .map(|k| Plan::new(k, &prefix))
+            .collect();
         let mut inputs = files.clone();
         let mut read = |path: &Path| {
             inputs.push(path.to_path_buf());
@@ -146,13 +150,15 @@ impl Builder {
     pub fn build(&self) -> Result<Built, Error> {
         let out_dir = match &self.out_dir {
             Some(dir) => dir.clone(),
-            None => std::env::var_os("OUT_DIR").map(PathBuf::from).ok_or_else(|| {
-                Error::Config(
-                    "OUT_DIR is not set: call Builder::build from a build script, or set \
+            None => std::env::var_os("OUT_DIR")
+                .map(PathBuf::from)
+                .ok_or_else(|| {
+                    Error::Config(
+                        "OUT_DIR is not set: call Builder::build from a build script, or set \
                      Builder::out_dir"
-                        .to_owned(),
-                )
-            })?,
+                            .to_owned(),
+                    )
+                })?,
         };
         if self.cargo_metadata {
             // The spec paths themselves, so that new spec files are noticed.
@@ -187,11 +193,17 @@ impl Builder {
         write_if_changed(&rust_file, &generated.rust)?;
 
         if !paths.is_empty() {
-            crate::toolchain::compile_host(&paths, &include_dir, &root.join("obj"), self.opt_level, self.cargo_metadata)
-                .map_err(|message| Error::Compile {
-                    message,
-                    dir: source_dir.clone(),
-                })?;
+            crate::toolchain::compile_host(
+                &paths,
+                &include_dir,
+                &root.join("obj"),
+                self.opt_level,
+                self.cargo_metadata,
+            )
+            .map_err(|message| Error::Compile {
+                message,
+                dir: source_dir.clone(),
+            })?;
         }
         Ok(Built {
             generated,

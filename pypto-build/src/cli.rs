@@ -81,11 +81,16 @@ fn emit(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> std::io::R
     let (language, paths) = match args.split_first() {
         Some((l, p)) if (l == "rust" || l == "ascendc") && !p.is_empty() => (l.as_str(), p),
         _ => {
-            writeln!(err, "error: `emit` takes `rust` or `ascendc` and at least one spec path\n\n{USAGE}")?;
+            writeln!(
+                err,
+                "error: `emit` takes `rust` or `ascendc` and at least one spec path\n\n{USAGE}"
+            )?;
             return Ok(2);
         }
     };
-    let mut builder = crate::Builder::new().symbol_prefix("crate").cargo_metadata(false);
+    let mut builder = crate::Builder::new()
+        .symbol_prefix("crate")
+        .cargo_metadata(false);
     for p in paths {
         builder = builder.spec(p);
     }

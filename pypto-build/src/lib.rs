@@ -17,10 +17,10 @@
 mod builder;
 pub mod builtin;
 pub mod cli;
+pub mod codegen;
 pub mod diag;
 pub mod dump;
 mod error;
-pub mod codegen;
 mod library;
 pub mod model;
 mod names;

@@ -319,7 +319,10 @@ unsafe fn run_on_host(
             let status = unsafe { entry(&mut record) };
             peak.fetch_max(record.ub_peak, Ordering::Relaxed);
             if status != 0 {
-                let end = message.iter().position(|&b| b == 0).unwrap_or(message.len());
+                let end = message
+                    .iter()
+                    .position(|&b| b == 0)
+                    .unwrap_or(message.len());
                 let text = String::from_utf8_lossy(&message[..end]).into_owned();
                 failures
                     .lock()

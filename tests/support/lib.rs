@@ -32,3 +32,62 @@ pub fn workspace_root() -> &'static Path {
 // The kernels of examples/kernels and tests/kernels, built by
 // examples/build.rs.
 pypto_rt::include_kernels!();
+
+/// Deterministic test data in [-4, 4): a linear congruential sequence, so
+/// failures reproduce without a random-number crate.
+pub fn data(n: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 8.0 - 4.0
+        })
+        .collect()
+}
+
+/// The float element types the builtins are written for, with the
+/// conversions the references need.
+pub trait Float: pypto_rt::DType {
+    const NAME: &'static str;
+    fn from_f32(v: f32) -> Self;
+    fn to_f32(self) -> f32;
+}
+
+impl Float for f32 {
+    const NAME: &'static str = "f32";
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+    fn to_f32(self) -> f32 {
+        self
+    }
+}
+
+impl Float for half::f16 {
+    const NAME: &'static str = "f16";
+    fn from_f32(v: f32) -> Self {
+        half::f16::from_f32(v)
+    }
+    fn to_f32(self) -> f32 {
+        half::f16::to_f32(self)
+    }
+}
+
+impl Float for half::bf16 {
+    const NAME: &'static str = "bf16";
+    fn from_f32(v: f32) -> Self {
+        half::bf16::from_f32(v)
+    }
+    fn to_f32(self) -> f32 {
+        half::bf16::to_f32(self)
+    }
+}
+
+/// `data` rounded to `T`.
+pub fn data_as<T: Float>(n: usize, seed: u64) -> Vec<T> {
+    data(n, seed).into_iter().map(T::from_f32).collect()
+}

@@ -8,8 +8,8 @@ use std::path::Path;
 use handlebars::Handlebars;
 use serde_json::{Value, json};
 
-use crate::error::Error;
 use crate::codegen::Plan;
+use crate::error::Error;
 use crate::library;
 use crate::model::{DimSize, ParamKind, Target, TemplateRef};
 
@@ -114,7 +114,8 @@ fn template_data(plan: &Plan<'_>, index: usize) -> Value {
                 axes,
             } => {
                 first_dtype.get_or_insert(dtype.cpp_type());
-                let sizes: Vec<String> = axes.iter().map(|a| dim_expr(plan, index, a.dim)).collect();
+                let sizes: Vec<String> =
+                    axes.iter().map(|a| dim_expr(plan, index, a.dim)).collect();
                 let (outer, inner) = sizes.split_at(sizes.len() - 1);
                 let v = json!({
                     "name": p.name,

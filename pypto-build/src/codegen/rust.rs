@@ -95,7 +95,12 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
         .collect();
     let generics: Vec<String> = statics
         .iter()
-        .map(|&d| format!("const {}: usize", plan.generics[d].as_deref().unwrap_or("_")))
+        .map(|&d| {
+            format!(
+                "const {}: usize",
+                plan.generics[d].as_deref().unwrap_or("_")
+            )
+        })
         .collect();
     let _ = writeln!(out, "#[allow(non_snake_case, clippy::too_many_arguments)]");
     let _ = write!(out, "pub fn {}", k.name);
@@ -138,12 +143,17 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
         let DimSize::Static(values) = &k.dims[d].size else {
             continue;
         };
-        terms.push(format!(
-            "<::pypto_rt::Const<{}> as {}::{}>::INDEX * {stride}",
+        let term = format!(
+            "<::pypto_rt::Const<{}> as {}::{}>::INDEX",
             plan.generics[d].as_deref().unwrap_or("_"),
             k.name,
             plan.built_traits[d].as_deref().unwrap_or("_")
-        ));
+        );
+        terms.push(if stride == 1 {
+            term
+        } else {
+            format!("{term} * {stride}")
+        });
         stride *= values.len();
     }
     terms.reverse();
@@ -189,7 +199,11 @@ fn descriptor(out: &mut String, plan: &Plan<'_>) {
     let _ = writeln!(out, "        params: &[{}],", names.join(", "));
     out.push_str("        dims: &[\n");
     for dim in &k.dims {
-        let axes: Vec<String> = dim.axes.iter().map(|(p, a)| format!("({p}, {a})")).collect();
+        let axes: Vec<String> = dim
+            .axes
+            .iter()
+            .map(|(p, a)| format!("({p}, {a})"))
+            .collect();
         let why = match &dim.name {
             Some(name) => format!("they are the dim `{name}`"),
             None if dim.axes.len() > 1 => format!("{} ties these axes together", k.template),
@@ -317,7 +331,11 @@ fn docs(out: &mut String, plan: &Plan<'_>) {
                 v.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
             ),
         };
-        let name = d.name.as_ref().map(|n| format!(" (`{n}`)")).unwrap_or_default();
+        let name = d
+            .name
+            .as_ref()
+            .map(|n| format!(" (`{n}`)"))
+            .unwrap_or_default();
         lines.push(format!("- {}{name}: {size}", axes.join(" = ")));
     }
     lines.push(String::new());

@@ -1,0 +1,209 @@
+//! Numerics of every builtin template against plain Rust, at dynamic sizes
+//! around every tile and 32-byte boundary, zero-size axes included, in each
+//! dtype.
+//!
+//! Tolerance: none. Each output element is one operation whose rounding the
+//! kernels define: fp32 operations are IEEE single; fp16 values are computed
+//! in fp32 and rounded to nearest-even fp16 (what one correctly rounded
+//! fp16 vector operation returns); bf16, which the Atlas A2/A3 vector unit
+//! cannot compute in, is widened to fp32, computed, and rounded to
+//! nearest-even bf16. The references below take the same steps, so results
+//! must be bit-identical.
+
+use pypto_examples::{Float, data, data_as, kernels};
+use pypto_rt::{Const, Device, Tensor};
+
+/// Sizes that cross 32-byte boundaries (8 fp32 or 16 fp16 elements), tiles
+/// (4096 elements) and blocks (8192 elements per block).
+const SIZES: [usize; 11] = [0, 1, 7, 8, 31, 32, 33, 1000, 4097, 8193, 20000];
+
+type Vector<T> = Tensor<T, (usize,)>;
+type Binary<T> = fn(&Vector<T>, &Vector<T>, &mut Vector<T>) -> Result<(), pypto_rt::Error>;
+type Unary<T> = fn(&Vector<T>, &mut Vector<T>) -> Result<(), pypto_rt::Error>;
+
+fn vec1<T: Float>(dev: &Device, v: &[T]) -> Tensor<T, (usize,)> {
+    dev.tensor_from(v, (v.len(),)).unwrap()
+}
+
+fn check_binary<T: Float>(name: &str, kernel: Binary<T>, op: fn(f32, f32) -> f32) {
+    let dev = Device::host();
+    for n in SIZES {
+        let a = data_as::<T>(n, 1);
+        let b = data_as::<T>(n, 2);
+        let mut out = dev.zeros((n,)).unwrap();
+        kernel(&vec1(&dev, &a), &vec1(&dev, &b), &mut out).unwrap();
+        let want: Vec<T> = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| T::from_f32(op(x.to_f32(), y.to_f32())))
+            .collect();
+        assert_eq!(out.to_vec().unwrap(), want, "{name} {} n={n}", T::NAME);
+    }
+}
+
+fn check_unary<T: Float>(name: &str, kernel: Unary<T>, op: fn(f32) -> f32) {
+    let dev = Device::host();
+    for n in SIZES {
+        let x = data_as::<T>(n, 3);
+        let mut out = dev.zeros((n,)).unwrap();
+        kernel(&vec1(&dev, &x), &mut out).unwrap();
+        let want: Vec<T> = x.iter().map(|v| T::from_f32(op(v.to_f32()))).collect();
+        assert_eq!(out.to_vec().unwrap(), want, "{name} {} n={n}", T::NAME);
+    }
+}
+
+#[test]
+fn add_in_every_dtype() {
+    check_binary::<f32>("add", kernels::add_f32, |a, b| a + b);
+    check_binary::<half::f16>("add", kernels::add_f16, |a, b| a + b);
+    check_binary::<half::bf16>("add", kernels::add_bf16, |a, b| a + b);
+}
+
+#[test]
+fn mul_in_every_dtype() {
+    check_binary::<f32>("mul", kernels::mul_f32, |a, b| a * b);
+    check_binary::<half::f16>("mul", kernels::mul_f16, |a, b| a * b);
+    check_binary::<half::bf16>("mul", kernels::mul_bf16, |a, b| a * b);
+}
+
+#[test]
+fn relu_in_every_dtype() {
+    check_unary::<f32>("relu", kernels::relu_f32, |x| x.max(0.0));
+    check_unary::<half::f16>("relu", kernels::relu_f16, |x| x.max(0.0));
+    check_unary::<half::bf16>("relu", kernels::relu_bf16, |x| x.max(0.0));
+}
+
+/// out[r][c] = x[r][c] + bias[c], rounded as the kernel documents.
+fn add_bias_reference<T: Float>(x: &[T], bias: &[T]) -> Vec<T> {
+    if bias.is_empty() {
+        return Vec::new();
+    }
+    x.chunks(bias.len())
+        .flat_map(|row| {
+            row.iter()
+                .zip(bias)
+                .map(|(a, b)| T::from_f32(a.to_f32() + b.to_f32()))
+        })
+        .collect()
+}
+
+type BiasKernel<T> = fn(
+    &Tensor<T, (usize, usize)>,
+    &Tensor<T, (usize,)>,
+    &mut Tensor<T, (usize, usize)>,
+) -> Result<(), pypto_rt::Error>;
+
+fn check_add_bias<T: Float>(kernel: BiasKernel<T>) {
+    let dev = Device::host();
+    // A sampled grid of batch x hidden, not only the diagonal.
+    let batches = [0usize, 1, 2, 7, 33];
+    let hiddens = [0usize, 1, 7, 8, 31, 32, 33, 1000, 4097];
+    for (i, &b) in batches.iter().enumerate() {
+        for (j, &h) in hiddens.iter().enumerate() {
+            if (i + j) % 2 == 1 && b > 2 {
+                continue; // sampled: large batches on every other hidden size
+            }
+            let x = data_as::<T>(b * h, 10 + i as u64);
+            let bias = data_as::<T>(h, 20 + j as u64);
+            let mut out = dev.zeros((b, h)).unwrap();
+            kernel(
+                &dev.tensor_from(&x, (b, h)).unwrap(),
+                &dev.tensor_from(&bias, (h,)).unwrap(),
+                &mut out,
+            )
+            .unwrap();
+            assert_eq!(
+                out.to_vec().unwrap(),
+                add_bias_reference(&x, &bias),
+                "add_bias {} b={b} h={h}",
+                T::NAME
+            );
+        }
+    }
+}
+
+#[test]
+fn add_bias_in_every_dtype() {
+    check_add_bias::<f32>(kernels::add_bias_f32);
+    check_add_bias::<half::f16>(kernels::add_bias_f16);
+    check_add_bias::<half::bf16>(kernels::add_bias_bf16);
+}
+
+#[test]
+fn add_bias_over_three_axes() {
+    let dev = Device::host();
+    for (d0, d1) in [(2usize, 3usize), (0, 5), (4, 1), (1, 0), (9, 7)] {
+        let x = data(d0 * d1 * 33, 5);
+        let bias = data(33, 6);
+        let mut out = dev.zeros((d0, d1, Const::<33>)).unwrap();
+        kernels::add_bias_3d(
+            &dev.tensor_from(&x, (d0, d1, Const::<33>)).unwrap(),
+            &dev.tensor_from(&bias, (Const::<33>,)).unwrap(),
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(
+            out.to_vec().unwrap(),
+            add_bias_reference(&x, &bias),
+            "{d0}x{d1}x33"
+        );
+    }
+}
+
+#[test]
+fn pypto_add_bias_example_at_any_batch() {
+    let dev = Device::host();
+    let bias = data(128, 7);
+    let bias_t = dev.tensor_from(&bias, (Const::<128>,)).unwrap();
+    for batch in [0usize, 1, 2, 8, 48, 49, 1000] {
+        let x = data(batch * 128, batch as u64);
+        let mut out = dev.zeros((batch, Const::<128>)).unwrap();
+        kernels::add_bias(
+            &dev.tensor_from(&x, (batch, Const::<128>)).unwrap(),
+            &bias_t,
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(
+            out.to_vec().unwrap(),
+            add_bias_reference(&x, &bias),
+            "batch {batch}"
+        );
+        let stats = pypto_rt::launch::last_launch().unwrap();
+        // One block per row, up to the 48 vector cores of an Atlas A2.
+        assert_eq!(stats.blocks, batch.min(48) as u32, "batch {batch}");
+    }
+}
+
+fn check_relu_rows<const H: usize>()
+where
+    Const<H>: kernels::relu_rows::XAxis1,
+{
+    let dev = Device::host();
+    for rows in [0usize, 1, 5] {
+        let x = data(rows * H, H as u64);
+        let mut y = dev.zeros((rows, Const::<H>)).unwrap();
+        kernels::relu_rows(&dev.tensor_from(&x, (rows, Const::<H>)).unwrap(), &mut y).unwrap();
+        let want: Vec<f32> = x.iter().map(|v| v.max(0.0)).collect();
+        assert_eq!(y.to_vec().unwrap(), want, "relu_rows H={H} rows={rows}");
+    }
+}
+
+#[test]
+fn static_specialisations_each_run() {
+    check_relu_rows::<7>();
+    check_relu_rows::<64>();
+    check_relu_rows::<100>();
+}
+
+#[test]
+fn user_template_with_a_scalar() {
+    let dev = Device::host();
+    for n in [0usize, 1, 33, 5000] {
+        let x = data(n, 9);
+        let mut y = dev.zeros((n,)).unwrap();
+        kernels::scale(&dev.tensor_from(&x, (n,)).unwrap(), -2.5, &mut y).unwrap();
+        let want: Vec<f32> = x.iter().map(|v| v * -2.5).collect();
+        assert_eq!(y.to_vec().unwrap(), want, "scale n={n}");
+    }
+}
