@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use crate::diag::Diagnostics;
 
 /// Why generating or compiling kernels failed.
-#[derive(Debug, thiserror::Error)]
+///
+/// `Debug` prints the same text as `Display`, so that a build script's
+/// `fn main() -> Result<(), pypto_build::Error>` shows located diagnostics
+/// rather than a struct dump.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The specs have errors; each is located.
@@ -40,5 +44,11 @@ pub enum Error {
 impl From<Diagnostics> for Error {
     fn from(d: Diagnostics) -> Self {
         Error::Spec(d)
+    }
+}
+
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
     }
 }

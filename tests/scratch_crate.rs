@@ -1,0 +1,179 @@
+//! A user crate built from scratch the way users build theirs: path
+//! dependencies on pypto-build (build-dependency) and pypto-rt, a build.rs,
+//! a spec directory, and a main that calls the typed wrappers.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn workspace() -> &'static Path {
+    pypto_examples::workspace_root()
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// Runs cargo in the scratch crate, offline, with a target dir kept between
+/// test runs; returns (success, stdout, stderr).
+fn cargo(dir: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(args)
+        .arg("--offline")
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", workspace().join("target/scratch"))
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("cargo runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A fresh copy of the scratch crate in its own directory `name`.
+fn scratch_crate(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    let root = workspace().display().to_string();
+    write(
+        &dir.join("Cargo.toml"),
+        &format!(
+            r#"[package]
+name = "scratch-user"
+version = "0.1.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+pypto-rt = {{ path = "{root}/pypto-rt" }}
+
+[build-dependencies]
+pypto-build = {{ path = "{root}/pypto-build" }}
+
+[workspace]
+"#
+        ),
+    );
+    // The workspace's lock file pins the same versions, so no network is needed.
+    std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    write(
+        &dir.join("build.rs"),
+        r#"fn main() -> Result<(), pypto_build::Error> {
+    pypto_build::Builder::new().spec_dir("kernels").build()?;
+    Ok(())
+}
+"#,
+    );
+    write(
+        &dir.join("kernels/model.yaml"),
+        r#"dims:
+  HIDDEN: 48
+kernels:
+  bias_rows:
+    doc: "A bias added to every row."
+    template: builtin/add_bias
+    params:
+      x:    { dtype: DT_FP16, shape: [DYNAMIC, HIDDEN] }
+      bias: { dtype: DT_FP16, shape: [HIDDEN] }
+      out:  { dtype: DT_FP16, shape: [DYNAMIC, HIDDEN], output: true }
+  relu_wide:
+    template: builtin/relu
+    params:
+      x: { dtype: DT_FP32, shape: [DYNAMIC, STATIC] }
+      y: { dtype: DT_FP32, shape: [DYNAMIC, ...], rank: 2, output: true }
+    static: { x.1: [16, 40] }
+"#,
+    );
+    write(
+        &dir.join("src/main.rs"),
+        r#"pypto_rt::include_kernels!();
+
+use pypto_rt::{f16, Const, Device};
+
+fn main() -> Result<(), pypto_rt::Error> {
+    let dev = Device::default();
+    for rows in [1usize, 5] {
+        let x: Vec<f16> = (0..rows * 48).map(|i| f16::from_f32(i as f32 * 0.25)).collect();
+        let bias: Vec<f16> = (0..48).map(|i| f16::from_f32(-(i as f32))).collect();
+        let mut out = dev.zeros((rows, Const::<48>))?;
+        kernels::bias_rows(
+            &dev.tensor_from(&x, (rows, Const::<48>))?,
+            &dev.tensor_from(&bias, (Const::<48>,))?,
+            &mut out,
+        )?;
+        let want: Vec<f16> = x
+            .iter()
+            .enumerate()
+            .map(|(i, v)| f16::from_f32(v.to_f32() + bias[i % 48].to_f32()))
+            .collect();
+        assert_eq!(out.to_vec()?, want);
+        println!("bias_rows rows={rows} ok");
+    }
+    let x: Vec<f32> = (0..3 * 40).map(|i| i as f32 - 60.0).collect();
+    let mut y = dev.zeros((3, Const::<40>))?;
+    kernels::relu_wide(&dev.tensor_from(&x, (3, Const::<40>))?, &mut y)?;
+    assert_eq!(y.to_vec()?, x.iter().map(|v| v.max(0.0)).collect::<Vec<_>>());
+    println!("relu_wide width=40 ok");
+    Ok(())
+}
+"#,
+    );
+    dir
+}
+
+// One test, so the cargo runs sharing the scratch target dir are sequential.
+#[test]
+fn a_user_crate_builds_runs_rebuilds_only_on_change_and_reports_spec_errors() {
+    let dir = scratch_crate("scratch-user");
+    let (ok, stdout, stderr) = cargo(&dir, &["run", "-q"]);
+    assert!(ok, "scratch crate failed:\n{stderr}");
+    assert_eq!(
+        stdout,
+        "bias_rows rows=1 ok\nbias_rows rows=5 ok\nrelu_wide width=40 ok\n"
+    );
+
+    // Nothing changed: the build script does not run again.
+    let (ok, _, stderr) = cargo(&dir, &["build", "-v"]);
+    assert!(ok, "{stderr}");
+    assert!(stderr.contains("Fresh scratch-user"), "{stderr}");
+    assert!(
+        !stderr.contains("build-script-build`"),
+        "the build script ran again:\n{stderr}"
+    );
+
+    // A spec edit reruns it, and the new STATIC size is built.
+    let spec = dir.join("kernels/model.yaml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, text.replace("[16, 40]", "[16, 40, 64]")).unwrap();
+    let (ok, _, stderr) = cargo(&dir, &["build", "-v"]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains("build-script-build`"),
+        "the build script did not rerun:\n{stderr}"
+    );
+
+    // A spec error fails the user's build, located, without a struct dump.
+    std::fs::write(
+        &spec,
+        text.replace(
+            "DT_FP16, shape: [DYNAMIC, HIDDEN] }",
+            "DT_FP61, shape: [DYNAMIC, HIDDEN] }",
+        ),
+    )
+    .unwrap();
+    let (ok, _, stderr) = cargo(&dir, &["build"]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("Error: invalid kernel specs:\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "kernels/model.yaml:8:22: error: kernel `bias_rows`, param `x`, `dtype`: \
+             unknown dtype `DT_FP61`"
+        ),
+        "{stderr}"
+    );
+}
