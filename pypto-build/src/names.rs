@@ -144,6 +144,9 @@ pub(crate) fn identifier_problem(name: &str) -> Option<String> {
     {
         return Some("C++ reserves names with `__` or starting with `_` and a capital".to_owned());
     }
+    if name.starts_with("pypto_") {
+        return Some("names starting with `pypto_` are reserved for generated code".to_owned());
+    }
     if name.len() > 64 {
         return Some("it is longer than 64 characters".to_owned());
     }
@@ -231,6 +234,10 @@ mod tests {
         assert!(identifier_problem("_X").is_some());
         assert!(identifier_problem("_").is_some());
         assert!(identifier_problem("é").is_some());
+        assert_eq!(
+            identifier_problem("pypto_tiling").as_deref(),
+            Some("names starting with `pypto_` are reserved for generated code")
+        );
     }
 
     #[test]

@@ -73,3 +73,30 @@ fn missing_path_is_a_spec_error() {
     assert_eq!(code, 1);
     assert!(err.starts_with("no/such/dir:1:1: error: no such spec file or directory\n"));
 }
+
+#[test]
+fn emit_prints_generated_rust_and_ascendc() {
+    let (code, out, err) = run(&["emit", "rust", "examples/kernels/add_bias.yaml"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert!(out.contains(
+        "pub fn add_bias(\n    x: &::pypto_rt::Tensor<f32, (usize, ::pypto_rt::Const<128>)>,\n    \
+         bias: &::pypto_rt::Tensor<f32, (::pypto_rt::Const<128>,)>,\n    \
+         out: &mut ::pypto_rt::Tensor<f32, (usize, ::pypto_rt::Const<128>)>,\n) -> \
+         ::core::result::Result<(), ::pypto_rt::Error>\n"
+    ), "{out}");
+    let (code, out, err) = run(&["emit", "ascendc", "examples/kernels/add_bias.yaml"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert!(out.starts_with("// ===== add_bias_s0.cpp =====\n"), "{out}");
+    assert!(out.contains(
+        "extern \"C\" __global__ __aicore__ void pypto_crate_add_bias_s0(GM_ADDR x, GM_ADDR bias, \
+         GM_ADDR out, GM_ADDR pypto_tiling_gm)"
+    ), "{out}");
+    // The fixed hidden size is a constant in the source, the batch a launch-time size.
+    assert!(
+        out.contains("op.Init(x, bias, out, (static_cast<uint64_t>(pypto_tiling.dim[0])), 128u);"),
+        "{out}"
+    );
+    let (code, _, err) = run(&["emit", "python", "examples/kernels"]);
+    assert_eq!(code, 2);
+    assert!(err.starts_with("error: `emit` takes `rust` or `ascendc`"));
+}
