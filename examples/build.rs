@@ -3,7 +3,7 @@
 
 fn main() -> anyhow::Result<()> {
     pypto_build::Builder::new()
-        .spec("examples/kernels/add_bias.yaml")
+        .spec_dir("examples/kernels")
         .spec_dir("tests/kernels")
         .build()?;
     Ok(())

@@ -46,8 +46,27 @@ pub enum Blocks {
     Rows { param: usize },
     /// One block per `per_block` elements of a param.
     Elements { param: usize, per_block: u32 },
-    /// One block per index of a param's leading `axes` axes.
-    Leading { param: usize, axes: usize },
+    /// One block per index of a param's leading `axes` axes, times the
+    /// value of an integer option when given (e.g. attention heads).
+    Leading {
+        param: usize,
+        axes: usize,
+        option: Option<&'static str>,
+    },
+}
+
+/// A template option (`options:` in a spec) and its default.
+#[derive(Debug, Clone, Copy)]
+pub struct OptionSpec {
+    pub name: &'static str,
+    pub kind: OptionKind,
+    pub doc: &'static str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptionKind {
+    Int { min: i64, max: i64, default: i64 },
+    Bool { default: bool },
 }
 
 /// An axis of the param at this position.
@@ -65,6 +84,9 @@ pub struct Contract {
     /// The dtypes the template is written for; all tensors share one.
     pub dtypes: &'static [DType],
     pub blocks: Blocks,
+    pub options: &'static [OptionSpec],
+    /// Axes whose size must be a multiple of an integer option's value.
+    pub divisible_by_option: &'static [(ParamAxis, &'static str)],
 }
 
 const FLOATS: &[DType] = &[DType::Fp32, DType::Fp16, DType::Bf16];
@@ -105,6 +127,8 @@ pub const BUILTINS: &[Contract] = &[
         same_axis: &[],
         dtypes: FLOATS,
         blocks: ELEMENTWISE,
+        options: &[],
+        divisible_by_option: &[],
     },
     Contract {
         name: "add_bias",
@@ -118,6 +142,8 @@ pub const BUILTINS: &[Contract] = &[
         same_axis: &[((1, AxisRef::Index(0)), (0, AxisRef::Last))],
         dtypes: FLOATS,
         blocks: Blocks::Rows { param: 0 },
+        options: &[],
+        divisible_by_option: &[],
     },
     Contract {
         name: "attention",
@@ -131,7 +157,28 @@ pub const BUILTINS: &[Contract] = &[
         same_shape: &[(0, 1), (0, 2), (0, 3)],
         same_axis: &[],
         dtypes: FLOATS,
-        blocks: Blocks::Leading { param: 0, axes: 1 },
+        blocks: Blocks::Leading {
+            param: 0,
+            axes: 1,
+            option: Some("heads"),
+        },
+        options: &[
+            OptionSpec {
+                name: "heads",
+                kind: OptionKind::Int {
+                    min: 1,
+                    max: 256,
+                    default: 1,
+                },
+                doc: "attention heads; the hidden size is split into heads of hidden/heads",
+            },
+            OptionSpec {
+                name: "causal",
+                kind: OptionKind::Bool { default: false },
+                doc: "mask keys after the query's position",
+            },
+        ],
+        divisible_by_option: &[((0, AxisRef::Last), "heads")],
     },
     Contract {
         name: "mul",
@@ -141,6 +188,8 @@ pub const BUILTINS: &[Contract] = &[
         same_axis: &[],
         dtypes: FLOATS,
         blocks: ELEMENTWISE,
+        options: &[],
+        divisible_by_option: &[],
     },
     Contract {
         name: "relu",
@@ -150,6 +199,8 @@ pub const BUILTINS: &[Contract] = &[
         same_axis: &[],
         dtypes: FLOATS,
         blocks: ELEMENTWISE,
+        options: &[],
+        divisible_by_option: &[],
     },
 ];
 

@@ -2,50 +2,37 @@
 //! emulation of the Ascend C API, embedded so that a user's build script
 //! needs nothing but this crate.
 
+/// `(name, contents)` pairs of files under the repository's `templates/`.
+macro_rules! embed {
+    ($($name:literal => $path:literal),* $(,)?) => {
+        &[$(($name, include_str!(concat!("../../templates/", $path)))),*]
+    };
+}
+
 /// The emulation headers, by path under the include directory.
-pub const EMULATION_HEADERS: &[(&str, &str)] = &[
-    (
-        "kernel_operator.h",
-        include_str!("../../templates/include/kernel_operator.h"),
-    ),
-    (
-        "pypto_emu/core.h",
-        include_str!("../../templates/include/pypto_emu/core.h"),
-    ),
-    (
-        "pypto_emu/types.h",
-        include_str!("../../templates/include/pypto_emu/types.h"),
-    ),
-    (
-        "pypto_emu/memory.h",
-        include_str!("../../templates/include/pypto_emu/memory.h"),
-    ),
-    (
-        "pypto_emu/copy.h",
-        include_str!("../../templates/include/pypto_emu/copy.h"),
-    ),
-    (
-        "pypto_emu/vector.h",
-        include_str!("../../templates/include/pypto_emu/vector.h"),
-    ),
+pub const EMULATION_HEADERS: &[(&str, &str)] = embed![
+    "kernel_operator.h" => "include/kernel_operator.h",
+    "pypto_emu/core.h" => "include/pypto_emu/core.h",
+    "pypto_emu/types.h" => "include/pypto_emu/types.h",
+    "pypto_emu/memory.h" => "include/pypto_emu/memory.h",
+    "pypto_emu/copy.h" => "include/pypto_emu/copy.h",
+    "pypto_emu/vector.h" => "include/pypto_emu/vector.h",
+    "pypto_emu/reduce.h" => "include/pypto_emu/reduce.h",
 ];
 
 /// The builtin templates, by name (`builtin/NAME`).
-pub const BUILTIN_TEMPLATES: &[(&str, &str)] = &[
-    ("add", include_str!("../../templates/builtin/add.hbs")),
-    (
-        "add_bias",
-        include_str!("../../templates/builtin/add_bias.hbs"),
-    ),
-    ("mul", include_str!("../../templates/builtin/mul.hbs")),
-    ("relu", include_str!("../../templates/builtin/relu.hbs")),
+pub const BUILTIN_TEMPLATES: &[(&str, &str)] = embed![
+    "add" => "builtin/add.hbs",
+    "add_bias" => "builtin/add_bias.hbs",
+    "attention" => "builtin/attention.hbs",
+    "mul" => "builtin/mul.hbs",
+    "relu" => "builtin/relu.hbs",
 ];
 
 /// Partials the builtin templates share (`{{> NAME}}`).
-pub const PARTIALS: &[(&str, &str)] = &[(
-    "elementwise",
-    include_str!("../../templates/builtin/partials/elementwise.hbs"),
-)];
+pub const PARTIALS: &[(&str, &str)] = embed![
+    "elementwise" => "builtin/partials/elementwise.hbs",
+];
 
 /// The text of `builtin/NAME`.
 pub fn builtin_template(name: &str) -> Option<&'static str> {
@@ -53,4 +40,53 @@ pub fn builtin_template(name: &str) -> Option<&'static str> {
         .iter()
         .find(|(n, _)| *n == name)
         .map(|(_, text)| *text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn files_under(dir: &Path, ext: &str) -> Vec<String> {
+        let mut out: Vec<String> = walkdir::WalkDir::new(dir)
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.path().extension().is_some_and(|x| x == ext))
+            .map(|e| {
+                e.path()
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace('\\', "/")
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn every_header_is_embedded() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../templates/include");
+        let mut embedded: Vec<String> = EMULATION_HEADERS
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect();
+        embedded.sort();
+        assert_eq!(files_under(&dir, "h"), embedded);
+    }
+
+    #[test]
+    fn every_builtin_has_a_template_and_every_template_a_contract() {
+        let mut contracts: Vec<&str> = crate::builtin::BUILTINS.iter().map(|c| c.name).collect();
+        contracts.sort_unstable();
+        let templates: Vec<&str> = BUILTIN_TEMPLATES.iter().map(|(n, _)| *n).collect();
+        assert_eq!(contracts, templates);
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../templates/builtin");
+        let on_disk: Vec<String> = files_under(&dir, "hbs")
+            .into_iter()
+            .filter(|f| !f.starts_with("partials/"))
+            .collect();
+        let expected: Vec<String> = templates.iter().map(|t| format!("{t}.hbs")).collect();
+        assert_eq!(on_disk, expected);
+    }
 }

@@ -266,8 +266,27 @@ pub struct Kernel {
     /// Every combination of STATIC sizes, in a stable order; a kernel without
     /// STATIC dims has exactly one, the empty one.
     pub specialisations: Vec<Specialisation>,
+    /// Template options with defaults filled in: a builtin's in its declared
+    /// order, a user template's as written.
+    pub options: Vec<(String, OptionValue)>,
     /// Where the kernel's name was written.
     pub origin: Location,
+}
+
+/// The value of a template option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptionValue {
+    Int(i64),
+    Bool(bool),
+}
+
+impl fmt::Display for OptionValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OptionValue::Int(i) => write!(f, "{i}"),
+            OptionValue::Bool(b) => write!(f, "{b}"),
+        }
+    }
 }
 
 impl Kernel {
@@ -580,6 +599,10 @@ fn check_kernel(k: &KernelSpec, dims: &FileDims, sink: &mut Sink<'_>) -> Option<
     }
 
     let specialisations = enumerate_specialisations(k, &ctx, &kernel_dims, &drafts, sink);
+    let options = check_options(k, &ctx, template.as_ref(), sink);
+    if let (Some(contract), Some(options)) = (contract, &options) {
+        check_divisible(k, &ctx, contract, options, &drafts, &kernel_dims, sink);
+    }
 
     // Attach dim indices to axes.
     let mut params: Vec<Param> = drafts
@@ -605,8 +628,165 @@ fn check_kernel(k: &KernelSpec, dims: &FileDims, sink: &mut Sink<'_>) -> Option<
         params,
         dims: kernel_dims,
         specialisations,
+        options: options?,
         origin: sink.location(k.name.pos),
     })
+}
+
+/// Resolves `options:` against the template: a builtin's declared options
+/// (typed, with defaults), or any identifier-named int/bool for user
+/// templates.
+fn check_options(
+    k: &KernelSpec,
+    ctx: &str,
+    template: Option<&TemplateRef>,
+    sink: &mut Sink<'_>,
+) -> Option<Vec<(String, OptionValue)>> {
+    let before = sink.diagnostics.len();
+    let contract = match template? {
+        TemplateRef::Builtin(name) => builtin::find(name),
+        TemplateRef::File(_) => None,
+    };
+    let value_of = |node: &Node| match &node.value {
+        Value::Int(i) => i64::try_from(*i).ok().map(OptionValue::Int),
+        Value::Bool(b) => Some(OptionValue::Bool(*b)),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    match contract {
+        Some(c) => {
+            let names: Vec<&str> = c.options.iter().map(|o| o.name).collect();
+            for (key, _) in &k.options {
+                if !names.contains(&key.value.as_str()) {
+                    let expected = if names.is_empty() {
+                        format!("builtin/{} takes no options", c.name)
+                    } else {
+                        format!("builtin/{} takes {}", c.name, spec::one_of(&names))
+                    };
+                    sink.error(
+                        key.pos,
+                        format!(
+                            "{ctx}, `options`: unknown option `{}`; {expected}{}",
+                            key.value,
+                            did_you_mean(&key.value, names.iter().copied())
+                        ),
+                    );
+                }
+            }
+            for o in c.options {
+                let given = k.options.iter().find(|(key, _)| key.value == o.name);
+                let value = match (o.kind, given) {
+                    (builtin::OptionKind::Int { default, .. }, None) => OptionValue::Int(default),
+                    (builtin::OptionKind::Bool { default }, None) => OptionValue::Bool(default),
+                    (builtin::OptionKind::Int { min, max, .. }, Some((_, node))) => {
+                        match value_of(node) {
+                            Some(OptionValue::Int(i)) if (min..=max).contains(&i) => {
+                                OptionValue::Int(i)
+                            }
+                            _ => {
+                                sink.error(
+                                    node.pos,
+                                    format!(
+                                        "{ctx}, option `{}`: expected an integer from {min} to {max} ({})",
+                                        o.name, o.doc
+                                    ),
+                                );
+                                continue;
+                            }
+                        }
+                    }
+                    (builtin::OptionKind::Bool { .. }, Some((_, node))) => match value_of(node) {
+                        Some(OptionValue::Bool(b)) => OptionValue::Bool(b),
+                        _ => {
+                            sink.error(
+                                node.pos,
+                                format!(
+                                    "{ctx}, option `{}`: expected `true` or `false` ({})",
+                                    o.name, o.doc
+                                ),
+                            );
+                            continue;
+                        }
+                    },
+                };
+                out.push((o.name.to_owned(), value));
+            }
+        }
+        None => {
+            for (key, node) in &k.options {
+                if let Some(problem) = identifier_problem(&key.value) {
+                    sink.error(
+                        key.pos,
+                        format!("{ctx}, `options`: not a valid option name: {problem}"),
+                    );
+                    continue;
+                }
+                match value_of(node) {
+                    Some(v) => out.push((key.value.clone(), v)),
+                    None => sink.error(
+                        node.pos,
+                        format!(
+                            "{ctx}, option `{}`: expected an integer or `true`/`false`, found {}",
+                            key.value,
+                            node.value.kind()
+                        ),
+                    ),
+                }
+            }
+        }
+    }
+    (sink.diagnostics.len() == before).then_some(out)
+}
+
+/// Axes the template splits by an option (attention's hidden size by its
+/// heads) must be multiples of it: checked here for fixed and STATIC sizes;
+/// DYNAMIC ones are checked at run time.
+fn check_divisible(
+    k: &KernelSpec,
+    ctx: &str,
+    contract: &Contract,
+    options: &[(String, OptionValue)],
+    drafts: &[Draft<'_>],
+    dims: &[Dim],
+    sink: &mut Sink<'_>,
+) {
+    for &((param, axis), option) in contract.divisible_by_option {
+        let Some(OptionValue::Int(by)) = options.iter().find(|(n, _)| n == option).map(|(_, v)| *v)
+        else {
+            continue;
+        };
+        let Some(ParamKind::Tensor { axes, .. }) = drafts.get(param).map(|d| &d.kind) else {
+            continue;
+        };
+        let ai = match axis {
+            AxisRef::Index(i) => i,
+            AxisRef::Last => axes.len() - 1,
+        };
+        let Some(dim) = dims.iter().find(|d| d.axes.contains(&(param, ai))) else {
+            continue;
+        };
+        let sizes: Vec<u64> = match &dim.size {
+            DimSize::Fixed(n) => vec![*n],
+            DimSize::Static(v) => v.clone(),
+            DimSize::Dynamic => continue,
+        };
+        for n in sizes {
+            if n % by as u64 != 0 {
+                let pos = k
+                    .options
+                    .iter()
+                    .find(|(key, _)| key.value == option)
+                    .map_or(k.name.pos, |(key, _)| key.pos);
+                sink.error(
+                    pos,
+                    format!(
+                        "{ctx}: `{}.{ai}` is {n}, which {option} = {by} does not divide",
+                        drafts[param].spec.name.value
+                    ),
+                );
+            }
+        }
+    }
 }
 
 fn why_tied(name: &Option<String>, contract: Option<&Contract>) -> String {

@@ -36,6 +36,8 @@ pub(crate) struct KernelSpec {
     pub statics: Vec<StaticEntry>,
     /// Where `static:` was written, for errors about the whole set.
     pub statics_pos: Option<Pos>,
+    /// Template options (`options: { heads: 12 }`), values as written.
+    pub options: Vec<(Sp<String>, Node)>,
     /// The keys written, valid or not, so that a key given with a bad value
     /// is not also reported as missing.
     pub given: Vec<String>,
@@ -60,7 +62,7 @@ pub(crate) struct StaticEntry {
 }
 
 const TOP_KEYS: &[&str] = &["dims", "kernels"];
-const KERNEL_KEYS: &[&str] = &["doc", "template", "targets", "params", "static"];
+const KERNEL_KEYS: &[&str] = &["doc", "template", "targets", "params", "static", "options"];
 const PARAM_KEYS: &[&str] = &["dtype", "shape", "rank", "output", "scalar"];
 
 /// Reads the structure of a parsed spec file, reporting every problem to `sink`.
@@ -176,6 +178,13 @@ fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<Ker
             }
         }
     }
+    let mut options = Vec::new();
+    if let Some((_, n)) = find(&entries, "options")
+        && n.value != Value::Null
+        && let Some(list) = mapping(n, &format!("{ctx}, `options`"), sink)
+    {
+        options = list.into_iter().map(|(k, v)| (k, v.clone())).collect();
+    }
     Some(KernelSpec {
         name,
         doc,
@@ -184,6 +193,7 @@ fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<Ker
         params,
         statics,
         statics_pos,
+        options,
         given: keys_of(&entries),
     })
 }

@@ -54,6 +54,15 @@ pub enum Error {
         second: AxisSize,
     },
 
+    /// A size the kernel splits evenly is not a multiple of the split.
+    #[error("kernel `{kernel}`: {axis}, not a multiple of {of} ({why})")]
+    NotMultiple {
+        kernel: &'static str,
+        axis: AxisSize,
+        of: u32,
+        why: String,
+    },
+
     /// Tensors of one call live on different devices.
     #[error("kernel `{kernel}`: param `{param}` is on {actual}, but the call runs on {expected}")]
     WrongDevice {

@@ -39,6 +39,17 @@ pub struct KernelDesc {
     pub params: &'static [&'static str],
     pub dims: &'static [DimDesc],
     pub blocks: BlockRule,
+    /// Axes whose size must be a multiple of a number (e.g. attention's
+    /// hidden size of its heads), when the type does not fix the size.
+    pub multiples: &'static [Multiple],
+}
+
+/// `axis` must be a multiple of `of`.
+#[derive(Debug)]
+pub struct Multiple {
+    pub axis: (u8, u8),
+    pub of: u32,
+    pub why: &'static str,
 }
 
 /// A set of axes that must have one size.
@@ -58,8 +69,8 @@ pub enum BlockRule {
     Rows { param: u8 },
     /// One block per `per_block` elements of a param, rounded up.
     Elements { param: u8, per_block: u32 },
-    /// One block per index of the leading `axes` axes of a param.
-    Leading { param: u8, axes: u8 },
+    /// `factor` blocks per index of the leading `axes` axes of a param.
+    Leading { param: u8, axes: u8, factor: u32 },
 }
 
 /// One block's call record for a host entry; the C++ side declares the same
@@ -112,6 +123,17 @@ pub fn last_launch() -> Option<LaunchStats> {
 pub unsafe fn launch(desc: &KernelDesc, entry: HostEntry, args: &[Arg<'_>]) -> Result<(), Error> {
     let device = one_device(desc, args)?;
     let dims = agreed_dims(desc, args)?;
+    for m in desc.multiples {
+        let axis = axis_size(desc, args, m.axis);
+        if axis.size % m.of as usize != 0 {
+            return Err(Error::NotMultiple {
+                kernel: desc.name,
+                axis,
+                of: m.of,
+                why: m.why.to_owned(),
+            });
+        }
+    }
     let blocks = block_count(desc, args);
     if blocks == 0 {
         LAST_LAUNCH.with(|l| {
@@ -226,10 +248,14 @@ fn block_count(desc: &KernelDesc, args: &[Arg<'_>]) -> u32 {
             .iter()
             .product::<usize>()
             .div_ceil(per_block as usize),
-        BlockRule::Leading { param, axes } => {
+        BlockRule::Leading {
+            param,
+            axes,
+            factor,
+        } => {
             let s = sizes(param);
             let lead: usize = s[..usize::from(axes)].iter().product();
-            lead * usize::from(s.iter().all(|&x| x > 0))
+            lead * factor as usize * usize::from(s.iter().all(|&x| x > 0))
         }
     };
     u32::try_from(work).unwrap_or(u32::MAX).min(MAX_BLOCKS)

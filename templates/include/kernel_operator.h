@@ -12,3 +12,4 @@
 #include "pypto_emu/memory.h"
 #include "pypto_emu/copy.h"
 #include "pypto_emu/vector.h"
+#include "pypto_emu/reduce.h"

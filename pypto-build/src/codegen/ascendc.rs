@@ -153,8 +153,20 @@ fn template_data(plan: &Plan<'_>, index: usize) -> Value {
         .map(|p| format!("GM_ADDR {}", p.name))
         .chain(std::iter::once("GM_ADDR pypto_tiling_gm".to_owned()))
         .collect();
+    let options: serde_json::Map<String, Value> = k
+        .options
+        .iter()
+        .map(|(name, value)| {
+            let v = match value {
+                crate::model::OptionValue::Int(i) => json!(i),
+                crate::model::OptionValue::Bool(b) => json!(b),
+            };
+            (name.clone(), v)
+        })
+        .collect();
     json!({
         "kernel": k.name,
+        "options": options,
         "symbol": plan.entry_symbol(index),
         "spec": plan.spec_path,
         "template": k.template.to_string(),

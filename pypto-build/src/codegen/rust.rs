@@ -5,9 +5,17 @@
 
 use std::fmt::Write;
 
-use crate::builtin::Blocks;
+use crate::builtin::{self, AxisRef, Blocks};
 use crate::codegen::Plan;
-use crate::model::{DType, DimSize, ParamKind};
+use crate::model::{DType, DimSize, Kernel, OptionValue, ParamKind, TemplateRef};
+
+/// An integer option's value as the runtime's `u32`.
+fn int_option(k: &Kernel, name: &str) -> Option<u32> {
+    k.options.iter().find_map(|(n, v)| match v {
+        OptionValue::Int(i) if n == name => u32::try_from(*i).ok(),
+        _ => None,
+    })
+}
 
 /// The generated Rust for every kernel, as one file for `include!`.
 pub fn generate(plans: &[Plan<'_>]) -> String {
@@ -221,11 +229,52 @@ fn descriptor(out: &mut String, plan: &Plan<'_>) {
         Blocks::Elements { param, per_block } => {
             format!("Elements {{ param: {param}, per_block: {per_block} }}")
         }
-        Blocks::Leading { param, axes } => format!("Leading {{ param: {param}, axes: {axes} }}"),
+        Blocks::Leading {
+            param,
+            axes,
+            option,
+        } => format!(
+            "Leading {{ param: {param}, axes: {axes}, factor: {} }}",
+            option.and_then(|o| int_option(k, o)).unwrap_or(1)
+        ),
     };
     let _ = writeln!(
         out,
-        "        blocks: ::pypto_rt::launch::BlockRule::{blocks},\n    }};"
+        "        blocks: ::pypto_rt::launch::BlockRule::{blocks},"
+    );
+    // Divisibility the types cannot show: DYNAMIC axes split by an option.
+    let mut multiples = Vec::new();
+    if let TemplateRef::Builtin(name) = &k.template
+        && let Some(contract) = builtin::find(name)
+    {
+        for &((param, axis), option) in contract.divisible_by_option {
+            let Some(of) = int_option(k, option) else {
+                continue;
+            };
+            let ParamKind::Tensor { axes, .. } = &k.params[param].kind else {
+                continue;
+            };
+            let ai = match axis {
+                AxisRef::Index(i) => i,
+                AxisRef::Last => axes.len() - 1,
+            };
+            if k.dims[axes[ai].dim].size == DimSize::Dynamic {
+                let doc = contract
+                    .options
+                    .iter()
+                    .find(|o| o.name == option)
+                    .map_or("", |o| o.doc);
+                multiples.push(format!(
+                    "::pypto_rt::launch::Multiple {{ axis: ({param}, {ai}), of: {of}, why: {:?} }}",
+                    format!("{option} = {of}: {doc}")
+                ));
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "        multiples: &[{}],\n    }};",
+        multiples.join(", ")
     );
 }
 
