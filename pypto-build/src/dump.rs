@@ -28,6 +28,10 @@ fn write_kernel(out: &mut String, k: &Kernel) -> std::fmt::Result {
     writeln!(out, "  template  {}", k.template)?;
     let targets: Vec<&str> = k.targets.iter().map(|t| t.spec_name()).collect();
     writeln!(out, "  targets   {}", targets.join(" "))?;
+    if !k.options.is_empty() {
+        let options: Vec<String> = k.options.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        writeln!(out, "  options   {}", options.join(" "))?;
+    }
     writeln!(out, "  params")?;
     let width = k.params.iter().map(|p| p.name.len()).max().unwrap_or(0);
     for p in &k.params {

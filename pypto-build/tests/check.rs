@@ -623,3 +623,55 @@ fn tempdir() -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+#[test]
+fn template_options_are_checked() {
+    let attention = |options: &str, hidden: &str| {
+        format!(
+            "kernels:\n  k:\n    template: builtin/attention\n    options: {options}\n    params:\n      q: {{ dtype: DT_FP32, shape: [DYNAMIC, DYNAMIC, {hidden}] }}\n      k: {{ dtype: DT_FP32, shape: [DYNAMIC, DYNAMIC, {hidden}] }}\n      v: {{ dtype: DT_FP32, shape: [DYNAMIC, DYNAMIC, {hidden}] }}\n      o: {{ dtype: DT_FP32, shape: [DYNAMIC, DYNAMIC, {hidden}], output: true }}\n"
+        )
+    };
+    let m = model(&attention("{ heads: 12, causal: true }", "768"));
+    assert_eq!(
+        m.kernels[0].options,
+        [
+            ("heads".to_owned(), pypto_build::model::OptionValue::Int(12)),
+            (
+                "causal".to_owned(),
+                pypto_build::model::OptionValue::Bool(true)
+            ),
+        ]
+    );
+    let m = model(&attention("{}", "768"));
+    assert_eq!(
+        m.kernels[0].options,
+        [
+            ("heads".to_owned(), pypto_build::model::OptionValue::Int(1)),
+            (
+                "causal".to_owned(),
+                pypto_build::model::OptionValue::Bool(false)
+            ),
+        ]
+    );
+    assert_eq!(
+        errors(&attention("{ head: 2, causal: 1 }", "768")),
+        [
+            "4:16: kernel `k`, `options`: unknown option `head`; builtin/attention takes `heads` or `causal` — did you mean `heads`?",
+            "4:33: kernel `k`, option `causal`: expected `true` or `false` (mask keys after the query's position)",
+        ]
+    );
+    assert_eq!(
+        errors(&attention("{ heads: 5 }", "768")),
+        ["4:16: kernel `k`: `q.2` is 768, which heads = 5 does not divide"]
+    );
+    assert_eq!(
+        errors(&attention("{ heads: 0 }", "768")),
+        [
+            "4:23: kernel `k`, option `heads`: expected an integer from 1 to 256 (attention heads; the hidden size is split into heads of hidden/heads)"
+        ]
+    );
+    assert_eq!(
+        errors(&relu("[4]", "[4]", "    options: { x: 1 }\n")),
+        ["7:16: kernel `k`, `options`: unknown option `x`; builtin/relu takes no options"]
+    );
+}

@@ -1,0 +1,160 @@
+//! builtin/attention against an f64 plain-Rust reference, over sequence
+//! lengths from 1 to 4096, several head counts, the causal mask, and each
+//! dtype.
+//!
+//! Tolerances (inputs in [-1, 1), so outputs lie in [-1, 1]):
+//! - fp32: 1e-4. The kernel accumulates up to 4096 fp32 terms per output
+//!   (error grows like √S·ε ≈ 4e-6 typically, S·ε ≈ 2.4e-4 at worst).
+//! - fp16: 2e-3. Computed in fp32 and rounded once to fp16, whose spacing
+//!   near 1 is 9.8e-4; the reference sees the same fp16-rounded inputs.
+//! - bf16: 1.6e-2. As fp16, with bf16's spacing near 1 of 7.8e-3.
+
+use pypto_examples::{Float, attention_reference, data, kernels, max_abs_diff};
+use pypto_rt::{Const, Device, Error, Tensor};
+
+type Shape<const H: usize> = (usize, usize, Const<H>);
+type Attention<T, const H: usize> = fn(
+    &Tensor<T, Shape<H>>,
+    &Tensor<T, Shape<H>>,
+    &Tensor<T, Shape<H>>,
+    &mut Tensor<T, Shape<H>>,
+) -> Result<(), Error>;
+
+/// Runs one attention kernel at (batch, seq) and returns its max error and
+/// the launch's Unified Buffer high-water mark.
+fn run<T: Float, const H: usize>(
+    kernel: Attention<T, H>,
+    (batch, seq): (usize, usize),
+    heads: usize,
+    causal: bool,
+) -> (f32, u64) {
+    let dev = Device::host();
+    let n = batch * seq * H;
+    let inputs: Vec<Vec<T>> = [11u64, 12, 13]
+        .iter()
+        .map(|&s| {
+            data(n, s + seq as u64)
+                .iter()
+                .map(|x| T::from_f32(x / 4.0))
+                .collect()
+        })
+        .collect();
+    let shape = (batch, seq, Const::<H>);
+    let t: Vec<Tensor<T, Shape<H>>> = inputs
+        .iter()
+        .map(|v| dev.tensor_from(v, shape).unwrap())
+        .collect();
+    let mut out = dev.zeros(shape).unwrap();
+    kernel(&t[0], &t[1], &t[2], &mut out).unwrap();
+    let widened: Vec<Vec<f32>> = inputs
+        .iter()
+        .map(|v| v.iter().map(|x| x.to_f32()).collect())
+        .collect();
+    let want = attention_reference(
+        &widened[0],
+        &widened[1],
+        &widened[2],
+        (batch, seq, H),
+        heads,
+        causal,
+    );
+    let got: Vec<f32> = out.to_vec().unwrap().iter().map(|x| x.to_f32()).collect();
+    let stats = pypto_rt::launch::last_launch().unwrap();
+    (max_abs_diff(&got, &want), stats.ub_peak_bytes)
+}
+
+#[test]
+fn fp32_two_heads_over_a_grid_of_batch_and_sequence() {
+    for batch in [1usize, 2, 7] {
+        for seq in [1usize, 2, 7, 31, 32, 33, 127, 200] {
+            if batch == 7 && seq > 33 {
+                continue; // sampled grid
+            }
+            let (err, _) = run::<f32, 64>(kernels::attn_f32, (batch, seq), 2, false);
+            assert!(err < 1e-4, "B={batch} S={seq}: error {err}");
+        }
+    }
+}
+
+#[test]
+fn causal_fp32_up_to_4096_with_constant_unified_buffer_use() {
+    let mut peaks = Vec::new();
+    for seq in [1usize, 7, 64, 1000, 4096] {
+        let (err, peak) = run::<f32, 32>(kernels::attn_causal_f32, (1, seq), 1, true);
+        assert!(err < 1e-4, "S={seq}: error {err}");
+        peaks.push((seq, peak));
+    }
+    // The keys stream through fixed tiles: UB use does not grow with S.
+    let at = |s: usize| peaks.iter().find(|(seq, _)| *seq == s).unwrap().1;
+    assert_eq!(at(64), at(4096), "{peaks:?}");
+    assert!(at(64) > 0 && at(64) < 188_160, "{peaks:?}");
+}
+
+#[test]
+fn fp16_four_heads() {
+    for (batch, seq) in [(1usize, 1usize), (2, 33), (3, 127)] {
+        let (err, _) = run::<half::f16, 64>(kernels::attn_f16, (batch, seq), 4, false);
+        assert!(err < 2e-3, "B={batch} S={seq}: error {err}");
+    }
+}
+
+#[test]
+fn bf16_four_heads_causal() {
+    for (batch, seq) in [(1usize, 1usize), (2, 33), (3, 127)] {
+        let (err, _) = run::<half::bf16, 64>(kernels::attn_bf16, (batch, seq), 4, true);
+        assert!(err < 1.6e-2, "B={batch} S={seq}: error {err}");
+    }
+}
+
+#[test]
+fn zero_batch_or_sequence_launches_nothing() {
+    let dev = Device::host();
+    for (batch, seq) in [(0usize, 5usize), (3, 0)] {
+        let shape = (batch, seq, Const::<64>);
+        let q = dev.zeros::<f32, _>(shape).unwrap();
+        let mut out = dev.zeros(shape).unwrap();
+        kernels::attn_f32(&q, &q, &q, &mut out).unwrap();
+        assert_eq!(pypto_rt::launch::last_launch().unwrap().blocks, 0);
+    }
+}
+
+#[test]
+fn disagreeing_batch_is_a_run_time_error_naming_the_params() {
+    let dev = Device::host();
+    let q = dev.zeros::<f32, _>((2, 8, Const::<64>)).unwrap();
+    let k = dev.zeros::<f32, _>((3, 8, Const::<64>)).unwrap();
+    let mut out = dev.zeros((2, 8, Const::<64>)).unwrap();
+    assert_eq!(
+        kernels::attn_f32(&q, &k, &q, &mut out)
+            .unwrap_err()
+            .to_string(),
+        "kernel `attn_f32`: `k.0` is 3 but `q.0` is 2; they must be equal because they are the dim `B`"
+    );
+}
+
+#[test]
+fn dynamic_hidden_must_split_into_the_heads() {
+    let dev = Device::host();
+    let q = dev.tensor_from(&data(2 * 3 * 33, 1), (2, 3, 33)).unwrap();
+    let mut out = dev.zeros((2, 3, 33)).unwrap();
+    kernels::attn_dyn_hidden(&q, &q, &q, &mut out).unwrap();
+    let want = attention_reference(
+        &q.to_vec().unwrap(),
+        &q.to_vec().unwrap(),
+        &q.to_vec().unwrap(),
+        (2, 3, 33),
+        3,
+        false,
+    );
+    assert!(max_abs_diff(&out.to_vec().unwrap(), &want) < 1e-4);
+
+    let q = dev.zeros::<f32, _>((2, 3, 32)).unwrap();
+    let mut out = dev.zeros((2, 3, 32)).unwrap();
+    assert_eq!(
+        kernels::attn_dyn_hidden(&q, &q, &q, &mut out)
+            .unwrap_err()
+            .to_string(),
+        "kernel `attn_dyn_hidden`: `q.2` is 32, not a multiple of 3 (heads = 3: attention \
+         heads; the hidden size is split into heads of hidden/heads)"
+    );
+}
