@@ -771,7 +771,7 @@ fn check_divisible(
             DimSize::Dynamic => continue,
         };
         for n in sizes {
-            if n % by as u64 != 0 {
+            if !n.is_multiple_of(by as u64) {
                 let pos = k
                     .options
                     .iter()

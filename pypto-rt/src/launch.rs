@@ -125,7 +125,7 @@ pub unsafe fn launch(desc: &KernelDesc, entry: HostEntry, args: &[Arg<'_>]) -> R
     let dims = agreed_dims(desc, args)?;
     for m in desc.multiples {
         let axis = axis_size(desc, args, m.axis);
-        if axis.size % m.of as usize != 0 {
+        if !axis.size.is_multiple_of(m.of as usize) {
             return Err(Error::NotMultiple {
                 kernel: desc.name,
                 axis,
