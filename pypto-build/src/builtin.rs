@@ -114,6 +114,29 @@ const ELEMENTWISE: Blocks = Blocks::Elements {
     per_block: 8192,
 };
 
+const fn scalar(name: &'static str) -> RoleSpec {
+    RoleSpec {
+        name,
+        role: Role::Scalar,
+        rank: None,
+    }
+}
+
+/// A unary elementwise builtin: x in, out of the same shape.
+const fn unary(name: &'static str, summary: &'static str) -> Contract {
+    Contract {
+        name,
+        summary,
+        params: UNARY,
+        same_shape: &[(0, 1)],
+        same_axis: &[],
+        dtypes: FLOATS,
+        blocks: ELEMENTWISE,
+        options: &[],
+        divisible_by_option: &[],
+    }
+}
+
 const BINARY: &[RoleSpec] = &[input("a", None), input("b", None), output("out", None)];
 const UNARY: &[RoleSpec] = &[input("x", None), output("out", None)];
 
@@ -180,6 +203,27 @@ pub const BUILTINS: &[Contract] = &[
         ],
         divisible_by_option: &[((0, AxisRef::Last), "heads")],
     },
+    unary("gelu", "out = gelu(x), tanh form, elementwise"),
+    Contract {
+        name: "layer_norm",
+        summary: "out = (x - mean) / sqrt(var + eps) * weight + bias over the last axis",
+        params: &[
+            input("x", None),
+            input("weight", Some(1)),
+            input("bias", Some(1)),
+            scalar("eps"),
+            output("out", None),
+        ],
+        same_shape: &[(0, 4)],
+        same_axis: &[
+            ((1, AxisRef::Index(0)), (0, AxisRef::Last)),
+            ((2, AxisRef::Index(0)), (0, AxisRef::Last)),
+        ],
+        dtypes: FLOATS,
+        blocks: Blocks::Rows { param: 0 },
+        options: &[],
+        divisible_by_option: &[],
+    },
     Contract {
         name: "mul",
         summary: "out = a * b, elementwise",
@@ -191,14 +235,32 @@ pub const BUILTINS: &[Contract] = &[
         options: &[],
         divisible_by_option: &[],
     },
+    unary("relu", "out = max(x, 0), elementwise"),
     Contract {
-        name: "relu",
-        summary: "out = max(x, 0), elementwise",
+        name: "rms_norm",
+        summary: "out = x / sqrt(mean(x²) + eps) * weight over the last axis",
+        params: &[
+            input("x", None),
+            input("weight", Some(1)),
+            scalar("eps"),
+            output("out", None),
+        ],
+        same_shape: &[(0, 3)],
+        same_axis: &[((1, AxisRef::Index(0)), (0, AxisRef::Last))],
+        dtypes: FLOATS,
+        blocks: Blocks::Rows { param: 0 },
+        options: &[],
+        divisible_by_option: &[],
+    },
+    unary("silu", "out = x * sigmoid(x), elementwise"),
+    Contract {
+        name: "softmax",
+        summary: "out = softmax(x) over the last axis, max-subtracted",
         params: UNARY,
         same_shape: &[(0, 1)],
         same_axis: &[],
         dtypes: FLOATS,
-        blocks: ELEMENTWISE,
+        blocks: Blocks::Rows { param: 0 },
         options: &[],
         divisible_by_option: &[],
     },

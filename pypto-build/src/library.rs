@@ -25,13 +25,19 @@ pub const BUILTIN_TEMPLATES: &[(&str, &str)] = embed![
     "add" => "builtin/add.hbs",
     "add_bias" => "builtin/add_bias.hbs",
     "attention" => "builtin/attention.hbs",
+    "gelu" => "builtin/gelu.hbs",
+    "layer_norm" => "builtin/layer_norm.hbs",
     "mul" => "builtin/mul.hbs",
     "relu" => "builtin/relu.hbs",
+    "rms_norm" => "builtin/rms_norm.hbs",
+    "silu" => "builtin/silu.hbs",
+    "softmax" => "builtin/softmax.hbs",
 ];
 
 /// Partials the builtin templates share (`{{> NAME}}`).
 pub const PARTIALS: &[(&str, &str)] = embed![
     "elementwise" => "builtin/partials/elementwise.hbs",
+    "row_io" => "builtin/partials/row_io.hbs",
 ];
 
 /// The text of `builtin/NAME`.

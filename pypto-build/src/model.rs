@@ -1197,6 +1197,18 @@ fn check_contract(
             roles_match = false;
             continue;
         }
+        if let ParamKind::Scalar(dtype) = d.kind
+            && dtype != DType::Fp32
+        {
+            let pos = d.spec.scalar.as_ref().map_or(d.spec.name.pos, |s| s.pos);
+            sink.error(
+                pos,
+                format!(
+                    "{pctx}: {t} takes `{}` as a DT_FP32 scalar, not {dtype}",
+                    role.name
+                ),
+            );
+        }
         if let ParamKind::Tensor { dtype, axes, .. } = &d.kind {
             if let Some(r) = role.rank.filter(|r| *r != axes.len()) {
                 let pos = d.spec.shape.as_ref().map_or(d.spec.name.pos, |s| s.pos);

@@ -153,3 +153,24 @@ pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
         .map(|(x, y)| (x - y).abs())
         .fold(0.0, f32::max)
 }
+
+/// An absolute and a relative tolerance: `|got - want| <= abs + rel·|want|`.
+#[derive(Debug, Clone, Copy)]
+pub struct Tolerance {
+    pub abs: f64,
+    pub rel: f64,
+}
+
+/// Checks `got` against `want` element by element; the error names the
+/// first element out of tolerance.
+pub fn assert_close(got: &[f32], want: &[f64], tol: Tolerance, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths differ");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let g = f64::from(*g);
+        let ok = (g - w).abs() <= tol.abs + tol.rel * w.abs() || (g.is_nan() && w.is_nan());
+        assert!(
+            ok,
+            "{what}: element {i} is {g}, expected {w} (tolerance {tol:?})"
+        );
+    }
+}

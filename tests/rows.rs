@@ -1,0 +1,261 @@
+//! softmax, rms_norm, layer_norm (over the last axis), gelu and silu
+//! against plain-Rust f64 references, at row counts and lengths around
+//! tiles (2048) and 32-byte boundaries, in each dtype.
+//!
+//! Tolerances, `|got - want| <= abs + rel·|want|`; references use the same
+//! dtype-rounded inputs, so the budget is the kernel's fp32 arithmetic plus
+//! one final rounding to the output dtype:
+//! - fp32: rel 1e-5 (a handful of fp32 operations and a sum over up to 4097
+//!   terms), abs 1e-6 for results near zero.
+//! - fp16: rel 1e-3, one rounding to fp16 (spacing 2⁻¹⁰ relative), plus fp32
+//!   noise; abs 1e-4 for the fp16 subnormal range.
+//! - bf16: rel 8e-3, one rounding to bf16 (2⁻⁷ relative); abs 1e-3.
+
+use pypto_examples::{Float, Tolerance, assert_close, data_as, kernels};
+use pypto_rt::{Device, Error, Tensor};
+
+fn tol<T: Float>() -> Tolerance {
+    match T::NAME {
+        "f32" => Tolerance {
+            abs: 1e-6,
+            rel: 1e-5,
+        },
+        "f16" => Tolerance {
+            abs: 1e-4,
+            rel: 1e-3,
+        },
+        _ => Tolerance {
+            abs: 1e-3,
+            rel: 8e-3,
+        },
+    }
+}
+
+/// (rows, cols) pairs: a sampled grid over rows and row lengths.
+fn grid() -> Vec<(usize, usize)> {
+    let rows = [0usize, 1, 2, 7, 33];
+    let cols = [1usize, 2, 7, 31, 32, 33, 127, 1000, 2049, 4097];
+    let mut out = vec![(3, 0)];
+    for (i, &r) in rows.iter().enumerate() {
+        for (j, &c) in cols.iter().enumerate() {
+            if r <= 2 || (i + j) % 3 == 0 {
+                out.push((r, c));
+            }
+        }
+    }
+    out
+}
+
+fn widen<T: Float>(v: &[T]) -> Vec<f64> {
+    v.iter().map(|x| f64::from(x.to_f32())).collect()
+}
+
+fn softmax_ref(x: &[f64], cols: usize) -> Vec<f64> {
+    x.chunks(cols.max(1))
+        .flat_map(|row| {
+            let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let sum: f64 = row.iter().map(|v| (v - max).exp()).sum();
+            row.iter()
+                .map(move |v| (v - max).exp() / sum)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+type Matrix<T> = Tensor<T, (usize, usize)>;
+type Vector<T> = Tensor<T, (usize,)>;
+
+fn check_softmax<T: Float>(kernel: fn(&Matrix<T>, &mut Matrix<T>) -> Result<(), Error>) {
+    let dev = Device::host();
+    for (r, c) in grid() {
+        // Scaled inputs give peaked rows, where max subtraction matters.
+        let x: Vec<T> = data_as::<f32>(r * c, (r * 31 + c) as u64)
+            .iter()
+            .map(|v| T::from_f32(v * 8.0))
+            .collect();
+        let mut out = dev.zeros((r, c)).unwrap();
+        kernel(&dev.tensor_from(&x, (r, c)).unwrap(), &mut out).unwrap();
+        let got: Vec<f32> = out.to_vec().unwrap().iter().map(|v| v.to_f32()).collect();
+        assert_close(
+            &got,
+            &softmax_ref(&widen(&x), c),
+            tol::<T>(),
+            &format!("softmax {} {r}x{c}", T::NAME),
+        );
+    }
+}
+
+#[test]
+fn softmax_in_every_dtype() {
+    check_softmax::<f32>(kernels::softmax_f32);
+    check_softmax::<half::f16>(kernels::softmax_f16);
+    check_softmax::<half::bf16>(kernels::softmax_bf16);
+}
+
+#[test]
+fn softmax_over_leading_axes() {
+    let dev = Device::host();
+    let (a, b, c) = (3usize, 5usize, 40usize);
+    let x = data_as::<f32>(a * b * c, 4);
+    let mut out = dev.zeros((a, b, c)).unwrap();
+    kernels::softmax_3d(&dev.tensor_from(&x, (a, b, c)).unwrap(), &mut out).unwrap();
+    assert_close(
+        &out.to_vec().unwrap(),
+        &softmax_ref(&widen(&x), c),
+        tol::<f32>(),
+        "softmax 3x5x40",
+    );
+}
+
+fn rms_ref(x: &[f64], w: &[f64], eps: f64) -> Vec<f64> {
+    x.chunks(w.len().max(1))
+        .flat_map(|row| {
+            let ms = row.iter().map(|v| v * v).sum::<f64>() / row.len() as f64;
+            let r = 1.0 / (ms + eps).sqrt();
+            row.iter()
+                .zip(w)
+                .map(move |(v, w)| v * r * w)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn check_rms<T: Float>(
+    kernel: fn(&Matrix<T>, &Vector<T>, f32, &mut Matrix<T>) -> Result<(), Error>,
+) {
+    let dev = Device::host();
+    let eps = 1e-5f32;
+    for (r, c) in grid() {
+        let x = data_as::<T>(r * c, (r * 7 + c) as u64);
+        let w = data_as::<T>(c, c as u64 + 100);
+        let mut out = dev.zeros((r, c)).unwrap();
+        kernel(
+            &dev.tensor_from(&x, (r, c)).unwrap(),
+            &dev.tensor_from(&w, (c,)).unwrap(),
+            eps,
+            &mut out,
+        )
+        .unwrap();
+        let got: Vec<f32> = out.to_vec().unwrap().iter().map(|v| v.to_f32()).collect();
+        let want = rms_ref(&widen(&x), &widen(&w), f64::from(eps));
+        assert_close(
+            &got,
+            &want,
+            tol::<T>(),
+            &format!("rms_norm {} {r}x{c}", T::NAME),
+        );
+    }
+}
+
+#[test]
+fn rms_norm_in_every_dtype() {
+    check_rms::<f32>(kernels::rms_norm_f32);
+    check_rms::<half::f16>(kernels::rms_norm_f16);
+    check_rms::<half::bf16>(kernels::rms_norm_bf16);
+}
+
+fn layer_ref(x: &[f64], w: &[f64], b: &[f64], eps: f64) -> Vec<f64> {
+    x.chunks(w.len().max(1))
+        .flat_map(|row| {
+            let n = row.len() as f64;
+            let mean = row.iter().sum::<f64>() / n;
+            let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+            let r = 1.0 / (var + eps).sqrt();
+            row.iter()
+                .zip(w.iter().zip(b))
+                .map(move |(v, (w, b))| (v - mean) * r * w + b)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+type LayerNorm<T> =
+    fn(&Matrix<T>, &Vector<T>, &Vector<T>, f32, &mut Matrix<T>) -> Result<(), Error>;
+
+fn check_layer<T: Float>(kernel: LayerNorm<T>) {
+    let dev = Device::host();
+    let eps = 1e-5f32;
+    for (r, c) in grid() {
+        // A large offset: the mean must not swamp the variance.
+        let x: Vec<T> = data_as::<f32>(r * c, (r * 3 + c) as u64)
+            .iter()
+            .map(|v| T::from_f32(v + 100.0))
+            .collect();
+        let w = data_as::<T>(c, 7);
+        let b = data_as::<T>(c, 8);
+        let mut out = dev.zeros((r, c)).unwrap();
+        kernel(
+            &dev.tensor_from(&x, (r, c)).unwrap(),
+            &dev.tensor_from(&w, (c,)).unwrap(),
+            &dev.tensor_from(&b, (c,)).unwrap(),
+            eps,
+            &mut out,
+        )
+        .unwrap();
+        let got: Vec<f32> = out.to_vec().unwrap().iter().map(|v| v.to_f32()).collect();
+        let want = layer_ref(&widen(&x), &widen(&w), &widen(&b), f64::from(eps));
+        // Normalised values carry the input's rounding relative to its
+        // spread: with |mean| ≈ 100 and spread ≈ 2, fp32 keeps ~1e-5 of it.
+        let t = match T::NAME {
+            "f32" => Tolerance {
+                abs: 1e-4,
+                rel: 1e-4,
+            },
+            other => {
+                let _ = other;
+                tol::<T>()
+            }
+        };
+        assert_close(&got, &want, t, &format!("layer_norm {} {r}x{c}", T::NAME));
+    }
+}
+
+#[test]
+fn layer_norm_in_every_dtype() {
+    check_layer::<f32>(kernels::layer_norm_f32);
+    check_layer::<half::f16>(kernels::layer_norm_f16);
+    check_layer::<half::bf16>(kernels::layer_norm_bf16);
+}
+
+fn check_unary<T: Float>(
+    name: &str,
+    kernel: fn(&Vector<T>, &mut Vector<T>) -> Result<(), Error>,
+    f: fn(f64) -> f64,
+) {
+    let dev = Device::host();
+    for n in [0usize, 1, 2, 7, 31, 32, 33, 127, 1000, 4097, 20000] {
+        // [-12, 12): reaches both tails, where exp overflows or vanishes.
+        let x: Vec<T> = data_as::<f32>(n, n as u64)
+            .iter()
+            .map(|v| T::from_f32(v * 3.0))
+            .collect();
+        let mut out = dev.zeros((n,)).unwrap();
+        kernel(&dev.tensor_from(&x, (n,)).unwrap(), &mut out).unwrap();
+        let got: Vec<f32> = out.to_vec().unwrap().iter().map(|v| v.to_f32()).collect();
+        let want: Vec<f64> = widen(&x).into_iter().map(f).collect();
+        assert_close(
+            &got,
+            &want,
+            tol::<T>(),
+            &format!("{name} {} n={n}", T::NAME),
+        );
+    }
+}
+
+fn gelu(x: f64) -> f64 {
+    0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x)).tanh())
+}
+
+fn silu(x: f64) -> f64 {
+    x / (1.0 + (-x).exp())
+}
+
+#[test]
+fn gelu_and_silu_in_every_dtype() {
+    check_unary::<f32>("gelu", kernels::gelu_f32, gelu);
+    check_unary::<half::f16>("gelu", kernels::gelu_f16, gelu);
+    check_unary::<half::bf16>("gelu", kernels::gelu_bf16, gelu);
+    check_unary::<f32>("silu", kernels::silu_f32, silu);
+    check_unary::<half::f16>("silu", kernels::silu_f16, silu);
+    check_unary::<half::bf16>("silu", kernels::silu_bf16, silu);
+}
