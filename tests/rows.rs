@@ -256,3 +256,57 @@ fn gelu_and_silu_in_every_dtype() {
     check_unary::<half::f16>("silu", kernels::silu_f16, silu);
     check_unary::<half::bf16>("silu", kernels::silu_bf16, silu);
 }
+
+fn check_swiglu<T: Float>(kernel: fn(&Matrix<T>, &mut Matrix<T>) -> Result<(), Error>) {
+    let dev = Device::host();
+    for (r, h) in grid() {
+        let x: Vec<T> = data_as::<f32>(r * 2 * h, (r + h) as u64)
+            .iter()
+            .map(|v| T::from_f32(v * 2.0))
+            .collect();
+        let mut out = dev.zeros((r, h)).unwrap();
+        kernel(&dev.tensor_from(&x, (r, 2 * h)).unwrap(), &mut out).unwrap();
+        let wide = widen(&x);
+        let want: Vec<f64> = wide
+            .chunks(2 * h.max(1))
+            .flat_map(|row| {
+                let (a, b) = row.split_at(h);
+                a.iter()
+                    .zip(b)
+                    .map(|(a, b)| silu(*a) * b)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let got: Vec<f32> = out.to_vec().unwrap().iter().map(|v| v.to_f32()).collect();
+        assert_close(
+            &got,
+            &want,
+            tol::<T>(),
+            &format!("swiglu {} {r}x{h}", T::NAME),
+        );
+    }
+}
+
+#[test]
+fn swiglu_in_every_dtype() {
+    check_swiglu::<f32>(kernels::swiglu_f32);
+    check_swiglu::<half::f16>(kernels::swiglu_f16);
+    check_swiglu::<half::bf16>(kernels::swiglu_bf16);
+}
+
+#[test]
+fn swiglu_halves_are_checked() {
+    let dev = Device::host();
+    let x = dev.zeros::<f32, _>((2, 10)).unwrap();
+    let mut out = dev.zeros((2, 6)).unwrap();
+    assert_eq!(
+        kernels::swiglu_f32(&x, &mut out).unwrap_err().to_string(),
+        "kernel `swiglu_f32`: `x.1` is 10, but it must be twice `out.1` (6) because \
+         builtin/swiglu splits it into two halves"
+    );
+    let x = dev
+        .tensor_from(&data_as::<f32>(3 * 2048, 1), (3, pypto_rt::Const::<2048>))
+        .unwrap();
+    let mut out = dev.zeros((3, pypto_rt::Const::<1024>)).unwrap();
+    kernels::swiglu_fixed(&x, &mut out).unwrap();
+}

@@ -87,6 +87,9 @@ pub struct Contract {
     pub options: &'static [OptionSpec],
     /// Axes whose size must be a multiple of an integer option's value.
     pub divisible_by_option: &'static [(ParamAxis, &'static str)],
+    /// `(big, small)`: the small param has the big one's leading axes and
+    /// half its last axis (swiglu's split).
+    pub halved_last: Option<(usize, usize)>,
 }
 
 const FLOATS: &[DType] = &[DType::Fp32, DType::Fp16, DType::Bf16];
@@ -134,6 +137,7 @@ const fn unary(name: &'static str, summary: &'static str) -> Contract {
         blocks: ELEMENTWISE,
         options: &[],
         divisible_by_option: &[],
+        halved_last: None,
     }
 }
 
@@ -152,6 +156,7 @@ pub const BUILTINS: &[Contract] = &[
         blocks: ELEMENTWISE,
         options: &[],
         divisible_by_option: &[],
+        halved_last: None,
     },
     Contract {
         name: "add_bias",
@@ -167,6 +172,7 @@ pub const BUILTINS: &[Contract] = &[
         blocks: Blocks::Rows { param: 0 },
         options: &[],
         divisible_by_option: &[],
+        halved_last: None,
     },
     Contract {
         name: "attention",
@@ -202,6 +208,7 @@ pub const BUILTINS: &[Contract] = &[
             },
         ],
         divisible_by_option: &[((0, AxisRef::Last), "heads")],
+        halved_last: None,
     },
     unary("gelu", "out = gelu(x), tanh form, elementwise"),
     Contract {
@@ -223,6 +230,7 @@ pub const BUILTINS: &[Contract] = &[
         blocks: Blocks::Rows { param: 0 },
         options: &[],
         divisible_by_option: &[],
+        halved_last: None,
     },
     Contract {
         name: "mul",
@@ -234,6 +242,7 @@ pub const BUILTINS: &[Contract] = &[
         blocks: ELEMENTWISE,
         options: &[],
         divisible_by_option: &[],
+        halved_last: None,
     },
     unary("relu", "out = max(x, 0), elementwise"),
     Contract {
@@ -251,8 +260,21 @@ pub const BUILTINS: &[Contract] = &[
         blocks: Blocks::Rows { param: 0 },
         options: &[],
         divisible_by_option: &[],
+        halved_last: None,
     },
     unary("silu", "out = x * sigmoid(x), elementwise"),
+    Contract {
+        name: "swiglu",
+        summary: "out = silu(a) * b where x's last axis is [a, b], two equal halves",
+        params: &[input("x", None), output("out", None)],
+        same_shape: &[],
+        same_axis: &[],
+        dtypes: FLOATS,
+        blocks: Blocks::Rows { param: 0 },
+        options: &[],
+        divisible_by_option: &[],
+        halved_last: Some((0, 1)),
+    },
     Contract {
         name: "softmax",
         summary: "out = softmax(x) over the last axis, max-subtracted",
@@ -263,6 +285,7 @@ pub const BUILTINS: &[Contract] = &[
         blocks: Blocks::Rows { param: 0 },
         options: &[],
         divisible_by_option: &[],
+        halved_last: None,
     },
 ];
 

@@ -32,6 +32,7 @@ pub const BUILTIN_TEMPLATES: &[(&str, &str)] = embed![
     "rms_norm" => "builtin/rms_norm.hbs",
     "silu" => "builtin/silu.hbs",
     "softmax" => "builtin/softmax.hbs",
+    "swiglu" => "builtin/swiglu.hbs",
 ];
 
 /// Partials the builtin templates share (`{{> NAME}}`).

@@ -599,6 +599,17 @@ fn check_kernel(k: &KernelSpec, dims: &FileDims, sink: &mut Sink<'_>) -> Option<
     }
 
     let specialisations = enumerate_specialisations(k, &ctx, &kernel_dims, &drafts, sink);
+    if let Some(contract) = contract {
+        check_halved(
+            k,
+            &ctx,
+            contract,
+            &drafts,
+            &kernel_dims,
+            &specialisations,
+            sink,
+        );
+    }
     let options = check_options(k, &ctx, template.as_ref(), sink);
     if let (Some(contract), Some(options)) = (contract, &options) {
         check_divisible(k, &ctx, contract, options, &drafts, &kernel_dims, sink);
@@ -1248,6 +1259,26 @@ fn check_contract(
     if !roles_match {
         return false;
     }
+    if let Some((big, small)) = contract.halved_last {
+        let rank = |i: usize| match &drafts[i].kind {
+            ParamKind::Tensor { axes, .. } => axes.len(),
+            ParamKind::Scalar(_) => 0,
+        };
+        if rank(big) != rank(small) {
+            let d = &drafts[small];
+            let pos = d.spec.shape.as_ref().map_or(d.spec.name.pos, |s| s.pos);
+            sink.error(
+                pos,
+                format!(
+                    "{ctx}, param `{}`: {t} requires the rank of `{}`, {}, not {}",
+                    d.spec.name.value,
+                    drafts[big].spec.name.value,
+                    rank(big),
+                    rank(small)
+                ),
+            );
+        }
+    }
     for &(a, b) in contract.same_shape {
         let rank = |i: usize| match &drafts[i].kind {
             ParamKind::Tensor { axes, .. } => axes.len(),
@@ -1298,6 +1329,59 @@ fn tie_contract_axes(
     for &((pa, xa), (pb, xb)) in contract.same_axis {
         if let (Some(a), Some(b)) = (resolve(pa, xa), resolve(pb, xb)) {
             uf.union(slot_of[&(pa, a)], slot_of[&(pb, b)]);
+        }
+    }
+    if let Some((big, small)) = contract.halved_last
+        && rank(big) == rank(small)
+    {
+        for ax in 0..rank(big).saturating_sub(1) {
+            uf.union(slot_of[&(big, ax)], slot_of[&(small, ax)]);
+        }
+    }
+}
+
+/// For a halving contract (swiglu), the big last axis must be twice the
+/// small one: checked here where both sizes are known at build time.
+fn check_halved(
+    k: &KernelSpec,
+    ctx: &str,
+    contract: &Contract,
+    drafts: &[Draft<'_>],
+    dims: &[Dim],
+    specialisations: &[Specialisation],
+    sink: &mut Sink<'_>,
+) {
+    let Some((big, small)) = contract.halved_last else {
+        return;
+    };
+    let last_dim = |p: usize| -> Option<usize> {
+        let ParamKind::Tensor { axes, .. } = &drafts.get(p)?.kind else {
+            return None;
+        };
+        let ai = axes.len() - 1;
+        dims.iter().position(|d| d.axes.contains(&(p, ai)))
+    };
+    let (Some(db), Some(ds)) = (last_dim(big), last_dim(small)) else {
+        return;
+    };
+    let size_in = |d: usize, s: &Specialisation| match &dims[d].size {
+        DimSize::Fixed(n) => Some(*n),
+        DimSize::Static(_) => s.0.iter().find(|(dim, _)| *dim == d).map(|(_, v)| *v),
+        DimSize::Dynamic => None,
+    };
+    for s in specialisations {
+        if let (Some(b), Some(sm)) = (size_in(db, s), size_in(ds, s))
+            && b != 2 * sm
+        {
+            sink.error(
+                k.name.pos,
+                format!(
+                    "{ctx}: builtin/{} needs `{}`'s last axis to be twice `{}`'s, but it is {b} \
+                     and {sm}",
+                    contract.name, drafts[big].spec.name.value, drafts[small].spec.name.value
+                ),
+            );
+            return;
         }
     }
 }

@@ -675,3 +675,22 @@ fn template_options_are_checked() {
         ["7:16: kernel `k`, `options`: unknown option `x`; builtin/relu takes no options"]
     );
 }
+
+#[test]
+fn swiglu_halves_fixed_sizes_at_build_time() {
+    let src = "kernels:\n  k:\n    template: builtin/swiglu\n    params:\n      x: { dtype: DT_FP32, shape: [DYNAMIC, 10] }\n      out: { dtype: DT_FP32, shape: [DYNAMIC, 6], output: true }\n";
+    assert_eq!(
+        errors(src),
+        [
+            "2:3: kernel `k`: builtin/swiglu needs `x`'s last axis to be twice `out`'s, but it is 10 and 6"
+        ]
+    );
+    let ok = "kernels:\n  k:\n    template: builtin/swiglu\n    params:\n      x: { dtype: DT_FP32, shape: [DYNAMIC, STATIC] }\n      out: { dtype: DT_FP32, shape: [DYNAMIC, STATIC], output: true }\n    static: { x.1: [8, 16], out.1: [4, 8] }\n";
+    // 8/4 and 16/8 are built, but so are the mixed pairs 8/8 and 16/4.
+    assert_eq!(
+        errors(ok),
+        [
+            "2:3: kernel `k`: builtin/swiglu needs `x`'s last axis to be twice `out`'s, but it is 8 and 8"
+        ]
+    );
+}

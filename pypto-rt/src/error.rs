@@ -63,6 +63,15 @@ pub enum Error {
         why: String,
     },
 
+    /// An axis the kernel splits into two halves is not twice the other.
+    #[error("kernel `{kernel}`: {big}, but it must be twice `{}.{}` ({}) because {why}", small.param, small.axis, small.size)]
+    NotTwice {
+        kernel: &'static str,
+        big: AxisSize,
+        small: AxisSize,
+        why: String,
+    },
+
     /// Tensors of one call live on different devices.
     #[error("kernel `{kernel}`: param `{param}` is on {actual}, but the call runs on {expected}")]
     WrongDevice {

@@ -42,6 +42,15 @@ pub struct KernelDesc {
     /// Axes whose size must be a multiple of a number (e.g. attention's
     /// hidden size of its heads), when the type does not fix the size.
     pub multiples: &'static [Multiple],
+    pub halves: &'static [Halves],
+}
+
+/// `big` must be exactly twice `small` (a split into two halves).
+#[derive(Debug)]
+pub struct Halves {
+    pub big: (u8, u8),
+    pub small: (u8, u8),
+    pub why: &'static str,
 }
 
 /// `axis` must be a multiple of `of`.
@@ -123,6 +132,17 @@ pub fn last_launch() -> Option<LaunchStats> {
 pub unsafe fn launch(desc: &KernelDesc, entry: HostEntry, args: &[Arg<'_>]) -> Result<(), Error> {
     let device = one_device(desc, args)?;
     let dims = agreed_dims(desc, args)?;
+    for h in desc.halves {
+        let (big, small) = (axis_size(desc, args, h.big), axis_size(desc, args, h.small));
+        if Some(big.size) != small.size.checked_mul(2) {
+            return Err(Error::NotTwice {
+                kernel: desc.name,
+                big,
+                small,
+                why: h.why.to_owned(),
+            });
+        }
+    }
     for m in desc.multiples {
         let axis = axis_size(desc, args, m.axis);
         if !axis.size.is_multiple_of(m.of as usize) {

@@ -271,11 +271,27 @@ fn descriptor(out: &mut String, plan: &Plan<'_>) {
             }
         }
     }
-    let _ = writeln!(
-        out,
-        "        multiples: &[{}],\n    }};",
-        multiples.join(", ")
-    );
+    let _ = writeln!(out, "        multiples: &[{}],", multiples.join(", "));
+    // Halving the types cannot show (swiglu): a DYNAMIC side is checked at run time.
+    let mut halves = Vec::new();
+    if let TemplateRef::Builtin(name) = &k.template
+        && let Some(contract) = builtin::find(name)
+        && let Some((big, small)) = contract.halved_last
+    {
+        let last = |p: usize| match &k.params[p].kind {
+            ParamKind::Tensor { axes, .. } => Some((axes.len() - 1, axes[axes.len() - 1].dim)),
+            ParamKind::Scalar(_) => None,
+        };
+        if let (Some((ab, db)), Some((small_axis, ds))) = (last(big), last(small))
+            && (k.dims[db].size == DimSize::Dynamic || k.dims[ds].size == DimSize::Dynamic)
+        {
+            halves.push(format!(
+                "::pypto_rt::launch::Halves {{ big: ({big}, {ab}), small: ({small}, {small_axis}), why: {:?} }}",
+                format!("{} splits it into two halves", k.template)
+            ));
+        }
+    }
+    let _ = writeln!(out, "        halves: &[{}],\n    }};", halves.join(", "));
 }
 
 fn built_traits(out: &mut String, plan: &Plan<'_>, statics: &[usize]) {
