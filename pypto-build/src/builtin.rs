@@ -264,18 +264,6 @@ pub const BUILTINS: &[Contract] = &[
     },
     unary("silu", "out = x * sigmoid(x), elementwise"),
     Contract {
-        name: "swiglu",
-        summary: "out = silu(a) * b where x's last axis is [a, b], two equal halves",
-        params: &[input("x", None), output("out", None)],
-        same_shape: &[],
-        same_axis: &[],
-        dtypes: FLOATS,
-        blocks: Blocks::Rows { param: 0 },
-        options: &[],
-        divisible_by_option: &[],
-        halved_last: Some((0, 1)),
-    },
-    Contract {
         name: "softmax",
         summary: "out = softmax(x) over the last axis, max-subtracted",
         params: UNARY,
@@ -286,6 +274,18 @@ pub const BUILTINS: &[Contract] = &[
         options: &[],
         divisible_by_option: &[],
         halved_last: None,
+    },
+    Contract {
+        name: "swiglu",
+        summary: "out = silu(a) * b where x's last axis is [a, b], two equal halves",
+        params: &[input("x", None), output("out", None)],
+        same_shape: &[],
+        same_axis: &[],
+        dtypes: FLOATS,
+        blocks: Blocks::Rows { param: 0 },
+        options: &[],
+        divisible_by_option: &[],
+        halved_last: Some((0, 1)),
     },
 ];
 
