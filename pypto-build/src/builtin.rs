@@ -87,12 +87,18 @@ pub struct Contract {
     pub options: &'static [OptionSpec],
     /// Axes whose size must be a multiple of an integer option's value.
     pub divisible_by_option: &'static [(ParamAxis, &'static str)],
+    /// Axes whose size must be a multiple of a constant, and why.
+    pub multiple_of: &'static [(ParamAxis, u64, &'static str)],
     /// `(big, small)`: the small param has the big one's leading axes and
     /// half its last axis (swiglu's split).
     pub halved_last: Option<(usize, usize)>,
 }
 
 const FLOATS: &[DType] = &[DType::Fp32, DType::Fp16, DType::Bf16];
+/// The cube path as emulated: 16-bit inputs, fp32 accumulation. (fp32
+/// inputs need LoadDataWithTranspose for b, which is not emulated yet.)
+const CUBE: &[DType] = &[DType::Fp16, DType::Bf16];
+const MATMUL_N: &str = "the cube writes output columns in 16-wide fractals";
 
 const fn input(name: &'static str, rank: Option<usize>) -> RoleSpec {
     RoleSpec {
@@ -137,6 +143,7 @@ const fn unary(name: &'static str, summary: &'static str) -> Contract {
         blocks: ELEMENTWISE,
         options: &[],
         divisible_by_option: &[],
+        multiple_of: &[],
         halved_last: None,
     }
 }
@@ -156,6 +163,7 @@ pub const BUILTINS: &[Contract] = &[
         blocks: ELEMENTWISE,
         options: &[],
         divisible_by_option: &[],
+        multiple_of: &[],
         halved_last: None,
     },
     Contract {
@@ -172,6 +180,7 @@ pub const BUILTINS: &[Contract] = &[
         blocks: Blocks::Rows { param: 0 },
         options: &[],
         divisible_by_option: &[],
+        multiple_of: &[],
         halved_last: None,
     },
     Contract {
@@ -208,6 +217,30 @@ pub const BUILTINS: &[Contract] = &[
             },
         ],
         divisible_by_option: &[((0, AxisRef::Last), "heads")],
+        multiple_of: &[],
+        halved_last: None,
+    },
+    Contract {
+        name: "batch_matmul",
+        summary: "out[b] = a[b] · b[b] on the cube unit, fp32 accumulation",
+        params: &[
+            input("a", Some(3)),
+            input("b", Some(3)),
+            output("out", Some(3)),
+        ],
+        same_shape: &[],
+        same_axis: &[
+            ((0, AxisRef::Index(0)), (1, AxisRef::Index(0))),
+            ((0, AxisRef::Index(0)), (2, AxisRef::Index(0))),
+            ((0, AxisRef::Index(1)), (2, AxisRef::Index(1))),
+            ((0, AxisRef::Index(2)), (1, AxisRef::Index(1))),
+            ((1, AxisRef::Index(2)), (2, AxisRef::Index(2))),
+        ],
+        dtypes: CUBE,
+        blocks: Blocks::Rows { param: 0 },
+        options: &[],
+        divisible_by_option: &[],
+        multiple_of: &[((1, AxisRef::Last), 16, MATMUL_N)],
         halved_last: None,
     },
     unary("gelu", "out = gelu(x), tanh form, elementwise"),
@@ -230,6 +263,28 @@ pub const BUILTINS: &[Contract] = &[
         blocks: Blocks::Rows { param: 0 },
         options: &[],
         divisible_by_option: &[],
+        multiple_of: &[],
+        halved_last: None,
+    },
+    Contract {
+        name: "matmul",
+        summary: "out = a · b on the cube unit, fp32 accumulation",
+        params: &[
+            input("a", Some(2)),
+            input("b", Some(2)),
+            output("out", Some(2)),
+        ],
+        same_shape: &[],
+        same_axis: &[
+            ((0, AxisRef::Index(0)), (2, AxisRef::Index(0))),
+            ((0, AxisRef::Index(1)), (1, AxisRef::Index(0))),
+            ((1, AxisRef::Index(1)), (2, AxisRef::Index(1))),
+        ],
+        dtypes: CUBE,
+        blocks: Blocks::Rows { param: 0 },
+        options: &[],
+        divisible_by_option: &[],
+        multiple_of: &[((1, AxisRef::Last), 16, MATMUL_N)],
         halved_last: None,
     },
     Contract {
@@ -242,6 +297,7 @@ pub const BUILTINS: &[Contract] = &[
         blocks: ELEMENTWISE,
         options: &[],
         divisible_by_option: &[],
+        multiple_of: &[],
         halved_last: None,
     },
     unary("relu", "out = max(x, 0), elementwise"),
@@ -260,6 +316,7 @@ pub const BUILTINS: &[Contract] = &[
         blocks: Blocks::Rows { param: 0 },
         options: &[],
         divisible_by_option: &[],
+        multiple_of: &[],
         halved_last: None,
     },
     unary("silu", "out = x * sigmoid(x), elementwise"),
@@ -273,6 +330,7 @@ pub const BUILTINS: &[Contract] = &[
         blocks: Blocks::Rows { param: 0 },
         options: &[],
         divisible_by_option: &[],
+        multiple_of: &[],
         halved_last: None,
     },
     Contract {
@@ -285,6 +343,7 @@ pub const BUILTINS: &[Contract] = &[
         blocks: Blocks::Rows { param: 0 },
         options: &[],
         divisible_by_option: &[],
+        multiple_of: &[],
         halved_last: Some((0, 1)),
     },
 ];

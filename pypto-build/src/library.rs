@@ -18,6 +18,7 @@ pub const EMULATION_HEADERS: &[(&str, &str)] = embed![
     "pypto_emu/copy.h" => "include/pypto_emu/copy.h",
     "pypto_emu/vector.h" => "include/pypto_emu/vector.h",
     "pypto_emu/reduce.h" => "include/pypto_emu/reduce.h",
+    "pypto_emu/cube.h" => "include/pypto_emu/cube.h",
 ];
 
 /// The builtin templates, by name (`builtin/NAME`).
@@ -25,8 +26,10 @@ pub const BUILTIN_TEMPLATES: &[(&str, &str)] = embed![
     "add" => "builtin/add.hbs",
     "add_bias" => "builtin/add_bias.hbs",
     "attention" => "builtin/attention.hbs",
+    "batch_matmul" => "builtin/batch_matmul.hbs",
     "gelu" => "builtin/gelu.hbs",
     "layer_norm" => "builtin/layer_norm.hbs",
+    "matmul" => "builtin/matmul.hbs",
     "mul" => "builtin/mul.hbs",
     "relu" => "builtin/relu.hbs",
     "rms_norm" => "builtin/rms_norm.hbs",
@@ -37,6 +40,7 @@ pub const BUILTIN_TEMPLATES: &[(&str, &str)] = embed![
 
 /// Partials the builtin templates share (`{{> NAME}}`).
 pub const PARTIALS: &[(&str, &str)] = embed![
+    "cube_matmul" => "builtin/partials/cube_matmul.hbs",
     "elementwise" => "builtin/partials/elementwise.hbs",
     "row_io" => "builtin/partials/row_io.hbs",
 ];

@@ -761,11 +761,20 @@ fn check_divisible(
     dims: &[Dim],
     sink: &mut Sink<'_>,
 ) {
-    for &((param, axis), option) in contract.divisible_by_option {
-        let Some(OptionValue::Int(by)) = options.iter().find(|(n, _)| n == option).map(|(_, v)| *v)
-        else {
-            continue;
-        };
+    let by_option = contract
+        .divisible_by_option
+        .iter()
+        .filter_map(|&(axis, option)| {
+            match options.iter().find(|(n, _)| n == option).map(|(_, v)| *v) {
+                Some(OptionValue::Int(by)) => Some((axis, by as u64, format!("{option} = {by}"))),
+                _ => None,
+            }
+        });
+    let by_constant = contract
+        .multiple_of
+        .iter()
+        .map(|&(axis, by, why)| (axis, by, why.to_owned()));
+    for ((param, axis), by, why) in by_option.chain(by_constant).collect::<Vec<_>>() {
         let Some(ParamKind::Tensor { axes, .. }) = drafts.get(param).map(|d| &d.kind) else {
             continue;
         };
@@ -782,19 +791,25 @@ fn check_divisible(
             DimSize::Dynamic => continue,
         };
         for n in sizes {
-            if !n.is_multiple_of(by as u64) {
+            if !n.is_multiple_of(by) {
+                let option = why.split(" = ").next().unwrap_or_default();
                 let pos = k
                     .options
                     .iter()
                     .find(|(key, _)| key.value == option)
                     .map_or(k.name.pos, |(key, _)| key.pos);
-                sink.error(
-                    pos,
+                let message = if why.contains(" = ") {
                     format!(
-                        "{ctx}: `{}.{ai}` is {n}, which {option} = {by} does not divide",
+                        "`{}.{ai}` is {n}, which {why} does not divide",
                         drafts[param].spec.name.value
-                    ),
-                );
+                    )
+                } else {
+                    format!(
+                        "`{}.{ai}` is {n}, not a multiple of {by}: {why}",
+                        drafts[param].spec.name.value
+                    )
+                };
+                sink.error(pos, format!("{ctx}: {message}"));
             }
         }
     }

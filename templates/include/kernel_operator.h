@@ -13,3 +13,4 @@
 #include "pypto_emu/copy.h"
 #include "pypto_emu/vector.h"
 #include "pypto_emu/reduce.h"
+#include "pypto_emu/cube.h"

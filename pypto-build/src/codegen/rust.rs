@@ -247,10 +247,23 @@ fn descriptor(out: &mut String, plan: &Plan<'_>) {
     if let TemplateRef::Builtin(name) = &k.template
         && let Some(contract) = builtin::find(name)
     {
-        for &((param, axis), option) in contract.divisible_by_option {
-            let Some(of) = int_option(k, option) else {
-                continue;
-            };
+        let by_option = contract
+            .divisible_by_option
+            .iter()
+            .filter_map(|&(axis, option)| {
+                let of = int_option(k, option)?;
+                let doc = contract
+                    .options
+                    .iter()
+                    .find(|o| o.name == option)
+                    .map_or("", |o| o.doc);
+                Some((axis, of, format!("{option} = {of}: {doc}")))
+            });
+        let by_constant = contract
+            .multiple_of
+            .iter()
+            .filter_map(|&(axis, by, why)| Some((axis, u32::try_from(by).ok()?, why.to_owned())));
+        for ((param, axis), of, why) in by_option.chain(by_constant) {
             let ParamKind::Tensor { axes, .. } = &k.params[param].kind else {
                 continue;
             };
@@ -259,14 +272,8 @@ fn descriptor(out: &mut String, plan: &Plan<'_>) {
                 AxisRef::Last => axes.len() - 1,
             };
             if k.dims[axes[ai].dim].size == DimSize::Dynamic {
-                let doc = contract
-                    .options
-                    .iter()
-                    .find(|o| o.name == option)
-                    .map_or("", |o| o.doc);
                 multiples.push(format!(
-                    "::pypto_rt::launch::Multiple {{ axis: ({param}, {ai}), of: {of}, why: {:?} }}",
-                    format!("{option} = {of}: {doc}")
+                    "::pypto_rt::launch::Multiple {{ axis: ({param}, {ai}), of: {of}, why: {why:?} }}"
                 ));
             }
         }

@@ -1,0 +1,281 @@
+// The cube unit's data path: GM -> L1 in the Nz fractal layout (DataCopy
+// with Nd2NzParams), L1 -> L0A/L0B (LoadData), L0A x L0B -> L0C (Mmad), and
+// L0C -> GM (Fixpipe), as the Ascend C documentation describes them for
+// Atlas A2/A3. Layouts, for T of C0 = 32 / sizeof(T) elements per 32 bytes:
+// - L1 (Nz): column blocks of C0 columns, each holding its rows' 32 bytes in
+//   row order; a fractal is 16 rows of one block (512 bytes).
+// - L0A (Zz): fractal (m1, k1) at index m1 * K1 + k1, each row-major 16 x C0.
+// - L0B (Zn): fractal (k1, n1) at index k1 * N1 + n1, each holding 16 columns
+//   of C0 contiguous K-values.
+// - L0C (Nz, 16 x 16 fractals of fp32): (m, n) at ((n/16) * M1 + m/16) * 256 + (m%16) * 16 + n%16.
+#pragma once
+
+#include "vector.h"
+
+namespace AscendC {
+
+struct Nd2NzParams {
+    uint16_t ndNum = 1;
+    uint16_t nValue = 0;           // rows
+    uint16_t dValue = 0;           // columns
+    uint16_t srcNdMatrixStride = 0;
+    uint16_t srcDValue = 0;        // source row pitch, elements
+    uint16_t dstNzC0Stride = 0;    // column block to column block, 32-byte units
+    uint16_t dstNzNStride = 0;     // row to row, 32-byte units
+    uint16_t dstNzMatrixStride = 0;
+    Nd2NzParams() = default;
+    Nd2NzParams(uint16_t ndNumIn, uint16_t nValueIn, uint16_t dValueIn, uint16_t srcNdMatrixStrideIn,
+                uint16_t srcDValueIn, uint16_t dstNzC0StrideIn, uint16_t dstNzNStrideIn,
+                uint16_t dstNzMatrixStrideIn)
+        : ndNum(ndNumIn), nValue(nValueIn), dValue(dValueIn), srcNdMatrixStride(srcNdMatrixStrideIn),
+          srcDValue(srcDValueIn), dstNzC0Stride(dstNzC0StrideIn), dstNzNStride(dstNzNStrideIn),
+          dstNzMatrixStride(dstNzMatrixStrideIn) {}
+};
+
+struct LoadData2DParams {
+    uint16_t startIndex = 0;
+    uint16_t dstGap = 0;
+    uint16_t srcStride = 0;
+    bool ifTranspose = false;
+    uint8_t repeatTimes = 0;
+    uint8_t sid = 0;
+    uint8_t addrMode = 0;
+    LoadData2DParams() = default;
+    LoadData2DParams(uint16_t startIndexIn, uint8_t repeatTimesIn, uint16_t srcStrideIn, uint8_t sidIn,
+                     uint16_t dstGapIn, bool ifTransposeIn, uint8_t addrModeIn)
+        : startIndex(startIndexIn), dstGap(dstGapIn), srcStride(srcStrideIn), ifTranspose(ifTransposeIn),
+          repeatTimes(repeatTimesIn), sid(sidIn), addrMode(addrModeIn) {}
+};
+
+struct MmadParams {
+    uint16_t m = 0;
+    uint16_t n = 0;
+    uint16_t k = 0;
+    bool isBias = false;
+    int32_t fmOffset = 0;
+    bool enSsparse = false;
+    bool enWinogradA = false;
+    bool enWinogradB = false;
+    uint8_t unitFlag = 0;
+    bool kDirectionAlign = false;
+    bool cmatrixSource = false;
+    bool cmatrixInitVal = true;
+    MmadParams() = default;
+    MmadParams(uint16_t mIn, uint16_t nIn, uint16_t kIn, uint8_t unitFlagIn, bool cmatrixSourceIn,
+               bool cmatrixInitValIn)
+        : m(mIn), n(nIn), k(kIn), unitFlag(unitFlagIn), cmatrixSource(cmatrixSourceIn),
+          cmatrixInitVal(cmatrixInitValIn) {}
+};
+
+enum QuantMode_t { NoQuant, F322F16, F322BF16, DEQF16, VDEQF16, QF322B8_PRE, VQF322B8_PRE, REQ8, VREQ8 };
+enum class CO2Layout : uint8_t { NZ = 0, ROW_MAJOR, COLUMN_MAJOR };
+struct FixpipeConfig {
+    CO2Layout format;
+};
+constexpr FixpipeConfig CFG_NZ = {CO2Layout::NZ};
+constexpr FixpipeConfig CFG_ROW_MAJOR = {CO2Layout::ROW_MAJOR};
+
+struct FixpipeParamsV220 {
+    uint16_t nSize = 0;
+    uint16_t mSize = 0;
+    uint16_t srcStride = 0; // L0C column block to column block, in 16-row units
+    uint32_t dstStride = 0; // row-major output: the destination row pitch, elements
+    QuantMode_t quantPre = NoQuant;
+    uint64_t deqScalar = 0;
+    uint16_t ndNum = 1;
+    uint16_t srcNdStride = 0;
+    uint16_t dstNdStride = 0;
+    bool reluEn = false;
+    uint8_t unitFlag = 0;
+    bool isChannelSplit = false;
+    FixpipeParamsV220() = default;
+    FixpipeParamsV220(uint16_t nSizeIn, uint16_t mSizeIn, uint16_t srcStrideIn, uint32_t dstStrideIn,
+                      bool reluEnIn)
+        : nSize(nSizeIn), mSize(mSizeIn), srcStride(srcStrideIn), dstStride(dstStrideIn), reluEn(reluEnIn) {}
+};
+
+} // namespace AscendC
+
+namespace pypto_emu {
+
+template <typename T>
+void check_cube_operand(const AscendC::LocalTensor<T>& t, Memory expected, uint64_t bytes, const char* what)
+{
+    if (t.data() == nullptr) {
+        fail(what, ": an operand LocalTensor was never allocated");
+    }
+    Memory m = memory_of(t.position());
+    if (m != expected) {
+        fail(what, ": an operand is at position ", position_name(t.position()), "; expected the ",
+             memory_spec(expected).name);
+    }
+    uint32_t align = memory_spec(m).align;
+    if (t.offset_bytes() % align != 0) {
+        fail(what, ": an operand starts at byte ", t.offset_bytes(), " of the ", memory_spec(m).name,
+             ", not on a ", align, "-byte boundary");
+    }
+    if (bytes > static_cast<uint64_t>(t.GetSize()) * sizeof(T)) {
+        fail(what, ": ", bytes, " bytes do not fit the operand's ", static_cast<uint64_t>(t.GetSize()) * sizeof(T),
+             " bytes");
+    }
+}
+
+} // namespace pypto_emu
+
+namespace AscendC {
+
+// GM (row-major) -> L1 in the Nz layout; column tails are zero-filled to 32 bytes.
+template <typename T>
+void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2NzParams& p)
+{
+    const char* what = "DataCopy(GM->L1, Nd2NzParams)";
+    static_assert(sizeof(T) <= 4, "DataCopy(Nd2NzParams): 8-byte types are not supported");
+    if (p.ndNum == 0 || p.nValue == 0 || p.dValue == 0) {
+        return;
+    }
+    constexpr uint32_t c0 = 32 / sizeof(T);
+    if (p.srcDValue < p.dValue) {
+        pypto_emu::fail(what, ": srcDValue ", p.srcDValue, " is less than dValue ", p.dValue);
+    }
+    uint32_t blocks = (p.dValue + c0 - 1) / c0;
+    uint64_t last = (p.ndNum - 1ull) * p.dstNzMatrixStride * sizeof(T) +
+                    ((blocks - 1ull) * p.dstNzC0Stride + (p.nValue - 1ull) * p.dstNzNStride + 1) * 32;
+    pypto_emu::check_cube_operand(dst, pypto_emu::Memory::L1, last, what);
+    uint64_t src_last = (p.ndNum - 1ull) * p.srcNdMatrixStride + (p.nValue - 1ull) * p.srcDValue + p.dValue;
+    const T* s = src.range(0, src_last, what);
+    for (uint32_t nd = 0; nd < p.ndNum; ++nd) {
+        for (uint32_t r = 0; r < p.nValue; ++r) {
+            for (uint32_t b = 0; b < blocks; ++b) {
+                T* row = dst.data() + nd * p.dstNzMatrixStride +
+                         (static_cast<uint64_t>(b) * p.dstNzC0Stride + static_cast<uint64_t>(r) * p.dstNzNStride) * c0;
+                for (uint32_t c = 0; c < c0; ++c) {
+                    uint32_t col = b * c0 + c;
+                    row[c] = col < p.dValue ? s[nd * p.srcNdMatrixStride + static_cast<uint64_t>(r) * p.srcDValue + col]
+                                            : T(0);
+                }
+            }
+        }
+    }
+}
+
+// L1 -> L0A / L0B, whole 512-byte fractals, optionally transposing each
+// (16-bit types only).
+template <typename T>
+void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2DParams& p)
+{
+    const char* what = "LoadData";
+    if (p.repeatTimes == 0) {
+        return;
+    }
+    constexpr uint32_t fractal = 512 / sizeof(T);
+    pypto_emu::Memory dm = pypto_emu::memory_of(dst.position());
+    if (dm != pypto_emu::Memory::L0A && dm != pypto_emu::Memory::L0B) {
+        pypto_emu::fail(what, ": the destination must be in L0A (A2) or L0B (B2), not ",
+                        pypto_emu::position_name(dst.position()));
+    }
+    if (p.ifTranspose && sizeof(T) != 2) {
+        pypto_emu::fail(what, ": ifTranspose works on 16-bit types only; use LoadDataWithTranspose");
+    }
+    uint64_t dst_bytes = ((p.repeatTimes - 1ull) * (1 + p.dstGap) + 1) * 512;
+    uint64_t src_bytes = (p.startIndex + (p.repeatTimes - 1ull) * p.srcStride + 1) * 512;
+    pypto_emu::check_cube_operand(dst, dm, dst_bytes, what);
+    pypto_emu::check_cube_operand(src, pypto_emu::Memory::L1, src_bytes, what);
+    for (uint32_t i = 0; i < p.repeatTimes; ++i) {
+        const T* in = src.data() + (p.startIndex + static_cast<uint64_t>(i) * p.srcStride) * fractal;
+        T* out = dst.data() + static_cast<uint64_t>(i) * (1 + p.dstGap) * fractal;
+        if (p.ifTranspose) {
+            for (uint32_t r = 0; r < 16; ++r) {
+                for (uint32_t c = 0; c < 16; ++c) {
+                    out[c * 16 + r] = in[r * 16 + c];
+                }
+            }
+        } else {
+            std::memcpy(out, in, 512);
+        }
+    }
+}
+
+// dst (L0C) = A (L0A, Zz) x B (L0B, Zn), or += with cmatrixInitVal false.
+template <typename T, typename U, typename S>
+void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor<S>& filter,
+          const MmadParams& p)
+{
+    using pypto_emu::one_of;
+    static_assert(std::is_same_v<U, S>, "Mmad: both inputs take one element type");
+    static_assert((std::is_same_v<T, float> && one_of<U, half, bfloat16_t, float>) ||
+                      (std::is_same_v<T, int32_t> && std::is_same_v<U, int8_t>),
+                  "Mmad: supported are half/bfloat16_t/float -> float and int8_t -> int32_t");
+    const char* what = "Mmad";
+    if (p.m == 0 || p.n == 0 || p.k == 0) {
+        return;
+    }
+    constexpr uint32_t k0 = 32 / sizeof(U);
+    uint32_t m1 = (p.m + 15) / 16;
+    uint32_t n1 = (p.n + 15) / 16;
+    uint32_t k1 = (p.k + k0 - 1) / k0;
+    pypto_emu::check_cube_operand(fm, pypto_emu::Memory::L0A, uint64_t(m1) * k1 * 512, what);
+    pypto_emu::check_cube_operand(filter, pypto_emu::Memory::L0B, uint64_t(k1) * n1 * 512, what);
+    pypto_emu::check_cube_operand(dst, pypto_emu::Memory::L0C, uint64_t(m1) * n1 * 256 * sizeof(T), what);
+    if (!p.cmatrixInitVal && p.cmatrixSource) {
+        pypto_emu::fail(what, ": a bias-table source is not emulated");
+    }
+    const U* a = fm.data();
+    const S* b = filter.data();
+    T* c = dst.data();
+    for (uint32_t m = 0; m < p.m; ++m) {
+        for (uint32_t n = 0; n < p.n; ++n) {
+            T acc = 0;
+            for (uint32_t k = 0; k < p.k; ++k) {
+                const U av = a[((m / 16) * k1 + k / k0) * (16 * k0) + (m % 16) * k0 + k % k0];
+                const S bv = b[((k / k0) * n1 + n / 16) * (16 * k0) + (n % 16) * k0 + k % k0];
+                acc += static_cast<T>(static_cast<float>(av) * static_cast<float>(bv));
+            }
+            T& out = c[((n / 16) * m1 + m / 16) * 256 + (m % 16) * 16 + n % 16];
+            out = p.cmatrixInitVal ? acc : static_cast<T>(out + acc);
+        }
+    }
+}
+
+// L0C (Nz, fp32) -> GM, row-major (CFG_ROW_MAJOR) with a row pitch of
+// dstStride elements, converting with quantPre.
+template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
+void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p)
+{
+    const char* what = "Fixpipe";
+    static_assert(config.format == CO2Layout::ROW_MAJOR, "Fixpipe: only CFG_ROW_MAJOR is emulated");
+    static_assert(std::is_same_v<U, float>, "Fixpipe: only float L0C data is emulated");
+    if (p.nSize == 0 || p.mSize == 0 || p.ndNum == 0) {
+        return;
+    }
+    if (p.nSize % 16 != 0) {
+        pypto_emu::fail(what, ": nSize ", p.nSize, " is not a multiple of 16");
+    }
+    if (p.dstStride < p.nSize) {
+        pypto_emu::fail(what, ": dstStride ", p.dstStride, " is less than nSize ", p.nSize);
+    }
+    if (p.srcStride < p.mSize) {
+        pypto_emu::fail(what, ": srcStride ", p.srcStride, " (rows per column block) is less than mSize ", p.mSize);
+    }
+    constexpr bool to_half = std::is_same_v<T, half>;
+    constexpr bool to_bf16 = std::is_same_v<T, bfloat16_t>;
+    if ((to_half && p.quantPre != F322F16) || (to_bf16 && p.quantPre != F322BF16) ||
+        (std::is_same_v<T, float> && p.quantPre != NoQuant)) {
+        pypto_emu::fail(what, ": quantPre does not match the output type (F322F16 for half, F322BF16 "
+                              "for bfloat16_t, NoQuant for float)");
+    }
+    uint64_t blocks = p.nSize / 16;
+    pypto_emu::check_cube_operand(src, pypto_emu::Memory::L0C,
+                                  ((blocks - 1) * p.srcStride * 16 + static_cast<uint64_t>(p.mSize) * 16) * 4, what);
+    T* out = dst.range(0, (p.mSize - 1ull) * p.dstStride + p.nSize, what);
+    for (uint32_t m = 0; m < p.mSize; ++m) {
+        for (uint32_t n = 0; n < p.nSize; ++n) {
+            float v = src.data()[(n / 16) * p.srcStride * 16 + m * 16 + n % 16];
+            if (p.reluEn && v < 0) {
+                v = 0;
+            }
+            out[static_cast<uint64_t>(m) * p.dstStride + n] = static_cast<T>(v);
+        }
+    }
+}
+
+} // namespace AscendC

@@ -1,0 +1,154 @@
+//! builtin/matmul and builtin/batch_matmul (the cube path) against an f64
+//! plain-Rust reference, over M from 0 to 7000 (several M tiles per block),
+//! K across K tiles (up to 200) and N across N tiles (up to 144).
+//!
+//! Tolerances: products are exact in fp32 and summed in fp32 (relative error
+//! about K·2⁻²⁴, negligible here), then rounded once to the output type:
+//! fp16 rel 1e-3 (spacing 2⁻¹⁰), bf16 rel 8e-3 (2⁻⁷), with an absolute
+//! floor of the same size for sums that cancel to near zero.
+
+use pypto_examples::{Float, Tolerance, assert_close, data_as, kernels};
+use pypto_rt::{Const, Device};
+
+fn tol<T: Float>() -> Tolerance {
+    match T::NAME {
+        "f16" => Tolerance {
+            abs: 1e-3,
+            rel: 1e-3,
+        },
+        _ => Tolerance {
+            abs: 8e-3,
+            rel: 8e-3,
+        },
+    }
+}
+
+/// out[b][m][n] = Σ_k a[b][m][k] · b[b][k][n], in f64.
+fn reference<T: Float>(
+    a: &[T],
+    b: &[T],
+    (batch, m, k, n): (usize, usize, usize, usize),
+) -> Vec<f64> {
+    let mut out = vec![0f64; batch * m * n];
+    for bi in 0..batch {
+        for i in 0..m {
+            for j in 0..n {
+                out[(bi * m + i) * n + j] = (0..k)
+                    .map(|p| {
+                        f64::from(a[(bi * m + i) * k + p].to_f32())
+                            * f64::from(b[(bi * k + p) * n + j].to_f32())
+                    })
+                    .sum();
+            }
+        }
+    }
+    out
+}
+
+fn inputs<T: Float>(len: usize, seed: u64) -> Vec<T> {
+    data_as::<f32>(len, seed)
+        .iter()
+        .map(|v| T::from_f32(v / 4.0))
+        .collect()
+}
+
+fn check_f16<const K: usize, const N: usize>(ms: &[usize])
+where
+    Const<K>: kernels::matmul_f16::AAxis1,
+    Const<N>: kernels::matmul_f16::BAxis1,
+{
+    let dev = Device::host();
+    for &m in ms {
+        let a = inputs::<half::f16>(m * K, (m + K) as u64);
+        let b = inputs::<half::f16>(K * N, N as u64);
+        let mut out = dev.zeros((m, Const::<N>)).unwrap();
+        kernels::matmul_f16(
+            &dev.tensor_from(&a, (m, Const::<K>)).unwrap(),
+            &dev.tensor_from(&b, (Const::<K>, Const::<N>)).unwrap(),
+            &mut out,
+        )
+        .unwrap();
+        let got: Vec<f32> = out.to_vec().unwrap().iter().map(|v| v.to_f32()).collect();
+        assert_close(
+            &got,
+            &reference(&a, &b, (1, m, K, N)),
+            tol::<half::f16>(),
+            &format!("matmul f16 {m}x{K}x{N}"),
+        );
+    }
+}
+
+#[test]
+fn fp16_matmul_over_m_k_and_n_tiles() {
+    let ms = [0usize, 1, 2, 7, 31, 32, 33, 127, 129, 1000];
+    check_f16::<1, 16>(&ms);
+    check_f16::<7, 48>(&ms);
+    check_f16::<64, 144>(&ms);
+    check_f16::<200, 16>(&ms);
+    // 7000 rows: about 146 per block, so two M tiles in each.
+    check_f16::<64, 48>(&[7000]);
+}
+
+#[test]
+fn bf16_matmul() {
+    let dev = Device::host();
+    for m in [1usize, 33, 300] {
+        let a = inputs::<half::bf16>(m * 96, m as u64);
+        let b = inputs::<half::bf16>(96 * 32, 5);
+        let mut out = dev.zeros((m, Const::<32>)).unwrap();
+        kernels::matmul_bf16(
+            &dev.tensor_from(&a, (m, Const::<96>)).unwrap(),
+            &dev.tensor_from(&b, (Const::<96>, Const::<32>)).unwrap(),
+            &mut out,
+        )
+        .unwrap();
+        let got: Vec<f32> = out.to_vec().unwrap().iter().map(|v| v.to_f32()).collect();
+        assert_close(
+            &got,
+            &reference(&a, &b, (1, m, 96, 32)),
+            tol::<half::bf16>(),
+            &format!("matmul bf16 m={m}"),
+        );
+    }
+}
+
+#[test]
+fn batched_matmul() {
+    let dev = Device::host();
+    for (batch, m) in [(1usize, 1usize), (3, 7), (2, 200), (0, 5), (4, 0)] {
+        let a = inputs::<half::f16>(batch * m * 40, 1);
+        let b = inputs::<half::f16>(batch * 40 * 32, 2);
+        let mut out = dev.zeros((batch, m, Const::<32>)).unwrap();
+        kernels::batch_matmul_f16(
+            &dev.tensor_from(&a, (batch, m, Const::<40>)).unwrap(),
+            &dev.tensor_from(&b, (batch, Const::<40>, Const::<32>))
+                .unwrap(),
+            &mut out,
+        )
+        .unwrap();
+        let got: Vec<f32> = out.to_vec().unwrap().iter().map(|v| v.to_f32()).collect();
+        assert_close(
+            &got,
+            &reference(&a, &b, (batch, m, 40, 32)),
+            tol::<half::f16>(),
+            &format!("batch_matmul {batch}x{m}"),
+        );
+    }
+}
+
+#[test]
+fn batched_matmul_batches_must_agree() {
+    let dev = Device::host();
+    let a = dev.zeros::<half::f16, _>((2, 3, Const::<40>)).unwrap();
+    let b = dev
+        .zeros::<half::f16, _>((3, Const::<40>, Const::<32>))
+        .unwrap();
+    let mut out = dev.zeros((2, 3, Const::<32>)).unwrap();
+    assert_eq!(
+        kernels::batch_matmul_f16(&a, &b, &mut out)
+            .unwrap_err()
+            .to_string(),
+        "kernel `batch_matmul_f16`: `b.0` is 3 but `a.0` is 2; they must be equal because \
+         builtin/batch_matmul ties these axes together"
+    );
+}
