@@ -15,7 +15,7 @@ use pypto_rt::{Const, Device, Tensor};
 
 /// Sizes that cross 32-byte boundaries (8 fp32 or 16 fp16 elements), tiles
 /// (4096 elements) and blocks (8192 elements per block).
-const SIZES: [usize; 11] = [0, 1, 7, 8, 31, 32, 33, 1000, 4097, 8193, 20000];
+const SIZES: [usize; 13] = [0, 1, 2, 7, 8, 31, 32, 33, 127, 1000, 4097, 8193, 20000];
 
 type Vector<T> = Tensor<T, (usize,)>;
 type Binary<T> = fn(&Vector<T>, &Vector<T>, &mut Vector<T>) -> Result<(), pypto_rt::Error>;
@@ -97,7 +97,7 @@ fn check_add_bias<T: Float>(kernel: BiasKernel<T>) {
     let dev = Device::host();
     // A sampled grid of batch x hidden, not only the diagonal.
     let batches = [0usize, 1, 2, 7, 33];
-    let hiddens = [0usize, 1, 7, 8, 31, 32, 33, 1000, 4097];
+    let hiddens = [0usize, 1, 2, 7, 8, 31, 32, 33, 127, 1000, 4097];
     for (i, &b) in batches.iter().enumerate() {
         for (j, &h) in hiddens.iter().enumerate() {
             if (i + j) % 2 == 1 && b > 2 {

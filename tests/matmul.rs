@@ -80,7 +80,7 @@ where
 
 #[test]
 fn fp16_matmul_over_m_k_and_n_tiles() {
-    let ms = [0usize, 1, 2, 7, 31, 32, 33, 127, 129, 1000];
+    let ms = [0usize, 1, 2, 7, 31, 32, 33, 127, 129, 1000, 4097];
     check_f16::<1, 16>(&ms);
     check_f16::<7, 48>(&ms);
     check_f16::<64, 144>(&ms);
