@@ -40,6 +40,7 @@ pub const BUILTIN_TEMPLATES: &[(&str, &str)] = embed![
 
 /// Partials the builtin templates share (`{{> NAME}}`).
 pub const PARTIALS: &[(&str, &str)] = embed![
+    "common" => "builtin/partials/common.hbs",
     "cube_matmul" => "builtin/partials/cube_matmul.hbs",
     "elementwise" => "builtin/partials/elementwise.hbs",
     "row_io" => "builtin/partials/row_io.hbs",
