@@ -2,16 +2,22 @@
 //! plain-Rust reference, over M from 0 to 7000 (several M tiles per block),
 //! K across K tiles (up to 200) and N across N tiles (up to 144).
 //!
-//! Tolerances: products are exact in fp32 and summed in fp32 (relative error
-//! about K·2⁻²⁴, negligible here), then rounded once to the output type:
-//! fp16 rel 1e-3 (spacing 2⁻¹⁰), bf16 rel 8e-3 (2⁻⁷), with an absolute
-//! floor of the same size for sums that cancel to near zero.
+//! Tolerances: 16-bit products are exact in fp32 and summed in fp32
+//! (relative error about K·2⁻²⁴, negligible here), then rounded once to the
+//! output type: fp16 rel 1e-3 (spacing 2⁻¹⁰), bf16 rel 8e-3 (2⁻⁷), with an
+//! absolute floor of the same size for sums that cancel to near zero. fp32
+//! inputs: products and sums rounded in fp32, rel and abs 1e-5.
 
 use pypto_examples::{Float, Tolerance, assert_close, data_as, kernels};
 use pypto_rt::{Const, Device};
 
 fn tol<T: Float>() -> Tolerance {
     match T::NAME {
+        // fp32 sums of up to 200 products: relative error around K·2⁻²⁴.
+        "f32" => Tolerance {
+            abs: 1e-5,
+            rel: 1e-5,
+        },
         "f16" => Tolerance {
             abs: 1e-3,
             rel: 1e-3,
@@ -87,6 +93,40 @@ fn fp16_matmul_over_m_k_and_n_tiles() {
     check_f16::<200, 16>(&ms);
     // 7000 rows: about 146 per block, so two M tiles in each.
     check_f16::<64, 48>(&[7000]);
+}
+
+fn check_f32<const K: usize, const N: usize>(ms: &[usize])
+where
+    Const<K>: kernels::matmul_f32::AAxis1,
+    Const<N>: kernels::matmul_f32::BAxis1,
+{
+    let dev = Device::host();
+    for &m in ms {
+        let a = inputs::<f32>(m * K, (m + K) as u64);
+        let b = inputs::<f32>(K * N, N as u64);
+        let mut out = dev.zeros((m, Const::<N>)).unwrap();
+        kernels::matmul_f32(
+            &dev.tensor_from(&a, (m, Const::<K>)).unwrap(),
+            &dev.tensor_from(&b, (Const::<K>, Const::<N>)).unwrap(),
+            &mut out,
+        )
+        .unwrap();
+        assert_close(
+            &out.to_vec().unwrap(),
+            &reference(&a, &b, (1, m, K, N)),
+            tol::<f32>(),
+            &format!("matmul f32 {m}x{K}x{N}"),
+        );
+    }
+}
+
+#[test]
+fn fp32_matmul_through_load_data_with_transpose() {
+    let ms = [0usize, 1, 2, 7, 33, 129, 1000];
+    check_f32::<1, 16>(&ms);
+    check_f32::<7, 144>(&ms);
+    check_f32::<70, 16>(&ms);
+    check_f32::<200, 144>(&ms);
 }
 
 #[test]

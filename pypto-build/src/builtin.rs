@@ -95,9 +95,8 @@ pub struct Contract {
 }
 
 const FLOATS: &[DType] = &[DType::Fp32, DType::Fp16, DType::Bf16];
-/// The cube path as emulated: 16-bit inputs, fp32 accumulation. (fp32
-/// inputs need LoadDataWithTranspose for b, which is not emulated yet.)
-const CUBE: &[DType] = &[DType::Fp16, DType::Bf16];
+/// The cube path: fp32 accumulation for every input type.
+const CUBE: &[DType] = FLOATS;
 const MATMUL_N: &str = "the cube writes output columns in 16-wide fractals";
 
 const fn input(name: &'static str, rank: Option<usize>) -> RoleSpec {

@@ -47,6 +47,20 @@ struct LoadData2DParams {
           repeatTimes(repeatTimesIn), sid(sidIn), addrMode(addrModeIn) {}
 };
 
+struct LoadData2dTransposeParams {
+    uint16_t startIndex = 0;  // first source square, in squares
+    uint8_t repeatTimes = 0;
+    uint16_t srcStride = 0;   // square to square, in squares
+    uint16_t dstGap = 0;      // between iterations' first fractals, 512-byte units
+    uint16_t dstFracGap = 0;  // between an iteration's two fractals (32-bit types), 512-byte units
+    uint8_t addrMode = 0;
+    LoadData2dTransposeParams() = default;
+    LoadData2dTransposeParams(uint16_t startIndexIn, uint8_t repeatTimesIn, uint16_t srcStrideIn,
+                              uint16_t dstGapIn, uint16_t dstFracGapIn, uint8_t addrModeIn = 0)
+        : startIndex(startIndexIn), repeatTimes(repeatTimesIn), srcStride(srcStrideIn), dstGap(dstGapIn),
+          dstFracGap(dstFracGapIn), addrMode(addrModeIn) {}
+};
+
 struct MmadParams {
     uint16_t m = 0;
     uint16_t n = 0;
@@ -191,6 +205,53 @@ void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadDa
             }
         } else {
             std::memcpy(out, in, 512);
+        }
+    }
+}
+
+// L1 -> L0A / L0B, transposing 16 x 16 squares. For 32-bit types a square
+// is two consecutive 16 x 8 fractals [F0 | F1]; its transpose is written as
+// two 16 x 8 fractals, dstFracGap apart. 16-bit squares are one fractal.
+template <typename T>
+void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
+                           const LoadData2dTransposeParams& p)
+{
+    const char* what = "LoadDataWithTranspose";
+    static_assert(sizeof(T) == 2 || sizeof(T) == 4, "LoadDataWithTranspose: only 16- and 32-bit types are emulated");
+    if (p.repeatTimes == 0) {
+        return;
+    }
+    pypto_emu::Memory dm = pypto_emu::memory_of(dst.position());
+    if (dm != pypto_emu::Memory::L0A && dm != pypto_emu::Memory::L0B) {
+        pypto_emu::fail(what, ": the destination must be in L0A (A2) or L0B (B2), not ",
+                        pypto_emu::position_name(dst.position()));
+    }
+    constexpr uint32_t square_bytes = 16 * 16 * sizeof(T);
+    constexpr uint32_t fractal = 512 / sizeof(T);
+    uint32_t second = sizeof(T) == 4 ? (p.dstFracGap + 1u) : 0u; // in fractals
+    uint64_t dst_bytes = ((p.repeatTimes - 1ull) * (1 + p.dstGap) + 1 + second) * 512;
+    uint64_t src_bytes = (p.startIndex + (p.repeatTimes - 1ull) * p.srcStride + 1) * square_bytes;
+    pypto_emu::check_cube_operand(dst, dm, dst_bytes, what);
+    pypto_emu::check_cube_operand(src, pypto_emu::Memory::L1, src_bytes, what);
+    for (uint32_t i = 0; i < p.repeatTimes; ++i) {
+        const T* in = src.data() + (p.startIndex + static_cast<uint64_t>(i) * p.srcStride) * (square_bytes / sizeof(T));
+        T* out = dst.data() + static_cast<uint64_t>(i) * (1 + p.dstGap) * fractal;
+        if constexpr (sizeof(T) == 2) {
+            for (uint32_t r = 0; r < 16; ++r) {
+                for (uint32_t c = 0; c < 16; ++c) {
+                    out[c * 16 + r] = in[r * 16 + c];
+                }
+            }
+        } else {
+            // S[r][c] = c < 8 ? F0[r][c] : F1[r][c - 8]; output rows are S's columns.
+            auto square = [in](uint32_t r, uint32_t c) { return c < 8 ? in[r * 8 + c] : in[128 + r * 8 + (c - 8)]; };
+            T* out2 = out + static_cast<uint64_t>(second) * fractal;
+            for (uint32_t r = 0; r < 16; ++r) {
+                for (uint32_t c = 0; c < 8; ++c) {
+                    out[r * 8 + c] = square(c, r);
+                    out2[r * 8 + c] = square(8 + c, r);
+                }
+            }
         }
     }
 }
