@@ -59,7 +59,7 @@ fn run<T: Float, const H: usize>(
         causal,
     );
     let got: Vec<f32> = out.to_vec().unwrap().iter().map(|x| x.to_f32()).collect();
-    let stats = pypto_rt::launch::last_launch().unwrap();
+    let stats = pypto_rt::last_launch().unwrap();
     (max_abs_diff(&got, &want), stats.ub_peak_bytes)
 }
 
@@ -114,7 +114,7 @@ fn zero_batch_or_sequence_launches_nothing() {
         let q = dev.zeros::<f32, _>(shape).unwrap();
         let mut out = dev.zeros(shape).unwrap();
         kernels::attn_f32(&q, &q, &q, &mut out).unwrap();
-        assert_eq!(pypto_rt::launch::last_launch().unwrap().blocks, 0);
+        assert_eq!(pypto_rt::last_launch().unwrap().blocks, 0);
     }
 }
 

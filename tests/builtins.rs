@@ -169,7 +169,7 @@ fn pypto_add_bias_example_at_any_batch() {
             add_bias_reference(&x, &bias),
             "batch {batch}"
         );
-        let stats = pypto_rt::launch::last_launch().unwrap();
+        let stats = pypto_rt::last_launch().unwrap();
         // One block per row, up to the 48 vector cores of an Atlas A2.
         assert_eq!(stats.blocks, batch.min(48) as u32, "batch {batch}");
     }
