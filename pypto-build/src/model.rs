@@ -16,6 +16,8 @@ use crate::yaml::{Node, Value};
 pub const MAX_RANK: usize = 8;
 /// Largest size of one axis: kernels receive each size as a `uint32_t`.
 pub const MAX_SIZE: u64 = u32::MAX as u64;
+/// Most params one kernel may take (tensors and scalars).
+pub const MAX_PARAMS: usize = 64;
 /// Most STATIC specialisations one kernel may build.
 pub const MAX_SPECIALISATIONS: usize = 64;
 
@@ -449,6 +451,15 @@ fn check_kernel(k: &KernelSpec, dims: &FileDims, sink: &mut Sink<'_>) -> Option<
         sink.error(
             k.name.pos,
             format!("{ctx}: has no output; mark the tensor it writes with `output: true`"),
+        );
+    }
+    if k.params.len() > MAX_PARAMS {
+        sink.error(
+            k.name.pos,
+            format!(
+                "{ctx}: has {} params; at most {MAX_PARAMS} are supported",
+                k.params.len()
+            ),
         );
     }
     if k.params.is_empty() {

@@ -30,8 +30,8 @@ pub use device::Device;
 pub use dim::{Const, Dim};
 pub use dtype::{DType, Fp8E4M3, Fp8E5M2};
 pub use error::{AxisSize, Error};
-pub use launch::{LaunchStats, last_launch};
 pub use half::{bf16, f16};
+pub use launch::{LaunchStats, last_launch};
 pub use shape::{Shape, Sizes};
 pub use tensor::Tensor;
 

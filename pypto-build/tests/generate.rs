@@ -1,0 +1,119 @@
+//! Generation without compiling: deterministic output, template errors
+//! reported with the kernel and template, the variables templates see.
+
+use std::path::{Path, PathBuf};
+
+use pypto_build::{Builder, Error};
+
+fn tempdir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("generate-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/kernels")
+}
+
+#[test]
+fn generation_is_deterministic() {
+    let a = Builder::new()
+        .spec(examples())
+        .symbol_prefix("p")
+        .generate()
+        .unwrap();
+    let b = Builder::new()
+        .spec(examples())
+        .symbol_prefix("p")
+        .generate()
+        .unwrap();
+    assert_eq!(a.rust, b.rust);
+    assert_eq!(a.sources, b.sources);
+    let names: Vec<&str> = a.sources.iter().map(|s| s.file_name.as_str()).collect();
+    assert_eq!(names, ["add_bias_s0.cpp", "attention_kernel_s0.cpp"]);
+}
+
+fn user_kernel(dir: &Path, template: &str) -> Builder {
+    std::fs::write(dir.join("t.hbs"), template).unwrap();
+    std::fs::write(
+        dir.join("k.yaml"),
+        "kernels:\n  k:\n    template: t.hbs\n    options: { unroll: 4, fast: true }\n    params:\n      x: { dtype: DT_FP16, shape: [DYNAMIC, 8] }\n      alpha: { scalar: DT_FP32 }\n      y: { dtype: DT_FP16, shape: [DYNAMIC, 8], output: true }\n",
+    )
+    .unwrap();
+    Builder::new().spec(dir.join("k.yaml")).symbol_prefix("p")
+}
+
+#[test]
+fn user_templates_see_the_documented_variables() {
+    let dir = tempdir("variables");
+    let template = "// {{kernel}} {{symbol}} {{dtype}} | {{entry_params}} | x: {{args.x.name}} {{args.x.type}} rank {{args.x.rank}} axes {{args.x.axes.[0]}},{{args.x.axes.[1]}} numel {{args.x.numel}} outer {{args.x.outer}} inner {{args.x.inner}} | alpha: {{args.alpha.value}} | y output {{args.y.output}} index {{args.y.index}} | options {{options.unroll}} {{options.fast}} | dims {{#each dims}}{{index}}={{expr}} {{/each}}\n";
+    let generated = user_kernel(&dir, template).generate().unwrap();
+    let text = &generated.sources[0].text;
+    assert!(
+        text.contains(
+            "// k pypto_p_k_s0 half | GM_ADDR x, GM_ADDR y, GM_ADDR pypto_tiling_gm | x: x half rank 2 axes pypto_tiling.dim[0],8u numel (static_cast<uint64_t>(pypto_tiling.dim[0]) * static_cast<uint64_t>(8u)) outer (static_cast<uint64_t>(pypto_tiling.dim[0])) inner 8u | alpha: pypto_scalar<float>(pypto_tiling.scalar[0]) | y output true index 1 | options 4 true | dims 0=pypto_tiling.dim[0] 1=8u 2=pypto_tiling.dim[2] 3=8u \n"
+        ),
+        "{text}"
+    );
+    assert!(
+        generated.inputs.contains(&dir.join("t.hbs")),
+        "{:?}",
+        generated.inputs
+    );
+}
+
+#[test]
+fn template_errors_name_the_kernel_and_template() {
+    let dir = tempdir("errors");
+    let err = user_kernel(&dir, "{{#if kernel}}unclosed\n")
+        .generate()
+        .unwrap_err();
+    let Error::Template {
+        kernel, template, ..
+    } = &err
+    else {
+        panic!("expected a template error, got {err}");
+    };
+    assert_eq!(kernel, "k");
+    assert_eq!(template, &dir.join("t.hbs").display().to_string());
+
+    // Strict mode: a misspelt variable is an error, not empty text.
+    let err = user_kernel(&dir, "{{args.x.nmae}}\n")
+        .generate()
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(message.starts_with("kernel `k` (spec "), "{message}");
+    assert!(message.contains("failed to render"), "{message}");
+}
+
+#[test]
+fn a_missing_out_dir_is_a_clear_error() {
+    if std::env::var_os("OUT_DIR").is_some() {
+        return; // only meaningful outside a build script
+    }
+    let err = Builder::new()
+        .spec(examples())
+        .cargo_metadata(false)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "OUT_DIR is not set: call Builder::build from a build script, or set Builder::out_dir"
+    );
+}
+
+#[test]
+fn too_many_params_is_a_spec_error() {
+    let mut src = String::from("kernels:\n  k:\n    template: builtin/relu\n    params:\n");
+    for i in 0..65 {
+        src.push_str(&format!(
+            "      p{i}: {{ dtype: DT_FP32, shape: [4], output: true }}\n"
+        ));
+    }
+    let err = pypto_build::check_source(Path::new("k.yaml"), &src).unwrap_err();
+    assert_eq!(
+        err.0[0].to_string(),
+        "k.yaml:2:3: error: kernel `k`: has 65 params; at most 64 are supported"
+    );
+}
