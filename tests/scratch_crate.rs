@@ -154,6 +154,23 @@ fn a_user_crate_builds_runs_rebuilds_only_on_change_and_reports_spec_errors() {
         "the build script did not rerun:\n{stderr}"
     );
 
+    // Forcing the NPU backend on a machine without CANN is a clear error.
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--offline"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", workspace().join("target/scratch"))
+        .env("PYPTO_BACKEND", "npu")
+        .env("ASCEND_HOME_PATH", "/nonexistent/cann")
+        .env_remove("ASCEND_TOOLKIT_HOME")
+        .output()
+        .expect("cargo runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("Error: PYPTO_BACKEND=npu, but no CANN toolkit was found; looked in /nonexistent/cann, ASCEND_TOOLKIT_HOME (unset), "),
+        "{stderr}"
+    );
+
     // A spec error fails the user's build, located, without a struct dump.
     std::fs::write(
         &spec,

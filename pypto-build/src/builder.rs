@@ -8,6 +8,7 @@ use crate::codegen::{self, Plan};
 use crate::error::Error;
 use crate::library;
 use crate::model::Model;
+use crate::toolchain::cann;
 
 /// Configures and runs kernel generation from a build script.
 ///
@@ -165,6 +166,25 @@ impl Builder {
             for spec in &self.specs {
                 println!("cargo:rerun-if-changed={}", spec.display());
             }
+            for var in cann::ENV_VARS {
+                println!("cargo:rerun-if-env-changed={var}");
+            }
+        }
+        let defaults: Vec<&Path> = cann::DEFAULT_HOMES.iter().map(Path::new).collect();
+        match cann::detect(&|var| std::env::var(var).ok(), &defaults) {
+            Ok(cann::Backend::Host) => {}
+            Ok(cann::Backend::Npu(toolkit)) => {
+                if self.cargo_metadata {
+                    println!(
+                        "cargo:warning=pypto-build: found CANN {} at {} ({}); building for the NPU is \
+                         not implemented yet, so kernels are built for the host backend only",
+                        toolkit.version,
+                        toolkit.home.display(),
+                        toolkit.found_by
+                    );
+                }
+            }
+            Err(e) => return Err(Error::Config(e.to_string())),
         }
         let generated = self.generate();
         if self.cargo_metadata

@@ -25,7 +25,7 @@ mod library;
 pub mod model;
 mod names;
 mod spec;
-mod toolchain;
+pub mod toolchain;
 mod yaml;
 
 use std::collections::BTreeMap;

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod cann;
+
 /// The static library the kernels are archived into.
 pub const LIBRARY: &str = "pypto_kernels";
 
