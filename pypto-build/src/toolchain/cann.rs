@@ -149,19 +149,6 @@ pub fn arch_flags(toolkit: &Toolkit, arch: Arch, cube: bool) -> Vec<String> {
     }
 }
 
-/// The libraries an NPU build links, from `<home>/lib64`.
-pub const LINK_LIBS: [&str; 9] = [
-    "ascendcl",
-    "runtime",
-    "ascendc_runtime",
-    "profapi",
-    "unified_dlog",
-    "mmpa",
-    "ascend_dump",
-    "c_sec",
-    "error_manager",
-];
-
 /// Chooses the backend from `PYPTO_BACKEND`, `ASCEND_HOME_PATH`,
 /// `ASCEND_TOOLKIT_HOME` and then `default_homes`, in that order. `env`
 /// reads a variable, so tests need not touch the process environment.
