@@ -1286,10 +1286,7 @@ fn check_contract(
         return false;
     }
     if let Some((big, small)) = contract.halved_last {
-        let rank = |i: usize| match &drafts[i].kind {
-            ParamKind::Tensor { axes, .. } => axes.len(),
-            ParamKind::Scalar(_) => 0,
-        };
+        let rank = |i: usize| rank_of(&drafts[i]);
         if rank(big) != rank(small) {
             let d = &drafts[small];
             let pos = d.spec.shape.as_ref().map_or(d.spec.name.pos, |s| s.pos);
@@ -1306,10 +1303,7 @@ fn check_contract(
         }
     }
     for &(a, b) in contract.same_shape {
-        let rank = |i: usize| match &drafts[i].kind {
-            ParamKind::Tensor { axes, .. } => axes.len(),
-            ParamKind::Scalar(_) => 0,
-        };
+        let rank = |i: usize| rank_of(&drafts[i]);
         if rank(a) != rank(b) {
             let d = &drafts[b];
             let pos = d.spec.shape.as_ref().map_or(d.spec.name.pos, |s| s.pos);
@@ -1329,6 +1323,14 @@ fn check_contract(
     true
 }
 
+/// A param's rank; scalars have none.
+fn rank_of(draft: &Draft<'_>) -> usize {
+    match &draft.kind {
+        ParamKind::Tensor { axes, .. } => axes.len(),
+        ParamKind::Scalar(_) => 0,
+    }
+}
+
 /// Merges the axes a builtin's contract says are equal. Runs only on a
 /// kernel whose params matched the contract.
 fn tie_contract_axes(
@@ -1337,10 +1339,7 @@ fn tie_contract_axes(
     slot_of: &BTreeMap<(usize, usize), usize>,
     uf: &mut UnionFind,
 ) {
-    let rank = |i: usize| match &drafts[i].kind {
-        ParamKind::Tensor { axes, .. } => axes.len(),
-        ParamKind::Scalar(_) => 0,
-    };
+    let rank = |i: usize| rank_of(&drafts[i]);
     for &(a, b) in contract.same_shape {
         if rank(a) == rank(b) {
             for ax in 0..rank(a) {

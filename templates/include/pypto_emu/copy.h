@@ -92,6 +92,22 @@ void check_count_bytes(uint32_t count, const char* what)
     }
 }
 
+// The blocks of a DataCopyParams copy: blockCount blocks of blockLen
+// 32-byte units, each followed by its side's gap.
+inline void copy_blocks(uint8_t* d, const uint8_t* s, const AscendC::DataCopyParams& p)
+{
+    uint64_t block = p.blockLen * 32ull;
+    for (uint64_t i = 0; i < p.blockCount; ++i) {
+        std::memcpy(d + i * (p.blockLen + p.dstGap) * 32, s + i * (p.blockLen + p.srcGap) * 32, block);
+    }
+}
+
+// Bytes a DataCopyParams copy spans on its source and destination sides.
+inline uint64_t span_bytes(const AscendC::DataCopyParams& p, uint16_t gap)
+{
+    return (p.blockCount - 1ull) * (p.blockLen + gap) * 32ull + p.blockLen * 32ull;
+}
+
 } // namespace pypto_emu
 
 namespace AscendC {
@@ -132,15 +148,9 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataC
     if (p.blockCount == 0 || p.blockLen == 0) {
         return;
     }
-    uint64_t block = p.blockLen * 32ull;
-    uint64_t last_src = (p.blockCount - 1ull) * (p.blockLen + p.srcGap) * 32ull + block;
-    uint64_t last_dst = (p.blockCount - 1ull) * (p.blockLen + p.dstGap) * 32ull + block;
-    pypto_emu::check_local(dst, last_dst, what);
-    const auto* s = reinterpret_cast<const uint8_t*>(src.range(0, last_src / sizeof(T), what));
-    auto* d = reinterpret_cast<uint8_t*>(dst.data());
-    for (uint64_t i = 0; i < p.blockCount; ++i) {
-        std::memcpy(d + i * (p.blockLen + p.dstGap) * 32, s + i * (p.blockLen + p.srcGap) * 32, block);
-    }
+    pypto_emu::check_local(dst, pypto_emu::span_bytes(p, p.dstGap), what);
+    const T* s = src.range(0, pypto_emu::span_bytes(p, p.srcGap) / sizeof(T), what);
+    pypto_emu::copy_blocks(reinterpret_cast<uint8_t*>(dst.data()), reinterpret_cast<const uint8_t*>(s), p);
 }
 
 template <typename T>
@@ -150,15 +160,9 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataC
     if (p.blockCount == 0 || p.blockLen == 0) {
         return;
     }
-    uint64_t block = p.blockLen * 32ull;
-    uint64_t last_src = (p.blockCount - 1ull) * (p.blockLen + p.srcGap) * 32ull + block;
-    uint64_t last_dst = (p.blockCount - 1ull) * (p.blockLen + p.dstGap) * 32ull + block;
-    pypto_emu::check_local(src, last_src, what);
-    auto* d = reinterpret_cast<uint8_t*>(dst.range(0, last_dst / sizeof(T), what));
-    const auto* s = reinterpret_cast<const uint8_t*>(src.data());
-    for (uint64_t i = 0; i < p.blockCount; ++i) {
-        std::memcpy(d + i * (p.blockLen + p.dstGap) * 32, s + i * (p.blockLen + p.srcGap) * 32, block);
-    }
+    pypto_emu::check_local(src, pypto_emu::span_bytes(p, p.srcGap), what);
+    T* d = dst.range(0, pypto_emu::span_bytes(p, p.dstGap) / sizeof(T), what);
+    pypto_emu::copy_blocks(reinterpret_cast<uint8_t*>(d), reinterpret_cast<const uint8_t*>(src.data()), p);
 }
 
 // GM -> UB for any byte length: each block lands 32-byte aligned in UB,
