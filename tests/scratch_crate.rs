@@ -171,6 +171,30 @@ fn a_user_crate_builds_runs_rebuilds_only_on_change_and_reports_spec_errors() {
         "{stderr}"
     );
 
+    // A template that renders to bad C++ fails with the compiler's message
+    // and where the source came from.
+    write(
+        &dir.join("kernels/broken.hbs"),
+        "extern \"C\" __global__ __aicore__ void {{symbol}}({{entry_params}}) { undeclared_thing(); }\n",
+    );
+    std::fs::write(
+        dir.join("kernels/broken.yaml"),
+        "kernels:\n  broken:\n    template: broken.hbs\n    params:\n      y: { dtype: DT_FP32, shape: [4], output: true }\n",
+    )
+    .unwrap();
+    let (ok, _, stderr) = cargo(&dir, &["build"]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("Error: compiling kernels failed: "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("broken_s0.cpp rendered from kernel `broken` from kernels/broken.yaml:2:3 (template kernels/broken.hbs):"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("undeclared_thing"), "{stderr}");
+    std::fs::remove_file(dir.join("kernels/broken.yaml")).unwrap();
+
     // A spec error fails the user's build, located, without a struct dump.
     std::fs::write(
         &spec,

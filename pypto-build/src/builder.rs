@@ -220,8 +220,8 @@ impl Builder {
                 self.opt_level,
                 self.cargo_metadata,
             )
-            .map_err(|message| Error::Compile {
-                message,
+            .map_err(|failure| Error::Compile {
+                message: describe_failure(&failure, &generated),
                 dir: source_dir.clone(),
             })?;
         }
@@ -261,4 +261,35 @@ fn remove_stale_sources(dir: &Path, keep: &[PathBuf]) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// The compiler's complaints, each with the kernel, spec and template the
+/// rejected source was rendered from.
+fn describe_failure(failure: &crate::toolchain::CompileFailure, generated: &Generated) -> String {
+    let mut out = failure.summary.clone();
+    for rejected in &failure.rejected {
+        let name = rejected
+            .source
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("");
+        let origin = generated
+            .sources
+            .iter()
+            .find(|s| s.file_name == name)
+            .and_then(|s| generated.model.kernels.iter().find(|k| k.name == s.kernel))
+            .map(|k| {
+                format!(
+                    "kernel `{}` from {} (template {})",
+                    k.name, k.origin, k.template
+                )
+            })
+            .unwrap_or_else(|| "an unknown kernel".to_owned());
+        out.push_str(&format!(
+            "\n\n{} rendered from {origin}:\n{}",
+            rejected.source.display(),
+            rejected.message
+        ));
+    }
+    out
 }

@@ -36,7 +36,9 @@ pub enum Error {
     #[error("{0}")]
     Config(String),
 
-    /// The C++ compiler failed on the rendered kernel sources.
+    /// The C++ compiler failed on the rendered kernel sources; the message
+    /// names each rejected source, where it came from, and what the
+    /// compiler said.
     #[error("compiling kernels failed: {message}\nrendered sources are in {}", dir.display())]
     Compile { message: String, dir: PathBuf },
 }
