@@ -8,7 +8,7 @@ use crate::codegen::{self, Plan};
 use crate::error::Error;
 use crate::library;
 use crate::model::Model;
-use crate::toolchain::cann;
+use crate::toolchain::{CompileReport, cann};
 
 /// Configures and runs kernel generation from a build script.
 ///
@@ -22,6 +22,10 @@ use crate::toolchain::cann;
 ///
 /// Then, in the crate, `pypto_rt::include_kernels!();` declares
 /// `mod kernels` with one typed function per kernel.
+///
+/// Set `PYPTO_BUILD_VERBOSE=1` to have the build script report, as a
+/// `cargo:warning`, how many kernels it rendered and how many objects it
+/// compiled or reused.
 #[derive(Debug, Clone)]
 pub struct Builder {
     specs: Vec<PathBuf>,
@@ -149,6 +153,7 @@ impl Builder {
     /// Generates, writes and compiles the kernels, and tells Cargo to link
     /// them. Files whose content did not change are not rewritten.
     pub fn build(&self) -> Result<Built, Error> {
+        let started = std::time::Instant::now();
         let out_dir = match &self.out_dir {
             Some(dir) => dir.clone(),
             None => std::env::var_os("OUT_DIR")
@@ -166,7 +171,7 @@ impl Builder {
             for spec in &self.specs {
                 println!("cargo:rerun-if-changed={}", spec.display());
             }
-            for var in cann::ENV_VARS {
+            for var in cann::ENV_VARS.iter().chain(&["PYPTO_BUILD_VERBOSE"]) {
                 println!("cargo:rerun-if-env-changed={var}");
             }
         }
@@ -212,18 +217,37 @@ impl Builder {
         let rust_file = out_dir.join("pypto_kernels.rs");
         write_if_changed(&rust_file, &generated.rust)?;
 
-        if !paths.is_empty() {
+        let report = if paths.is_empty() {
+            CompileReport::default()
+        } else {
+            // The headers every source includes are part of each object's identity.
+            let salt: String = library::EMULATION_HEADERS
+                .iter()
+                .map(|(_, text)| *text)
+                .collect();
             crate::toolchain::compile_host(
                 &paths,
                 &include_dir,
                 &root.join("obj"),
                 self.opt_level,
                 self.cargo_metadata,
+                &salt,
             )
             .map_err(|failure| Error::Compile {
                 message: describe_failure(&failure, &generated),
                 dir: source_dir.clone(),
-            })?;
+            })?
+        };
+        if self.cargo_metadata && std::env::var_os("PYPTO_BUILD_VERBOSE").is_some_and(|v| v != "0")
+        {
+            println!(
+                "cargo:warning=pypto-build: {} kernels, {} sources rendered, {} objects compiled, {} reused, {} ms",
+                generated.model.kernels.len(),
+                generated.sources.len(),
+                report.compiled,
+                report.reused,
+                started.elapsed().as_millis()
+            );
         }
         Ok(Built {
             generated,

@@ -23,19 +23,34 @@ pub struct CompileFailure {
     pub rejected: Vec<Rejected>,
 }
 
+/// What a compile did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CompileReport {
+    /// Sources the compiler ran on.
+    pub compiled: usize,
+    /// Sources whose cached object was still valid.
+    pub reused: usize,
+}
+
 /// Compiles `sources` for the host backend into a static library and (with
-/// `cargo_metadata`) tells Cargo to link it.
+/// `cargo_metadata`) tells Cargo to link it. Each object is cached under
+/// `obj_dir` by a hash of its source, `salt` (the headers it includes), the
+/// compiler and its flags: only sources whose hash changed are compiled, in
+/// parallel within Cargo's jobserver.
 pub fn compile_host(
     sources: &[PathBuf],
     include_dir: &Path,
     obj_dir: &Path,
     opt_level: u32,
     cargo_metadata: bool,
-) -> Result<(), CompileFailure> {
-    std::fs::create_dir_all(obj_dir).map_err(|e| CompileFailure {
-        summary: format!("{}: {e}", obj_dir.display()),
+    salt: &str,
+) -> Result<CompileReport, CompileFailure> {
+    let failure = |summary: String| CompileFailure {
+        summary,
         rejected: Vec::new(),
-    })?;
+    };
+    let cache = obj_dir.join("cache");
+    std::fs::create_dir_all(&cache).map_err(|e| failure(format!("{}: {e}", cache.display())))?;
     let mut build = cc::Build::new();
     build
         .cpp(true)
@@ -47,12 +62,76 @@ pub fn compile_host(
         .cargo_metadata(cargo_metadata)
         .warnings(true)
         // Kernel entries take every tensor; templates need not use them all.
-        .flag_if_supported("-Wno-unused-parameter")
-        .files(sources);
-    build.try_compile(LIBRARY).map_err(|e| CompileFailure {
-        summary: e.to_string(),
-        rejected: rejected_sources(&build, sources),
+        .flag_if_supported("-Wno-unused-parameter");
+    let tool = build
+        .try_get_compiler()
+        .map_err(|e| failure(e.to_string()))?;
+    let compiler = format!("{:?} {:?}", tool.path(), tool.args());
+
+    let mut objects = Vec::with_capacity(sources.len());
+    let mut stale = Vec::new();
+    for source in sources {
+        let text =
+            std::fs::read(source).map_err(|e| failure(format!("{}: {e}", source.display())))?;
+        let key = fingerprint(&[&text, salt.as_bytes(), compiler.as_bytes()]);
+        let stem = source
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("kernel");
+        let cached = cache.join(format!("{stem}-{key:016x}.o"));
+        if !cached.is_file() {
+            stale.push((source.clone(), cached.clone()));
+        }
+        objects.push(cached);
+    }
+    if !stale.is_empty() {
+        let mut changed = build.clone();
+        changed.files(stale.iter().map(|(source, _)| source));
+        let built = changed
+            .try_compile_intermediates()
+            .map_err(|e| CompileFailure {
+                summary: e.to_string(),
+                rejected: rejected_sources(
+                    &build,
+                    &stale.iter().map(|(s, _)| s.clone()).collect::<Vec<_>>(),
+                ),
+            })?;
+        for (object, (_, cached)) in built.iter().zip(&stale) {
+            std::fs::copy(object, cached)
+                .map_err(|e| failure(format!("{}: {e}", cached.display())))?;
+        }
+    }
+    // Objects of kernels that changed or went away are not kept.
+    if let Ok(entries) = std::fs::read_dir(&cache) {
+        for entry in entries.flatten() {
+            if !objects.contains(&entry.path()) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+    let library = build
+        .try_create_archive(LIBRARY, &objects)
+        .map_err(|e| failure(e.to_string()))?;
+    if cargo_metadata {
+        cc::emit_link_directives(&build, &library);
+    }
+    Ok(CompileReport {
+        compiled: stale.len(),
+        reused: sources.len() - stale.len(),
     })
+}
+
+/// FNV-1a over the parts, with a separator between them: stable across
+/// Rust versions, unlike `DefaultHasher`, so caches survive toolchain updates.
+fn fingerprint(parts: &[&[u8]]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for &byte in part.iter().chain(&[0xff]) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
 }
 
 /// cc prints compiler output as warnings only; to put it in the error, each
