@@ -8,7 +8,7 @@ use crate::codegen::{self, Plan};
 use crate::error::Error;
 use crate::library;
 use crate::model::Model;
-use crate::toolchain::{CompileReport, cann};
+use crate::toolchain::{self, CompileReport, cann};
 
 /// Configures and runs kernel generation from a build script.
 ///
@@ -49,8 +49,20 @@ pub struct Generated {
     pub rust: String,
     /// One Ascend C source per specialisation of each kernel.
     pub sources: Vec<Source>,
+    /// With a CANN toolkit: each source again per NPU architecture its
+    /// kernel targets, with its symbols renamed for that architecture.
+    pub npu_sources: Vec<NpuSource>,
     /// Every file read: spec files and user templates.
     pub inputs: Vec<PathBuf>,
+}
+
+/// A rendered source as compiled for one NPU architecture.
+#[derive(Debug, Clone)]
+pub struct NpuSource {
+    pub arch: cann::Arch,
+    /// Whether the kernel runs on the cube core.
+    pub cube: bool,
+    pub source: Source,
 }
 
 /// What [`Builder::build`] did.
@@ -118,16 +130,25 @@ impl Builder {
             .unwrap_or_else(|| "crate".to_owned())
     }
 
-    /// Checks the specs and renders the Rust and Ascend C code, writing
-    /// nothing.
+    /// Checks the specs and renders the Rust and Ascend C code for the host
+    /// backend, writing nothing.
     pub fn generate(&self) -> Result<Generated, Error> {
+        self.generate_for(false)
+    }
+
+    /// As [`Builder::generate`]; with `npu`, also the per-architecture NPU
+    /// sources and the Rust that dispatches to them.
+    pub fn generate_for(&self, npu: bool) -> Result<Generated, Error> {
         let files = crate::spec_files(&self.specs)?;
         let model = crate::check_files(&files)?;
         let prefix = self.prefix();
         let plans: Vec<Plan<'_>> = model
             .kernels
             .iter()
-            .map(|k| Plan::new(k, &prefix))
+            .map(|k| {
+                let plan = Plan::new(k, &prefix);
+                if npu { plan.with_npu() } else { plan }
+            })
             .collect();
         let mut inputs = files.clone();
         let mut read = |path: &Path| {
@@ -138,6 +159,22 @@ impl Builder {
             })
         };
         let sources = ascendc::render(&plans, &mut read)?;
+        let mut npu_sources = Vec::new();
+        for source in &sources {
+            let Some(plan) = plans.iter().find(|p| p.kernel.name == source.kernel) else {
+                continue;
+            };
+            for &arch in &plan.npu_arches {
+                npu_sources.push(NpuSource {
+                    arch,
+                    cube: plan.uses_cube(),
+                    source: Source {
+                        text: ascendc::for_arch(plan, source.specialisation, arch, &source.text),
+                        ..source.clone()
+                    },
+                });
+            }
+        }
         let rust = codegen::rust::generate(&plans);
         inputs.sort();
         inputs.dedup();
@@ -146,6 +183,7 @@ impl Builder {
             model,
             rust,
             sources,
+            npu_sources,
             inputs,
         })
     }
@@ -176,22 +214,12 @@ impl Builder {
             }
         }
         let defaults: Vec<&Path> = cann::DEFAULT_HOMES.iter().map(Path::new).collect();
-        match cann::detect(&|var| std::env::var(var).ok(), &defaults) {
-            Ok(cann::Backend::Host) => {}
-            Ok(cann::Backend::Npu(toolkit)) => {
-                if self.cargo_metadata {
-                    println!(
-                        "cargo:warning=pypto-build: found CANN {} at {} ({}); building for the NPU is \
-                         not implemented yet, so kernels are built for the host backend only",
-                        toolkit.version,
-                        toolkit.home.display(),
-                        toolkit.found_by
-                    );
-                }
-            }
+        let toolkit = match cann::detect(&|var| std::env::var(var).ok(), &defaults) {
+            Ok(cann::Backend::Host) => None,
+            Ok(cann::Backend::Npu(toolkit)) => Some(toolkit),
             Err(e) => return Err(Error::Config(e.to_string())),
-        }
-        let generated = self.generate();
+        };
+        let generated = self.generate_for(toolkit.is_some());
         if self.cargo_metadata
             && let Ok(g) = &generated
         {
@@ -200,6 +228,28 @@ impl Builder {
             }
         }
         let generated = generated?;
+        if let Some(toolkit) = &toolkit
+            && self.cargo_metadata
+        {
+            let mut arches: Vec<cann::Arch> =
+                generated.npu_sources.iter().map(|s| s.arch).collect();
+            arches.sort();
+            arches.dedup();
+            let arches: Vec<String> = arches.iter().map(ToString::to_string).collect();
+            println!(
+                "cargo:warning=pypto-build: building kernels for the NPU with CANN {} at {} (found by {}), \
+                 compiler {}, architectures: {}; the host backend is built in too",
+                toolkit.version,
+                toolkit.home.display(),
+                toolkit.found_by,
+                toolkit.bisheng.display(),
+                if arches.is_empty() {
+                    "none".to_owned()
+                } else {
+                    arches.join(", ")
+                },
+            );
+        }
 
         let root = out_dir.join("pypto");
         let include_dir = root.join("include");
@@ -214,30 +264,75 @@ impl Builder {
             paths.push(path);
         }
         remove_stale_sources(&source_dir, &paths)?;
+        // NPU sources, grouped by compiler configuration.
+        let mut npu_groups: Vec<((cann::Arch, bool), Vec<PathBuf>)> = Vec::new();
+        for npu in &generated.npu_sources {
+            let path = source_dir
+                .join(format!("npu-{}", npu.arch.suffix()))
+                .join(&npu.source.file_name);
+            write_if_changed(&path, &npu.source.text)?;
+            let key = (npu.arch, npu.cube);
+            match npu_groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, group)) => group.push(path),
+                None => npu_groups.push((key, vec![path])),
+            }
+        }
+        for arch in [cann::Arch::Dav2201, cann::Arch::Dav3510] {
+            let dir = source_dir.join(format!("npu-{}", arch.suffix()));
+            let keep: Vec<PathBuf> = npu_groups
+                .iter()
+                .filter(|((a, _), _)| *a == arch)
+                .flat_map(|(_, paths)| paths.iter().cloned())
+                .collect();
+            remove_stale_sources(&dir, &keep)?;
+        }
         let rust_file = out_dir.join("pypto_kernels.rs");
         write_if_changed(&rust_file, &generated.rust)?;
 
-        let report = if paths.is_empty() {
-            CompileReport::default()
-        } else {
+        let compile_error = |failure: crate::toolchain::CompileFailure| Error::Compile {
+            message: describe_failure(&failure, &generated),
+            dir: source_dir.clone(),
+        };
+        let mut report = CompileReport::default();
+        if !paths.is_empty() {
+            let obj_dir = root.join("obj");
+            let host =
+                toolchain::host_build(&include_dir, &obj_dir, self.opt_level, self.cargo_metadata);
             // The headers every source includes are part of each object's identity.
             let salt: String = library::EMULATION_HEADERS
                 .iter()
                 .map(|(_, text)| *text)
                 .collect();
-            crate::toolchain::compile_host(
-                &paths,
-                &include_dir,
-                &root.join("obj"),
-                self.opt_level,
-                self.cargo_metadata,
-                &salt,
-            )
-            .map_err(|failure| Error::Compile {
-                message: describe_failure(&failure, &generated),
-                dir: source_dir.clone(),
-            })?
-        };
+            let (mut objects, host_report) =
+                toolchain::compile_cached(&host, &paths, &obj_dir.join("cache"), &salt)
+                    .map_err(compile_error)?;
+            report += host_report;
+            if let Some(toolkit) = &toolkit {
+                // The toolkit's version stands for its headers and libraries.
+                let salt = format!("CANN {}", toolkit.version);
+                for ((arch, cube), group) in &npu_groups {
+                    let name = format!(
+                        "npu-{}-{}",
+                        arch.suffix(),
+                        if *cube { "cube" } else { "vec" }
+                    );
+                    let npu_obj_dir = obj_dir.join(&name);
+                    let build =
+                        toolchain::npu_build(toolkit, *arch, *cube, &npu_obj_dir, self.opt_level);
+                    let (npu_objects, npu_report) =
+                        toolchain::compile_cached(&build, group, &npu_obj_dir.join("cache"), &salt)
+                            .map_err(compile_error)?;
+                    objects.extend(npu_objects);
+                    report += npu_report;
+                }
+            }
+            toolchain::archive(&host, &objects, self.cargo_metadata).map_err(compile_error)?;
+            if let Some(toolkit) = &toolkit
+                && self.cargo_metadata
+            {
+                toolchain::link_npu_runtime(toolkit);
+            }
+        }
         if self.cargo_metadata && std::env::var_os("PYPTO_BUILD_VERBOSE").is_some_and(|v| v != "0")
         {
             println!(

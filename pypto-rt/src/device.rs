@@ -1,36 +1,176 @@
 //! Devices: where tensors live and kernels run.
 
 use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock};
 
+use crate::acl::{self, Acl, Stream};
 use crate::dtype::DType;
 use crate::error::Error;
 use crate::shape::Shape;
 use crate::tensor::Tensor;
 
-/// Where tensors live and kernels run. Today the host (CPU) backend, which
-/// runs kernels' Ascend C sources against the host emulation of the API.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// The variable that overrides [`Device::default`]: `host`, `npu` or `npu:N`.
+pub const DEVICE_VAR: &str = "PYPTO_DEVICE";
+
+/// Where tensors live and kernels run: the host (CPU) backend, which runs
+/// kernels' Ascend C sources against the host emulation of the API, or an
+/// Ascend NPU through the CANN runtime.
+///
+/// Cloning is cheap; clones are the same device.
+#[derive(Clone)]
 pub struct Device {
     kind: DeviceKind,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone)]
 enum DeviceKind {
     Host,
+    Npu(Arc<Npu>),
+}
+
+/// The NPU architecture a kernel binary is built for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NpuArch {
+    /// Atlas A2 and A3 (`dav-2201`).
+    Dav2201,
+    /// Ascend 950PR/DT (`dav-3510`).
+    Dav3510,
+}
+
+impl NpuArch {
+    /// The architecture of a SoC, from the names the runtime reports:
+    /// `Ascend910B…` (Atlas A2), `Ascend910_93…` (Atlas A3),
+    /// `Ascend950…` (Ascend 950).
+    pub fn from_soc_name(soc: &str) -> Option<NpuArch> {
+        if soc.starts_with("Ascend910B") || soc.starts_with("Ascend910_93") {
+            Some(NpuArch::Dav2201)
+        } else if soc.starts_with("Ascend950") {
+            Some(NpuArch::Dav3510)
+        } else {
+            None
+        }
+    }
+}
+
+impl fmt::Display for NpuArch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NpuArch::Dav2201 => "dav-2201 (Atlas A2/A3)",
+            NpuArch::Dav3510 => "dav-3510 (Ascend 950)",
+        })
+    }
+}
+
+/// One NPU, opened once per process.
+pub(crate) struct Npu {
+    pub(crate) index: i32,
+    pub(crate) soc: String,
+    pub(crate) arch: Option<NpuArch>,
+    pub(crate) acl: &'static Acl,
+    /// The stream launches go to. ACL streams are not documented as
+    /// thread-safe, so launches on one device take turns.
+    pub(crate) stream: Mutex<StreamHandle>,
+}
+
+pub(crate) struct StreamHandle(pub(crate) Stream);
+
+// SAFETY: a stream handle is an opaque runtime token; it is only used
+// while its `Mutex` is held, by one thread at a time.
+unsafe impl Send for StreamHandle {}
+
+thread_local! {
+    /// The device ACL has current on this thread, so that `aclrtSetDevice`
+    /// (reference-counted by the runtime) is called once per switch.
+    static CURRENT: std::cell::Cell<Option<i32>> = const { std::cell::Cell::new(None) };
+}
+
+impl Npu {
+    /// Makes this device current on the calling thread.
+    pub(crate) fn enter(&self) -> Result<(), Error> {
+        if CURRENT.with(|c| c.get()) != Some(self.index) {
+            self.acl.set_device(self.index)?;
+            CURRENT.with(|c| c.set(Some(self.index)));
+        }
+        Ok(())
+    }
+}
+
+/// Opened NPUs by index, so that every `Device` of one index shares its
+/// stream.
+static OPENED: OnceLock<Mutex<Vec<Arc<Npu>>>> = OnceLock::new();
+
+fn open_npu(index: u32) -> Result<Arc<Npu>, Error> {
+    let unavailable = |reason: String| Error::DeviceUnavailable {
+        device: format!("npu:{index}"),
+        reason,
+    };
+    let acl = acl::get().map_err(unavailable)?;
+    let opened = OPENED.get_or_init(|| Mutex::new(Vec::new()));
+    let mut opened = opened.lock().unwrap_or_else(|e| e.into_inner());
+    let wanted = i32::try_from(index).map_err(|_| unavailable("no such index".into()))?;
+    if let Some(npu) = opened.iter().find(|n| n.index == wanted) {
+        return Ok(npu.clone());
+    }
+    let count = acl.device_count()?;
+    if index >= count {
+        return Err(unavailable(format!(
+            "the runtime ({}) reports {count} NPU{}",
+            acl.path,
+            if count == 1 { "" } else { "s" }
+        )));
+    }
+    acl.set_device(wanted)?;
+    CURRENT.with(|c| c.set(Some(wanted)));
+    let soc = acl.soc_name().unwrap_or_default();
+    let stream = acl.create_stream()?;
+    let npu = Arc::new(Npu {
+        index: wanted,
+        arch: NpuArch::from_soc_name(&soc),
+        soc,
+        acl,
+        stream: Mutex::new(StreamHandle(stream)),
+    });
+    opened.push(npu.clone());
+    Ok(npu)
 }
 
 impl Default for Device {
-    /// The first NPU when one is present; otherwise the host. (The NPU
-    /// backend is not built yet, so this is the host.)
+    /// `PYPTO_DEVICE` when set; otherwise the first NPU when the CANN
+    /// runtime finds one, else the host. A `PYPTO_DEVICE` that cannot be
+    /// honoured is reported on stderr and the host is used; call
+    /// [`Device::from_env`] to get that as an error instead.
     fn default() -> Self {
-        Device::host()
+        Device::from_env().unwrap_or_else(|e| {
+            eprintln!("pypto-rt: {e}; using the host");
+            Device::host()
+        })
+    }
+}
+
+impl PartialEq for Device {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.kind, &other.kind) {
+            (DeviceKind::Host, DeviceKind::Host) => true,
+            (DeviceKind::Npu(a), DeviceKind::Npu(b)) => a.index == b.index,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Device {}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 
 impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.kind {
+        match &self.kind {
             DeviceKind::Host => f.write_str("the host (CPU)"),
+            DeviceKind::Npu(npu) if npu.soc.is_empty() => write!(f, "npu:{}", npu.index),
+            DeviceKind::Npu(npu) => write!(f, "npu:{} ({})", npu.index, npu.soc),
         }
     }
 }
@@ -43,8 +183,61 @@ impl Device {
         }
     }
 
+    /// NPU `index`, through the CANN runtime.
+    pub fn npu(index: u32) -> Result<Self, Error> {
+        Ok(Device {
+            kind: DeviceKind::Npu(open_npu(index)?),
+        })
+    }
+
+    /// The device `PYPTO_DEVICE` names (`host`, `npu` for `npu:0`, or
+    /// `npu:N`); when it is unset, the first NPU if the runtime finds one,
+    /// else the host.
+    pub fn from_env() -> Result<Self, Error> {
+        match std::env::var(DEVICE_VAR) {
+            Ok(value) if !value.is_empty() => Device::parse(&value),
+            _ => Ok(Device::npu(0).unwrap_or_else(|_| Device::host())),
+        }
+    }
+
+    /// A device from its name: `host`, `npu` (the first NPU) or `npu:N`.
+    pub fn parse(name: &str) -> Result<Self, Error> {
+        let index = match name.trim() {
+            "host" | "cpu" => return Ok(Device::host()),
+            "npu" => Some(0),
+            other => other.strip_prefix("npu:").and_then(|n| n.parse().ok()),
+        };
+        match index {
+            Some(index) => Device::npu(index),
+            None => Err(Error::UnknownDevice(name.to_owned())),
+        }
+    }
+
     pub fn is_host(&self) -> bool {
-        self.kind == DeviceKind::Host
+        matches!(self.kind, DeviceKind::Host)
+    }
+
+    /// The NPU's index, or `None` for the host.
+    pub fn npu_index(&self) -> Option<u32> {
+        match &self.kind {
+            DeviceKind::Host => None,
+            DeviceKind::Npu(npu) => Some(npu.index as u32),
+        }
+    }
+
+    /// The NPU's architecture when its SoC name is one pypto-rs knows.
+    pub fn npu_arch(&self) -> Option<NpuArch> {
+        match &self.kind {
+            DeviceKind::Host => None,
+            DeviceKind::Npu(npu) => npu.arch,
+        }
+    }
+
+    pub(crate) fn as_npu(&self) -> Option<&Arc<Npu>> {
+        match &self.kind {
+            DeviceKind::Host => None,
+            DeviceKind::Npu(npu) => Some(npu),
+        }
     }
 
     /// A tensor holding a copy of `data`, whose length must match `shape`.
@@ -53,23 +246,23 @@ impl Device {
         data: &[T],
         shape: S,
     ) -> Result<Tensor<T, S>, Error> {
-        self.tensor_from_vec(data.to_vec(), shape)
+        check_len(data.len(), shape)?;
+        Tensor::upload(self, shape, data)
     }
 
-    /// A tensor that takes ownership of `data`, whose length must match `shape`.
+    /// A tensor that takes ownership of `data` (on the host; an NPU copies
+    /// it), whose length must match `shape`.
     pub fn tensor_from_vec<T: DType, S: Shape>(
         &self,
         data: Vec<T>,
         shape: S,
     ) -> Result<Tensor<T, S>, Error> {
-        let expected = shape.num_elements()?;
-        if data.len() != expected {
-            return Err(Error::LengthMismatch {
-                expected,
-                actual: data.len(),
-            });
+        check_len(data.len(), shape)?;
+        if self.is_host() {
+            Ok(Tensor::host(self.clone(), shape, data))
+        } else {
+            Tensor::upload(self, shape, &data)
         }
-        Ok(Tensor::new(self.clone(), shape, data))
     }
 
     /// A tensor from data and sizes that arrive at run time (e.g. read from
@@ -86,6 +279,51 @@ impl Device {
     /// A tensor of zeros.
     pub fn zeros<T: DType, S: Shape>(&self, shape: S) -> Result<Tensor<T, S>, Error> {
         let n = shape.num_elements()?;
-        Ok(Tensor::new(self.clone(), shape, vec![T::default(); n]))
+        self.tensor_from_vec(vec![T::default(); n], shape)
+    }
+}
+
+fn check_len<S: Shape>(actual: usize, shape: S) -> Result<(), Error> {
+    let expected = shape.num_elements()?;
+    if actual != expected {
+        return Err(Error::LengthMismatch { expected, actual });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn soc_names_map_to_architectures() {
+        for soc in [
+            "Ascend910B1",
+            "Ascend910B4",
+            "Ascend910_9391",
+            "Ascend910_9382",
+        ] {
+            assert_eq!(NpuArch::from_soc_name(soc), Some(NpuArch::Dav2201), "{soc}");
+        }
+        assert_eq!(
+            NpuArch::from_soc_name("Ascend950PR_9599"),
+            Some(NpuArch::Dav3510)
+        );
+        // The first Ascend 910 and inference cards are not targets.
+        for soc in ["Ascend910A", "Ascend310P3", ""] {
+            assert_eq!(NpuArch::from_soc_name(soc), None, "{soc}");
+        }
+    }
+
+    #[test]
+    fn device_names_parse_or_fail_clearly() {
+        assert!(Device::parse("host").unwrap().is_host());
+        assert!(Device::parse(" cpu ").unwrap().is_host());
+        for bad in ["", "gpu", "npu:", "npu:-1", "npu0"] {
+            assert_eq!(
+                Device::parse(bad).unwrap_err(),
+                Error::UnknownDevice(bad.to_owned())
+            );
+        }
     }
 }

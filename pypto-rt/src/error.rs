@@ -90,6 +90,31 @@ pub enum Error {
         message: String,
     },
 
+    /// A call into the CANN runtime failed; `message` is the runtime's own
+    /// (`aclGetRecentErrMsg`), which may be empty.
+    #[error("`{call}` failed with ACL error {code}{}", if message.is_empty() { String::new() } else { format!(": {message}") })]
+    Acl {
+        call: &'static str,
+        code: i32,
+        message: String,
+    },
+
+    /// A device that was asked for cannot be used.
+    #[error("{device} is not available: {reason}")]
+    DeviceUnavailable { device: String, reason: String },
+
+    /// `PYPTO_DEVICE` or [`crate::Device::parse`] got a name that is not a device.
+    #[error("`{0}` is not a device; expected `host`, `npu` or `npu:N`")]
+    UnknownDevice(String),
+
+    /// The tensors are on an NPU the kernel was not compiled for.
+    #[error("kernel `{kernel}` was not built for {device}: {reason}")]
+    NotBuiltFor {
+        kernel: &'static str,
+        device: String,
+        reason: String,
+    },
+
     /// The device or its runtime failed.
     #[error("{0}")]
     Backend(String),

@@ -10,7 +10,8 @@ use std::ffi::{c_char, c_void};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use crate::device::Device;
+use crate::acl::CopyKind;
+use crate::device::{Device, Npu, NpuArch};
 use crate::error::{AxisSize, Error};
 use crate::shape::Sizes;
 
@@ -104,6 +105,20 @@ pub struct HostLaunch {
 /// 0, or non-zero with a message in `err`.
 pub type HostEntry = unsafe extern "C" fn(launch: *mut HostLaunch) -> i32;
 
+/// The NPU launch stub of one compiled specialisation for one architecture
+/// (compiled by bisheng): enqueues `kernel<<<block_num, nullptr, stream>>>`
+/// with `args` (each tensor's device address, then the tiling's); returns 0.
+pub type NpuEntry =
+    unsafe extern "C" fn(block_num: u32, stream: *mut c_void, args: *mut *mut c_void) -> i32;
+
+/// Everything compiled for one specialisation: the host entry, and one NPU
+/// stub per architecture when the crate was built with CANN.
+#[derive(Debug, Clone, Copy)]
+pub struct Entries {
+    pub host: HostEntry,
+    pub npu: &'static [(NpuArch, NpuEntry)],
+}
+
 /// What the last launch on this thread did, for tests and tuning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchStats {
@@ -129,7 +144,7 @@ pub fn last_launch() -> Option<LaunchStats> {
 /// `entry` must be the compiled kernel described by `desc`, taking the
 /// tensors of `args` in order; each tensor pointer must be valid for its
 /// sizes, and output tensors must not alias any other argument.
-pub unsafe fn launch(desc: &KernelDesc, entry: HostEntry, args: &[Arg<'_>]) -> Result<(), Error> {
+pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> Result<(), Error> {
     let device = one_device(desc, args)?;
     let dims = agreed_dims(desc, args)?;
     for h in desc.halves {
@@ -172,15 +187,22 @@ pub unsafe fn launch(desc: &KernelDesc, entry: HostEntry, args: &[Arg<'_>]) -> R
             Arg::Scalar(_) => None,
         })
         .unzip();
-    debug_assert!(device.is_host());
     let tensors = Tensors {
         pointers: &pointers,
         bytes: &bytes,
         tiling: &tiling,
         tiling_bytes: tiling_len(&dims, args),
     };
-    // SAFETY: forwarded from this function's contract.
-    let (result, ub_peak_bytes) = unsafe { run_on_host(desc.name, entry, blocks, &tensors) };
+    let (result, ub_peak_bytes) = match device.as_npu() {
+        // SAFETY: forwarded from this function's contract.
+        None => unsafe { run_on_host(desc.name, entries.host, blocks, &tensors) },
+        Some(npu) => {
+            let entry = npu_entry(desc, entries, device, npu)?;
+            // SAFETY: forwarded from this function's contract; the tensors'
+            // pointers are device addresses on `npu`.
+            (unsafe { run_on_npu(npu, entry, blocks, &tensors) }, 0)
+        }
+    };
     LAST_LAUNCH.with(|l| {
         l.set(Some(LaunchStats {
             blocks,
@@ -398,4 +420,91 @@ unsafe fn run_on_host(
         }),
     };
     (result, peak.into_inner())
+}
+
+/// The stub compiled for the architecture of `npu`.
+fn npu_entry(
+    desc: &KernelDesc,
+    entries: Entries,
+    device: &Device,
+    npu: &Npu,
+) -> Result<NpuEntry, Error> {
+    let not_built = |reason: String| Error::NotBuiltFor {
+        kernel: desc.name,
+        device: device.to_string(),
+        reason,
+    };
+    let built: Vec<String> = entries.npu.iter().map(|(a, _)| a.to_string()).collect();
+    let Some(arch) = npu.arch else {
+        return Err(not_built(format!(
+            "pypto-rs does not know the architecture of SoC `{}`",
+            npu.soc
+        )));
+    };
+    entries
+        .npu
+        .iter()
+        .find(|(a, _)| *a == arch)
+        .map(|(_, entry)| *entry)
+        .ok_or_else(|| {
+            not_built(if built.is_empty() {
+                "the crate was built without a CANN toolkit (host backend only)".to_owned()
+            } else {
+                format!(
+                    "its device is {arch}, and it was built for {}",
+                    built.join(", ")
+                )
+            })
+        })
+}
+
+/// Copies the tiling to the device, enqueues the kernel on the device's
+/// stream and waits for it.
+///
+/// # Safety
+/// As for [`launch`], with device addresses on `npu`.
+unsafe fn run_on_npu(
+    npu: &Npu,
+    entry: NpuEntry,
+    blocks: u32,
+    tensors: &Tensors<'_>,
+) -> Result<(), Error> {
+    npu.enter()?;
+    let acl = npu.acl;
+    // A launch with no dims and no scalars still passes a (1-word) tiling.
+    let tiling_bytes = std::mem::size_of_val(tensors.tiling).max(8);
+    let tiling = acl.malloc(tiling_bytes)?;
+    let result = (|| {
+        if !tensors.tiling.is_empty() {
+            // SAFETY: `tiling` holds `tiling_bytes` of device memory, at
+            // least the size of the words copied.
+            unsafe {
+                acl.memcpy(
+                    tiling,
+                    tensors.tiling.as_ptr().cast(),
+                    std::mem::size_of_val(tensors.tiling),
+                    CopyKind::HostToDevice,
+                )?;
+            }
+        }
+        let mut args: Vec<*mut c_void> = tensors.pointers.to_vec();
+        args.push(tiling);
+        let stream = npu.stream.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: `entry` is the stub compiled for this kernel and this
+        // device's architecture (the caller's contract); `args` holds one
+        // device address per tensor param, then the tiling's.
+        let status = unsafe { entry(blocks, stream.0, args.as_mut_ptr()) };
+        if status != 0 {
+            return Err(Error::Acl {
+                call: "kernel launch",
+                code: status,
+                message: String::new(),
+            });
+        }
+        acl.synchronize(stream.0)
+    })();
+    // SAFETY: allocated above; the kernel that read it has finished (or
+    // failed to start).
+    let freed = unsafe { acl.free(tiling) };
+    result.and(freed)
 }

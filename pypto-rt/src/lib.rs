@@ -17,6 +17,7 @@
 //! Shapes are tuples of dims: `Const<N>` for sizes fixed at compile time
 //! (FIXED and STATIC axes), `usize` for DYNAMIC axes.
 
+mod acl;
 pub mod device;
 pub mod dim;
 pub mod dtype;
@@ -26,7 +27,8 @@ pub mod launch;
 pub mod shape;
 pub mod tensor;
 
-pub use device::Device;
+pub use acl::LIBRARY_VAR;
+pub use device::{DEVICE_VAR, Device, NpuArch};
 pub use dim::{Const, Dim};
 pub use dtype::{DType, Fp8E4M3, Fp8E5M2};
 pub use error::{AxisSize, Error};

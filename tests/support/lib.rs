@@ -2,6 +2,8 @@
 
 use std::path::Path;
 
+pub mod fake_cann;
+
 /// Runs the `pypto-build` command line in-process and returns
 /// (exit status, stdout, stderr).
 pub fn run_cli(args: &[&str]) -> (i32, String, String) {

@@ -241,5 +241,34 @@ fn assemble(plan: &Plan<'_>, index: usize, body: &str) -> String {
         plan.entry_symbol(index),
         call_args.join(",\n            ")
     );
+    let device_args: Vec<String> = (0..=tensors.len())
+        .map(|i| format!("static_cast<uint8_t*>(args[{i}])"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "\n// ---- NPU launch stub (compiled by bisheng; args are device addresses,\n\
+         // the tiling's last) ----\n#if !defined(PYPTO_HOST_BACKEND)\n\
+         extern \"C\" int32_t {}(uint32_t block_num, void* stream, void** args)\n{{\n    \
+         {}<<<block_num, nullptr, stream>>>({});\n    return 0;\n}}\n#endif",
+        plan.npu_symbol(index),
+        plan.entry_symbol(index),
+        device_args.join(", ")
+    );
+    out
+}
+
+/// The source compiled for `arch`: `source` with its entry and stub renamed
+/// to their per-architecture symbols.
+pub fn for_arch(
+    plan: &Plan<'_>,
+    index: usize,
+    arch: crate::toolchain::cann::Arch,
+    source: &str,
+) -> String {
+    let mut out = String::new();
+    for symbol in [plan.entry_symbol(index), plan.npu_symbol(index)] {
+        let _ = writeln!(out, "#define {symbol} {}", Plan::for_arch(&symbol, arch));
+    }
+    out.push_str(source);
     out
 }

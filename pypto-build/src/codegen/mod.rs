@@ -8,6 +8,7 @@ use heck::{ToShoutySnakeCase, ToUpperCamelCase};
 
 use crate::builtin::{self, Blocks};
 use crate::model::{DimSize, Kernel, ParamKind, TemplateRef};
+use crate::toolchain::cann::{self, Arch};
 
 /// Names and choices derived from one kernel, shared by both generators.
 #[derive(Debug, Clone)]
@@ -25,6 +26,8 @@ pub struct Plan<'k> {
     pub blocks: Blocks,
     /// The spec file, as it appears in messages and comments.
     pub spec_path: String,
+    /// The NPU architectures compiled for (empty without a CANN toolkit).
+    pub npu_arches: Vec<Arch>,
 }
 
 impl<'k> Plan<'k> {
@@ -79,7 +82,33 @@ impl<'k> Plan<'k> {
             roles,
             blocks,
             spec_path: kernel.origin.path.display().to_string(),
+            npu_arches: Vec::new(),
         }
+    }
+
+    /// The same plan, also compiled for the NPU architectures its targets need.
+    pub fn with_npu(mut self) -> Self {
+        self.npu_arches = cann::arches(&self.kernel.targets);
+        self
+    }
+
+    /// Whether the kernel runs on the cube core (matters for toolkits
+    /// before CANN 8.5, which name the core in the architecture flag).
+    pub fn uses_cube(&self) -> bool {
+        matches!(&self.kernel.template, TemplateRef::Builtin(name)
+            if name == "matmul" || name == "batch_matmul")
+    }
+
+    /// The NPU launch stub of specialisation `index`, before the
+    /// per-architecture suffix.
+    pub fn npu_symbol(&self, index: usize) -> String {
+        format!("{}_npu_s{index}", self.symbol_base)
+    }
+
+    /// A symbol as compiled for `arch`: the NPU sources rename the entry and
+    /// stub per architecture so that one binary holds them all.
+    pub fn for_arch(symbol: &str, arch: Arch) -> String {
+        format!("{symbol}_{}", arch.suffix())
     }
 
     /// The kernel entry of specialisation `index`.

@@ -31,6 +31,13 @@ pub fn generate(plans: &[Plan<'_>]) -> String {
                 "        pub fn {}(launch: *mut ::pypto_rt::launch::HostLaunch) -> i32;",
                 plan.host_symbol(index)
             );
+            for &arch in &plan.npu_arches {
+                let _ = writeln!(
+                    out,
+                    "        pub fn {}(block_num: u32, stream: *mut ::core::ffi::c_void, args: *mut *mut ::core::ffi::c_void) -> i32;",
+                    Plan::for_arch(&plan.npu_symbol(index), arch)
+                );
+            }
         }
     }
     out.push_str("    }\n}\n");
@@ -135,13 +142,30 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
     out.push_str("{\n");
     descriptor(out, plan);
     let entries: Vec<String> = (0..k.specialisations.len())
-        .map(|i| format!("__pypto_ffi::{}", plan.host_symbol(i)))
+        .map(|i| {
+            let npu: Vec<String> = plan
+                .npu_arches
+                .iter()
+                .map(|&arch| {
+                    format!(
+                        "(::pypto_rt::NpuArch::{}, __pypto_ffi::{})",
+                        arch.rust_variant(),
+                        Plan::for_arch(&plan.npu_symbol(i), arch)
+                    )
+                })
+                .collect();
+            format!(
+                "\n        ::pypto_rt::launch::Entries {{ host: __pypto_ffi::{}, npu: &[{}] }},",
+                plan.host_symbol(i),
+                npu.join(", ")
+            )
+        })
         .collect();
     let _ = writeln!(
         out,
-        "    const ENTRIES: [::pypto_rt::launch::HostEntry; {}] = [{}];",
+        "    const ENTRIES: [::pypto_rt::launch::Entries; {}] = [{}\n    ];",
         entries.len(),
-        entries.join(", ")
+        entries.concat()
     );
     // The specialisation index: mixed radix over the STATIC dims, first dim
     // most significant (the order the model enumerates them in).

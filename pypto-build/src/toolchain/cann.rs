@@ -103,6 +103,47 @@ pub enum Arch {
     Dav3510,
 }
 
+impl Arch {
+    /// The suffix of this architecture's symbols and directories.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Arch::Dav2201 => "dav2201",
+            Arch::Dav3510 => "dav3510",
+        }
+    }
+
+    /// The matching `pypto_rt::NpuArch` variant.
+    pub fn rust_variant(self) -> &'static str {
+        match self {
+            Arch::Dav2201 => "Dav2201",
+            Arch::Dav3510 => "Dav3510",
+        }
+    }
+}
+
+impl fmt::Display for Arch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Arch::Dav2201 => "dav-2201 (Atlas A2/A3)",
+            Arch::Dav3510 => "dav-3510 (Ascend 950)",
+        })
+    }
+}
+
+/// The libraries an NPU build links from `<home>/lib64`: the ACL runtime
+/// and those bisheng links by default for kernel launches.
+pub const RUNTIME_LIBS: [&str; 9] = [
+    "ascendcl",
+    "runtime",
+    "ascendc_runtime",
+    "profapi",
+    "unified_dlog",
+    "mmpa",
+    "ascend_dump",
+    "c_sec",
+    "error_manager",
+];
+
 /// The architectures a kernel's targets need, each once.
 pub fn arches(targets: &[Target]) -> Vec<Arch> {
     let mut out: Vec<Arch> = targets

@@ -1,5 +1,6 @@
-//! Compiling rendered kernel sources. The host backend: the system C++
-//! compiler, through `cc`, against the emulation headers.
+//! Compiling rendered kernel sources, through `cc`: for the host backend
+//! with the system C++ compiler against the emulation headers, for the NPU
+//! with CANN's bisheng ([`cann`] finds it and picks its flags).
 
 use std::path::{Path, PathBuf};
 
@@ -32,25 +33,28 @@ pub struct CompileReport {
     pub reused: usize,
 }
 
-/// Compiles `sources` for the host backend into a static library and (with
-/// `cargo_metadata`) tells Cargo to link it. Each object is cached under
-/// `obj_dir` by a hash of its source, `salt` (the headers it includes), the
-/// compiler and its flags: only sources whose hash changed are compiled, in
-/// parallel within Cargo's jobserver.
-pub fn compile_host(
-    sources: &[PathBuf],
+impl std::ops::AddAssign for CompileReport {
+    fn add_assign(&mut self, other: CompileReport) {
+        self.compiled += other.compiled;
+        self.reused += other.reused;
+    }
+}
+
+fn failure(summary: String) -> CompileFailure {
+    CompileFailure {
+        summary,
+        rejected: Vec::new(),
+    }
+}
+
+/// The host backend's compiler: the system C++ compiler against the
+/// emulation headers in `include_dir`.
+pub fn host_build(
     include_dir: &Path,
     obj_dir: &Path,
     opt_level: u32,
     cargo_metadata: bool,
-    salt: &str,
-) -> Result<CompileReport, CompileFailure> {
-    let failure = |summary: String| CompileFailure {
-        summary,
-        rejected: Vec::new(),
-    };
-    let cache = obj_dir.join("cache");
-    std::fs::create_dir_all(&cache).map_err(|e| failure(format!("{}: {e}", cache.display())))?;
+) -> cc::Build {
     let mut build = cc::Build::new();
     build
         .cpp(true)
@@ -63,6 +67,49 @@ pub fn compile_host(
         .warnings(true)
         // Kernel entries take every tensor; templates need not use them all.
         .flag_if_supported("-Wno-unused-parameter");
+    build
+}
+
+/// CANN's `bisheng` for one architecture (and, before CANN 8.5, one core
+/// kind). Only the flags chosen here are passed: cc's defaults for the host
+/// target (e.g. `--target`) mean nothing to the NPU side of bisheng.
+pub fn npu_build(
+    toolkit: &cann::Toolkit,
+    arch: cann::Arch,
+    cube: bool,
+    obj_dir: &Path,
+    opt_level: u32,
+) -> cc::Build {
+    let mut build = cc::Build::new();
+    build
+        .compiler(&toolkit.bisheng)
+        .cpp(true)
+        .no_default_flags(true)
+        .out_dir(obj_dir)
+        .cargo_metadata(false)
+        .flag("-std=c++17")
+        .flag(format!("-O{opt_level}"))
+        // The objects (host launch stubs with embedded device code) link
+        // into position-independent Rust executables.
+        .flag("-fPIC");
+    for flag in cann::arch_flags(toolkit, arch, cube) {
+        build.flag(flag);
+    }
+    build
+}
+
+/// Compiles `sources` with `build` into objects cached under `cache`, each
+/// keyed by a hash of its source, `salt` (what it includes), the compiler
+/// and its flags: only sources whose hash changed are compiled, in parallel
+/// within Cargo's jobserver. Objects no longer wanted are deleted, so each
+/// compiler configuration needs its own `cache`.
+pub fn compile_cached(
+    build: &cc::Build,
+    sources: &[PathBuf],
+    cache: &Path,
+    salt: &str,
+) -> Result<(Vec<PathBuf>, CompileReport), CompileFailure> {
+    std::fs::create_dir_all(cache).map_err(|e| failure(format!("{}: {e}", cache.display())))?;
     let tool = build
         .try_get_compiler()
         .map_err(|e| failure(e.to_string()))?;
@@ -92,7 +139,7 @@ pub fn compile_host(
             .map_err(|e| CompileFailure {
                 summary: e.to_string(),
                 rejected: rejected_sources(
-                    &build,
+                    build,
                     &stale.iter().map(|(s, _)| s.clone()).collect::<Vec<_>>(),
                 ),
             })?;
@@ -102,23 +149,46 @@ pub fn compile_host(
         }
     }
     // Objects of kernels that changed or went away are not kept.
-    if let Ok(entries) = std::fs::read_dir(&cache) {
+    if let Ok(entries) = std::fs::read_dir(cache) {
         for entry in entries.flatten() {
             if !objects.contains(&entry.path()) {
                 let _ = std::fs::remove_file(entry.path());
             }
         }
     }
-    let library = build
-        .try_create_archive(LIBRARY, &objects)
-        .map_err(|e| failure(e.to_string()))?;
-    if cargo_metadata {
-        cc::emit_link_directives(&build, &library);
-    }
-    Ok(CompileReport {
+    let report = CompileReport {
         compiled: stale.len(),
         reused: sources.len() - stale.len(),
-    })
+    };
+    Ok((objects, report))
+}
+
+/// Archives `objects` into [`LIBRARY`] with the host build's archiver and
+/// (with `cargo_metadata`) tells Cargo to link it and the C++ runtime.
+pub fn archive(
+    build: &cc::Build,
+    objects: &[PathBuf],
+    cargo_metadata: bool,
+) -> Result<(), CompileFailure> {
+    let library = build
+        .try_create_archive(LIBRARY, objects)
+        .map_err(|e| failure(e.to_string()))?;
+    if cargo_metadata {
+        cc::emit_link_directives(build, &library);
+    }
+    Ok(())
+}
+
+/// Tells Cargo to link the CANN runtime libraries from `<home>/lib64`, and
+/// to record that directory as the run path of this package's binaries so
+/// they start without `set_env.sh`.
+pub fn link_npu_runtime(toolkit: &cann::Toolkit) {
+    let lib64 = toolkit.home.join("lib64");
+    println!("cargo:rustc-link-search=native={}", lib64.display());
+    for lib in cann::RUNTIME_LIBS {
+        println!("cargo:rustc-link-lib=dylib={lib}");
+    }
+    println!("cargo:rustc-link-arg=-Wl,-rpath,{}", lib64.display());
 }
 
 /// FNV-1a over the parts, with a separator between them: stable across

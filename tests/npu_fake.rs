@@ -1,0 +1,460 @@
+//! The NPU path end to end against FAKE CANN toolkits (tests/fake_cann/):
+//! a user crate built with `ASCEND_HOME_PATH` pointing at a fake install
+//! compiles its kernels with the fake bisheng (which checks and records the
+//! flags), links the fake runtime, and runs on the fake "NPU" through
+//! pypto-rt's ACL FFI. This proves pypto-rs's side of the contract only;
+//! nothing here has run on Ascend hardware.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use pypto_examples::fake_cann::{FakeCann, FakeVersion};
+
+fn workspace() -> &'static Path {
+    pypto_examples::workspace_root()
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn target_dir() -> PathBuf {
+    workspace().join("target/scratch")
+}
+
+/// Runs cargo in `dir`, offline; returns (success, stdout, stderr).
+fn cargo(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> (bool, String, String) {
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(args)
+        .arg("--offline")
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env_remove("RUSTFLAGS")
+        .env_remove("PYPTO_BUILD_VERBOSE")
+        .env_remove("PYPTO_BACKEND")
+        .env_remove("ASCEND_TOOLKIT_HOME")
+        .envs(env.iter().map(|(k, v)| (*k, *v)))
+        .output()
+        .expect("cargo runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Runs the built scratch binary with `mode` and extra environment; returns
+/// (success, stdout, stderr).
+fn run(mode: &str, env: &[(&str, &str)]) -> (bool, String, String) {
+    let out = Command::new(target_dir().join("debug/scratch-npu"))
+        .arg(mode)
+        .env_remove("PYPTO_DEVICE")
+        .env_remove("PYPTO_ACL_LIBRARY")
+        .env_remove("ASCEND_HOME_PATH")
+        .env_remove("PYPTO_FAKE_ACL_FAIL")
+        .env_remove("PYPTO_FAKE_SOC")
+        .envs(env.iter().copied())
+        .output()
+        .expect("scratch binary runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const SPEC: &str = r#"dims:
+  HIDDEN: 64
+kernels:
+  add_bias:
+    template: builtin/add_bias
+    params:
+      x:    { dtype: DT_FP32, shape: [DYNAMIC, HIDDEN] }
+      bias: { dtype: DT_FP32, shape: [HIDDEN] }
+      out:  { dtype: DT_FP32, shape: [DYNAMIC, HIDDEN], output: true }
+  attention:
+    template: builtin/attention
+    targets: [A2, A3]
+    params:
+      q:   { dtype: DT_FP32, shape: [DYNAMIC, DYNAMIC, HIDDEN] }
+      k:   { dtype: DT_FP32, shape: [DYNAMIC, DYNAMIC, HIDDEN] }
+      v:   { dtype: DT_FP32, shape: [DYNAMIC, DYNAMIC, HIDDEN] }
+      out: { dtype: DT_FP32, shape: [DYNAMIC, DYNAMIC, HIDDEN], output: true }
+  matmul:
+    template: builtin/matmul
+    targets: [A2]
+    params:
+      a:   { dtype: DT_FP32, shape: [DYNAMIC, 32] }
+      b:   { dtype: DT_FP32, shape: [32, 16] }
+      out: { dtype: DT_FP32, shape: [DYNAMIC, 16], output: true }
+"#;
+
+const MAIN: &str = r#"pypto_rt::include_kernels!();
+
+use pypto_rt::{Const, Device};
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+/// Small integers over 8: sums and products are exact in f32.
+fn data(n: usize, seed: u32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            ((s >> 24) % 17) as f32 / 8.0 - 1.0
+        })
+        .collect()
+}
+
+fn add_bias(dev: &Device, rows: usize) -> Result<()> {
+    let x = data(rows * 64, rows as u32);
+    let bias = data(64, 7);
+    let mut out = dev.zeros((rows, Const::<64>))?;
+    kernels::add_bias(
+        &dev.tensor_from(&x, (rows, Const::<64>))?,
+        &dev.tensor_from(&bias, (Const::<64>,))?,
+        &mut out,
+    )?;
+    let want: Vec<f32> = x.iter().enumerate().map(|(i, v)| v + bias[i % 64]).collect();
+    if out.to_vec()? != want {
+        return Err(format!("add_bias rows={rows}: wrong numbers").into());
+    }
+    Ok(())
+}
+
+fn attention(dev: &Device) -> Result<()> {
+    let (b, s, h) = (2usize, 24usize, 64usize);
+    let (q, k, v) = (data(b * s * h, 1), data(b * s * h, 2), data(b * s * h, 3));
+    let mut out = dev.zeros((b, s, Const::<64>))?;
+    kernels::attention(
+        &dev.tensor_from(&q, (b, s, Const::<64>))?,
+        &dev.tensor_from(&k, (b, s, Const::<64>))?,
+        &dev.tensor_from(&v, (b, s, Const::<64>))?,
+        &mut out,
+    )?;
+    let got = out.to_vec()?;
+    let scale = 1.0 / (h as f64).sqrt();
+    let mut worst = 0.0f64;
+    for bi in 0..b {
+        for i in 0..s {
+            let row = |t: &[f32], j: usize| (bi * s + j) * h;
+            let scores: Vec<f64> = (0..s)
+                .map(|j| (0..h).map(|d| q[row(&q, i) + d] as f64 * k[row(&k, j) + d] as f64).sum::<f64>() * scale)
+                .collect();
+            let max = scores.iter().cloned().fold(f64::MIN, f64::max);
+            let weights: Vec<f64> = scores.iter().map(|x| (x - max).exp()).collect();
+            let total: f64 = weights.iter().sum();
+            for d in 0..h {
+                let want: f64 = (0..s).map(|j| weights[j] * v[row(&v, j) + d] as f64).sum::<f64>() / total;
+                worst = worst.max((got[row(&q, i) + d] as f64 - want).abs());
+            }
+        }
+    }
+    if worst > 1e-5 {
+        return Err(format!("attention: max |error| {worst}").into());
+    }
+    Ok(())
+}
+
+fn matmul(dev: &Device) -> Result<()> {
+    let m = 40usize;
+    let (a, b) = (data(m * 32, 4), data(32 * 16, 5));
+    let mut out = dev.zeros((m, Const::<16>))?;
+    kernels::matmul(
+        &dev.tensor_from(&a, (m, Const::<32>))?,
+        &dev.tensor_from(&b, (Const::<32>, Const::<16>))?,
+        &mut out,
+    )?;
+    let got = out.to_vec()?;
+    for i in 0..m {
+        for j in 0..16 {
+            let want: f32 = (0..32).map(|t| a[i * 32 + t] * b[t * 16 + j]).sum();
+            if (got[i * 16 + j] - want).abs() > 1e-3 {
+                return Err(format!("matmul ({i}, {j}): {} vs {want}", got[i * 16 + j]).into());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn run(mode: &str) -> Result<()> {
+    match mode {
+        "run" => {
+            let dev = Device::from_env()?;
+            println!("device: {dev}");
+            for rows in [1, 5, 300] {
+                add_bias(&dev, rows)?;
+            }
+            println!("add_bias ok");
+            attention(&dev)?;
+            println!("attention ok");
+            matmul(&dev)?;
+            println!("matmul ok");
+        }
+        "default" => println!("device: {}", Device::default()),
+        "mixed" => {
+            let (a, b) = (Device::npu(0)?, Device::npu(1)?);
+            let x = a.tensor_from(&data(64, 1), (1, Const::<64>))?;
+            let bias = b.tensor_from(&data(64, 2), (Const::<64>,))?;
+            let mut out = a.zeros((1, Const::<64>))?;
+            let err = kernels::add_bias(&x, &bias, &mut out).expect_err("devices differ");
+            println!("{err}");
+            // Moved to the right device, the call works.
+            kernels::add_bias(&x, &bias.to_device(&a)?, &mut out)?;
+            println!("after to_device ok");
+        }
+        "threads" => {
+            let dev = Device::npu(0)?;
+            std::thread::scope(|s| {
+                let workers: Vec<_> = (0..4)
+                    .map(|t| {
+                        let dev = dev.clone();
+                        s.spawn(move || -> std::result::Result<(), String> {
+                            for i in 0..20 {
+                                add_bias(&dev, 1 + (t * 20 + i) % 9).map_err(|e| e.to_string())?;
+                            }
+                            Ok(())
+                        })
+                    })
+                    .collect();
+                workers.into_iter().try_for_each(|w| w.join().expect("no panic"))
+            })?;
+            println!("threads ok");
+        }
+        other => return Err(format!("unknown mode {other}").into()),
+    }
+    Ok(())
+}
+
+fn main() {
+    let mode = std::env::args().nth(1).unwrap_or_else(|| "run".to_owned());
+    if let Err(e) = run(&mode) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+"#;
+
+fn scratch_crate() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("scratch-npu");
+    let _ = std::fs::remove_dir_all(&dir);
+    let root = workspace().display().to_string();
+    write(
+        &dir.join("Cargo.toml"),
+        &format!(
+            r#"[package]
+name = "scratch-npu"
+version = "0.1.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+pypto-rt = {{ path = "{root}/pypto-rt" }}
+
+[build-dependencies]
+pypto-build = {{ path = "{root}/pypto-build" }}
+
+[workspace]
+"#
+        ),
+    );
+    std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    write(
+        &dir.join("build.rs"),
+        "fn main() -> Result<(), pypto_build::Error> {\n    \
+         pypto_build::Builder::new().spec_dir(\"kernels\").build()?;\n    Ok(())\n}\n",
+    );
+    write(&dir.join("kernels/model.yaml"), SPEC);
+    write(&dir.join("src/main.rs"), MAIN);
+    dir
+}
+
+fn count(log: &[String], needle: &str) -> usize {
+    log.iter().filter(|l| l.contains(needle)).count()
+}
+
+// One test: the builds share a target dir and must run in order.
+#[test]
+fn user_crate_builds_links_and_runs_through_fake_toolkits() {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let dir = scratch_crate();
+
+    // ---- CANN 8.5: -x asc --npu-arch ----
+    let fake = FakeCann::assemble(&tmp.join("fake-cann-8.5"), FakeVersion::Cann85).unwrap();
+    let home = fake.home.display().to_string();
+    let (ok, _, stderr) = cargo(&dir, &["build"], &[("ASCEND_HOME_PATH", &fake.home)]);
+    assert!(ok, "NPU build failed:\n{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "pypto-build: building kernels for the NPU with CANN 8.5.0 at {home} (found by \
+             ASCEND_HOME_PATH), compiler {home}/compiler/ccec_compiler/bin/bisheng, architectures: \
+             dav-2201 (Atlas A2/A3), dav-3510 (Ascend 950); the host backend is built in too"
+        )),
+        "{stderr}"
+    );
+    let log = fake.bisheng_log();
+    // add_bias for both architectures, attention and matmul for A2/A3 only.
+    assert_eq!(log.len(), 4, "{log:#?}");
+    for line in &log {
+        for flag in ["-x asc", "-std=c++17", "-O2", "-fPIC", " -c "] {
+            assert!(line.contains(flag), "`{flag}` missing: {line}");
+        }
+        for flag in [
+            "-xcce",
+            "--cce-aicore-arch",
+            "--target",
+            "PYPTO_HOST_BACKEND",
+        ] {
+            assert!(!line.contains(flag), "`{flag}` sent: {line}");
+        }
+    }
+    assert_eq!(count(&log, "--npu-arch=dav-2201"), 3);
+    assert_eq!(count(&log, "--npu-arch=dav-3510"), 1);
+    assert!(
+        log.iter().any(
+            |l| l.contains("--npu-arch=dav-3510") && l.contains("/npu-dav3510/add_bias_s0.cpp")
+        )
+    );
+
+    let report = tmp.join("fake-acl-report.txt");
+    let (ok, stdout, stderr) = run(
+        "run",
+        &[("PYPTO_FAKE_ACL_REPORT", report.to_str().unwrap())],
+    );
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout,
+        "device: npu:0 (Ascend910B3)\nadd_bias ok\nattention ok\nmatmul ok\n"
+    );
+    // Every tensor and tiling buffer went back to the runtime.
+    let report = std::fs::read_to_string(&report).unwrap();
+    let field = |name: &str| -> u64 {
+        report
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap()
+    };
+    assert!(field("mallocs") >= 15, "{report}");
+    assert_eq!(field("mallocs"), field("frees"), "{report}");
+    assert_eq!(field("live"), 0, "{report}");
+
+    // PYPTO_DEVICE picks the device at run time; the host is built in.
+    let (ok, stdout, stderr) = run("run", &[("PYPTO_DEVICE", "host")]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.starts_with("device: the host (CPU)\n"), "{stdout}");
+    let (ok, stdout, stderr) = run("run", &[("PYPTO_DEVICE", "npu:1")]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.starts_with("device: npu:1 (Ascend910B3)\n"),
+        "{stdout}"
+    );
+    let (ok, _, stderr) = run("run", &[("PYPTO_DEVICE", "npu:2")]);
+    assert!(!ok);
+    assert_eq!(
+        stderr,
+        "error: npu:2 is not available: the runtime (libascendcl.so) reports 2 NPUs\n"
+    );
+    let (ok, _, stderr) = run("run", &[("PYPTO_DEVICE", "gpu")]);
+    assert!(!ok);
+    assert_eq!(
+        stderr,
+        "error: `gpu` is not a device; expected `host`, `npu` or `npu:N`\n"
+    );
+
+    // The SoC name picks the architecture's binary; a kernel not built for
+    // it is a typed error, not a crash.
+    let (ok, stdout, stderr) = run("run", &[("PYPTO_FAKE_SOC", "Ascend950PR_9599")]);
+    assert!(!ok);
+    assert_eq!(stdout, "device: npu:0 (Ascend950PR_9599)\nadd_bias ok\n");
+    assert_eq!(
+        stderr,
+        "error: kernel `attention` was not built for npu:0 (Ascend950PR_9599): its device is \
+         dav-3510 (Ascend 950), and it was built for dav-2201 (Atlas A2/A3)\n"
+    );
+
+    // Injected runtime failures come back as typed errors naming the call.
+    let (ok, _, stderr) = run("run", &[("PYPTO_FAKE_ACL_FAIL", "aclrtMalloc@3")]);
+    assert!(!ok);
+    assert_eq!(
+        stderr,
+        "error: `aclrtMalloc` failed with ACL error 207001: fake ACL: out of device memory (injected)\n"
+    );
+    let (ok, stdout, stderr) = run("run", &[("PYPTO_FAKE_ACL_FAIL", "launch@2")]);
+    assert!(!ok);
+    assert_eq!(stdout, "device: npu:0 (Ascend910B3)\n");
+    assert_eq!(
+        stderr,
+        "error: `aclrtSynchronizeStream` failed with ACL error 507015: fake ACL: AI core exception \
+         (injected launch failure)\n"
+    );
+    let (ok, _, stderr) = run("run", &[("PYPTO_FAKE_ACL_FAIL", "aclrtMemcpy")]);
+    assert!(!ok);
+    assert_eq!(
+        stderr,
+        "error: `aclrtMemcpy` failed with ACL error 507000: fake ACL: aclrtMemcpy failed (injected)\n"
+    );
+    // A runtime that fails to initialise leaves Device::default() on the host.
+    let (ok, stdout, stderr) = run("default", &[("PYPTO_FAKE_ACL_FAIL", "aclInit")]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "device: the host (CPU)\n");
+
+    // Tensors of two devices in one call: an error; threads on one device: safe.
+    let (ok, stdout, stderr) = run("mixed", &[]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout,
+        "kernel `add_bias`: param `bias` is on npu:1 (Ascend910B3), but the call runs on npu:0 \
+         (Ascend910B3)\nafter to_device ok\n"
+    );
+    let (ok, stdout, stderr) = run("threads", &[]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "threads ok\n");
+
+    // Nothing changed: no build script, no compiler.
+    fake.clear_log();
+    let (ok, _, stderr) = cargo(&dir, &["build", "-v"], &[("ASCEND_HOME_PATH", &fake.home)]);
+    assert!(ok, "{stderr}");
+    assert!(stderr.contains("Fresh scratch-npu"), "{stderr}");
+    assert!(fake.bisheng_log().is_empty());
+
+    // ---- CANN 8.0: -xcce --cce-aicore-arch with the tikcpp include dirs ----
+    let old = FakeCann::assemble(&tmp.join("fake-cann-8.0"), FakeVersion::Cann80).unwrap();
+    let old_home = old.home.display().to_string();
+    let (ok, _, stderr) = cargo(&dir, &["build"], &[("ASCEND_HOME_PATH", &old.home)]);
+    assert!(ok, "NPU build (CANN 8.0) failed:\n{stderr}");
+    let arch = std::env::consts::ARCH;
+    assert!(
+        stderr.contains(&format!(
+            "pypto-build: building kernels for the NPU with CANN 8.0.RC3 at {old_home} (found by \
+             ASCEND_HOME_PATH), compiler {old_home}/{arch}-linux/ccec_compiler/bin/bisheng"
+        )),
+        "{stderr}"
+    );
+    let log = old.bisheng_log();
+    assert_eq!(log.len(), 4, "{log:#?}");
+    for line in &log {
+        assert!(line.contains("-xcce"), "{line}");
+        assert!(
+            !line.contains("-x asc") && !line.contains("--npu-arch"),
+            "{line}"
+        );
+        for dir in ["", "/impl", "/interface"] {
+            let flag = format!("-I{old_home}/compiler/tikcpp/tikcfw{dir} ");
+            assert!(line.contains(&flag), "`{flag}` missing: {line}");
+        }
+    }
+    assert_eq!(count(&log, "--cce-aicore-arch=dav-c220-vec"), 2);
+    assert_eq!(count(&log, "--cce-aicore-arch=dav-c310-vec"), 1);
+    assert_eq!(count(&log, "--cce-aicore-arch=dav-c220-cube"), 1);
+    assert!(
+        log.iter()
+            .any(|l| l.contains("dav-c220-cube") && l.contains("/matmul_s0.cpp"))
+    );
+    let (ok, stdout, stderr) = run("run", &[]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout,
+        "device: npu:0 (Ascend910B3)\nadd_bias ok\nattention ok\nmatmul ok\n"
+    );
+}

@@ -1,0 +1,97 @@
+//! pypto-rt's NPU device in this (host-only) build, against the FAKE ACL
+//! runtime of tests/fake_cann/: device selection, device memory and copies,
+//! and the errors of calls that cannot run. Kernels compiled for the NPU are
+//! exercised by tests/npu_fake.rs.
+
+use std::path::Path;
+
+use pypto_examples::fake_cann::{FakeCann, FakeVersion};
+use pypto_examples::kernels;
+use pypto_rt::{Const, Device, Error, NpuArch, Tensor};
+
+fn assert_send_sync<T: Send + Sync>() {}
+
+// One test: the runtime is loaded once per process, from the variable set
+// here before any thread uses pypto-rt.
+#[test]
+fn npu_device_over_the_fake_runtime() {
+    assert_send_sync::<Device>();
+    assert_send_sync::<Tensor<f32, (usize, Const<4>)>>();
+
+    let fake = FakeCann::assemble(
+        &Path::new(env!("CARGO_TARGET_TMPDIR")).join("fake-cann-runtime"),
+        FakeVersion::Cann85,
+    )
+    .unwrap();
+    // SAFETY: set before pypto-rt first reads it, while this test is the
+    // only one in its process.
+    unsafe { std::env::set_var(pypto_rt::LIBRARY_VAR, fake.libascendcl()) };
+
+    let npu = Device::npu(0).unwrap();
+    assert_eq!(npu.to_string(), "npu:0 (Ascend910B3)");
+    assert_eq!(npu.npu_index(), Some(0));
+    assert_eq!(npu.npu_arch(), Some(NpuArch::Dav2201));
+    assert_eq!(Device::parse("npu").unwrap(), npu);
+    assert_eq!(
+        Device::parse("npu:1").unwrap().to_string(),
+        "npu:1 (Ascend910B3)"
+    );
+    assert_ne!(Device::parse("npu:1").unwrap(), npu);
+    assert!(Device::parse("host").unwrap().is_host());
+    assert_eq!(
+        Device::parse("npu:x").unwrap_err().to_string(),
+        "`npu:x` is not a device; expected `host`, `npu` or `npu:N`"
+    );
+    let missing = Device::npu(9).unwrap_err();
+    assert_eq!(
+        missing.to_string(),
+        format!(
+            "npu:9 is not available: the runtime ({}) reports 2 NPUs",
+            fake.libascendcl().display()
+        )
+    );
+
+    // Device memory round trips, including empty tensors and copies.
+    let data: Vec<f32> = (0..40).map(|i| i as f32 * 0.5 - 3.0).collect();
+    let t = npu.tensor_from(&data, (10, Const::<4>)).unwrap();
+    assert_eq!(t.device(), &npu);
+    assert_eq!(t.len(), 40);
+    assert_eq!(t.to_vec().unwrap(), data);
+    assert_eq!(t.try_clone().unwrap().to_vec().unwrap(), data);
+    let back = t.to_device(&Device::host()).unwrap();
+    assert!(back.device().is_host());
+    assert_eq!(back.to_vec().unwrap(), data);
+    let empty = npu.zeros::<f32, _>((0, Const::<4>)).unwrap();
+    assert!(empty.is_empty());
+    assert_eq!(empty.to_vec().unwrap(), Vec::<f32>::new());
+    assert_eq!(
+        npu.tensor_from(&data, (11, Const::<4>)).unwrap_err(),
+        Error::LengthMismatch {
+            expected: 44,
+            actual: 40
+        }
+    );
+    // Tensors move between threads; the worker sets the device itself.
+    let from_thread = std::thread::spawn(move || t.to_vec().unwrap())
+        .join()
+        .unwrap();
+    assert_eq!(from_thread, data);
+
+    // This crate was built without CANN: its kernels have no NPU binary.
+    let x = npu.tensor_from(&[1.0f32; 8], (2, 4)).unwrap();
+    let bias = npu.tensor_from(&[1.0f32; 4], (4,)).unwrap();
+    let mut out = npu.zeros((2, 4)).unwrap();
+    let err = kernels::add_bias_f32(&x, &bias, &mut out).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kernel `add_bias_f32` was not built for npu:0 (Ascend910B3): the crate was built \
+         without a CANN toolkit (host backend only)"
+    );
+    // Mixing devices is reported before anything runs.
+    let host_bias = Device::host().tensor_from(&[1.0f32; 4], (4,)).unwrap();
+    let err = kernels::add_bias_f32(&x, &host_bias, &mut out).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kernel `add_bias_f32`: param `bias` is on the host (CPU), but the call runs on npu:0 (Ascend910B3)"
+    );
+}
