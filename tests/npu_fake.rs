@@ -297,7 +297,14 @@ fn user_crate_builds_links_and_runs_through_fake_toolkits() {
     // add_bias for both architectures, attention and matmul for A2/A3 only.
     assert_eq!(log.len(), 4, "{log:#?}");
     for line in &log {
-        for flag in ["-x asc", "-std=c++17", "-O2", "-fPIC", " -c "] {
+        for flag in [
+            "-x asc",
+            "-std=c++17",
+            "-O2",
+            "-fPIC",
+            "-Wno-unused-parameter",
+            " -c ",
+        ] {
             assert!(line.contains(flag), "`{flag}` missing: {line}");
         }
         for flag in [
@@ -417,6 +424,32 @@ fn user_crate_builds_links_and_runs_through_fake_toolkits() {
     assert!(ok, "{stderr}");
     assert!(stderr.contains("Fresh scratch-npu"), "{stderr}");
     assert!(fake.bisheng_log().is_empty());
+
+    // A kernel that compiles for the host but not for the NPU: the build
+    // fails with bisheng's message, the rendered source, and its origin.
+    write(
+        &dir.join("kernels/npu_only.yaml"),
+        "kernels:\n  copy:\n    template: copy.hbs\n    params:\n      \
+         x: { dtype: DT_FP32, shape: [DYNAMIC] }\n      \
+         y: { dtype: DT_FP32, shape: [DYNAMIC], output: true }\n",
+    );
+    write(
+        &dir.join("kernels/copy.hbs"),
+        "#if !defined(PYPTO_HOST_BACKEND)\nstatic_assert(false, \"copy is not ported to the NPU yet\");\n#endif\n\
+         extern \"C\" __global__ __aicore__ void {{symbol}}({{entry_params}}) {}\n",
+    );
+    let (ok, _, stderr) = cargo(&dir, &["build"], &[("ASCEND_HOME_PATH", &fake.home)]);
+    assert!(!ok, "a kernel bisheng rejects must fail the build");
+    assert!(
+        stderr.contains("/npu-dav2201/copy_s0.cpp:36:15: error: static assertion failed: copy is not ported to the NPU yet"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("/out/pypto/src/npu-dav2201/copy_s0.cpp rendered from kernel `copy` from kernels/npu_only.yaml:2:3 (template kernels/copy.hbs)"),
+        "{stderr}"
+    );
+    std::fs::remove_file(dir.join("kernels/npu_only.yaml")).unwrap();
+    std::fs::remove_file(dir.join("kernels/copy.hbs")).unwrap();
 
     // ---- CANN 8.0: -xcce --cce-aicore-arch with the tikcpp include dirs ----
     let old = FakeCann::assemble(&tmp.join("fake-cann-8.0"), FakeVersion::Cann80).unwrap();

@@ -85,7 +85,7 @@ fn npu_device_over_the_fake_runtime() {
     assert_eq!(
         err.to_string(),
         "kernel `add_bias_f32` was not built for npu:0 (Ascend910B3): the crate was built \
-         without a CANN toolkit (host backend only)"
+         without a CANN toolkit (host backend only); use `Device::host()` or set PYPTO_DEVICE=host"
     );
     // Mixing devices is reported before anything runs.
     let host_bias = Device::host().tensor_from(&[1.0f32; 4], (4,)).unwrap();

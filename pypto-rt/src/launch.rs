@@ -448,7 +448,9 @@ fn npu_entry(
         .map(|(_, entry)| *entry)
         .ok_or_else(|| {
             not_built(if built.is_empty() {
-                "the crate was built without a CANN toolkit (host backend only)".to_owned()
+                "the crate was built without a CANN toolkit (host backend only); use \
+                 `Device::host()` or set PYPTO_DEVICE=host"
+                    .to_owned()
             } else {
                 format!(
                     "its device is {arch}, and it was built for {}",

@@ -23,6 +23,8 @@ while [ "$i" -lt "$#" ]; do
     a="${argv[$i]}"
     case "$a" in
         -c) compile=1 ;;
+        # pypto-build re-checks a rejected source to capture the message.
+        -fsyntax-only) compile=2 ;;
         -o) i=$((i + 1)); out="${argv[$i]}" ;;
         -x) i=$((i + 1)); lang="${argv[$i]}" ;;
         -x*) lang="${a#-x}" ;;
@@ -82,13 +84,24 @@ else
         has_inc "$d" || die "missing include dir -I$d"
     done
 fi
-[ -n "$out" ] || die "missing -o"
+[ -n "$out" ] || [ "$compile" -eq 2 ] || die "missing -o"
 
 # The triple-chevron launch becomes a call the fake runtime runs on the host.
-rewritten="$out.fake-npu.cpp"
-sed -E 's/([A-Za-z_][A-Za-z0-9_]*)[[:space:]]*<<<([^>]*)>>>/pypto_fake_npu::launch(\1, \2)/g' \
-    "$src" >"$rewritten" || die "cannot rewrite $src"
+if [ -n "$out" ]; then
+    rewritten="$out.fake-npu.cpp"
+else
+    rewritten="${TMPDIR:-/tmp}/fake-bisheng-$$.cpp"
+fi
+# `#line` keeps diagnostics pointing at the source pypto-build wrote.
+{
+    printf '#line 1 "%s"\n' "$src"
+    sed -E 's/([A-Za-z_][A-Za-z0-9_]*)[[:space:]]*<<<([^>]*)>>>/pypto_fake_npu::launch(\1, \2)/g' "$src"
+} >"$rewritten" || die "cannot rewrite $src"
 extra=()
 [ "$target950" -eq 1 ] && extra+=("-DPYPTO_TARGET_950=1")
+if [ "$compile" -eq 2 ]; then
+    exec "$CXX" -x c++ "${pass[@]+"${pass[@]}"}" "${extra[@]+"${extra[@]}"}" -I"$TIKCPP" \
+        -include "$TIKCPP/pypto_fake_npu.h" -fsyntax-only "$rewritten"
+fi
 exec "$CXX" -x c++ "${pass[@]+"${pass[@]}"}" "${extra[@]+"${extra[@]}"}" -I"$TIKCPP" \
     -include "$TIKCPP/pypto_fake_npu.h" -c "$rewritten" -o "$out"

@@ -441,7 +441,9 @@ fn docs(out: &mut String, plan: &Plan<'_>) {
         "[`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, \
          [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, \
          [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, \
-         [`pypto_rt::Error::Kernel`] when the kernel reports a failure."
+         [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), \
+         [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, \
+         [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure."
             .to_owned(),
     );
     for line in lines {

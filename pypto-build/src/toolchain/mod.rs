@@ -91,7 +91,8 @@ pub fn npu_build(
         .flag(format!("-O{opt_level}"))
         // The objects (host launch stubs with embedded device code) link
         // into position-independent Rust executables.
-        .flag("-fPIC");
+        .flag("-fPIC")
+        .flag("-Wno-unused-parameter");
     for flag in cann::arch_flags(toolkit, arch, cube) {
         build.flag(flag);
     }
