@@ -1,10 +1,13 @@
-//! Spec checking throughput: 1,000 kernels across 100 generated files.
+//! Spec checking and code generation throughput: 1,000 kernels across 100
+//! generated files.
 //!
 //! Run with `cargo bench -p pypto-build --bench check`. Prints the median
-//! time per kernel for a full check (parse, structure, model) and, as the
-//! baseline measured in the same run, the time to only parse the same YAML
-//! (serde-saphyr into `IgnoredAny`); the ratio is what checking costs on top
-//! of reading the YAML at all.
+//! time per kernel for a full check (parse, structure, model), for the whole
+//! of generation (check, then the Rust wrappers and every specialisation's
+//! Ascend C source, in memory) and, as the baseline measured in the same
+//! run, the time to only parse the same YAML (serde-saphyr into
+//! `IgnoredAny`); the ratios are what each costs on top of reading the YAML
+//! at all.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -60,9 +63,21 @@ fn main() {
     let model = pypto_build::check_paths(&[&dir]).expect("generated specs are valid");
     assert_eq!(model.kernels.len(), kernels);
 
+    let builder = pypto_build::Builder::new()
+        .spec_dir(&dir)
+        .symbol_prefix("bench")
+        .cargo_metadata(false);
+    let generated = builder.generate().expect("generated specs render");
+    let rendered = generated.sources.len();
+
     let mut check = Vec::new();
+    let mut generate = Vec::new();
     let mut parse = Vec::new();
     for _ in 0..RUNS {
+        let t = Instant::now();
+        std::hint::black_box(builder.generate().unwrap());
+        generate.push(t.elapsed());
+
         let t = Instant::now();
         let model = pypto_build::check_paths(&[&dir]).unwrap();
         check.push(t.elapsed());
@@ -75,14 +90,20 @@ fn main() {
         }
         parse.push(t.elapsed());
     }
-    let (check_spread, parse_spread) = (spread(&check), spread(&parse));
-    let (check, parse) = (median(check), median(parse));
+    let (check_spread, generate_spread, parse_spread) =
+        (spread(&check), spread(&generate), spread(&parse));
+    let (check, generate, parse) = (median(check), median(generate), median(parse));
     let per_kernel = |d: Duration| d.as_secs_f64() * 1e6 / kernels as f64;
     println!("spec check: {kernels} kernels in {FILES} files, median of {RUNS} runs");
     println!(
         "  full check (read, parse, structure, model): {:8.2} ms  {:6.2} µs/kernel  (spread {check_spread:.0}%)",
         check.as_secs_f64() * 1e3,
         per_kernel(check)
+    );
+    println!(
+        "  generate (check + Rust + {rendered} Ascend C sources): {:8.2} ms  {:6.2} µs/kernel  (spread {generate_spread:.0}%)",
+        generate.as_secs_f64() * 1e3,
+        per_kernel(generate)
     );
     println!(
         "  baseline: YAML parse only (in memory)      : {:8.2} ms  {:6.2} µs/kernel  (spread {parse_spread:.0}%)",
@@ -92,6 +113,10 @@ fn main() {
     println!(
         "  ratio full check / parse only: {:.2}x",
         check.as_secs_f64() / parse.as_secs_f64()
+    );
+    println!(
+        "  ratio generate / parse only: {:.2}x",
+        generate.as_secs_f64() / parse.as_secs_f64()
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

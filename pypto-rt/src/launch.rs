@@ -7,13 +7,19 @@
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_void};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
+
+use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::acl::CopyKind;
 use crate::device::{Device, Npu, NpuArch};
 use crate::error::{AxisSize, Error};
 use crate::shape::Sizes;
+
+/// Per-call lists stay on the stack for kernels of up to 8 tensors or dims,
+/// so that a small launch does not allocate.
+type Small<T> = SmallVec<[T; 8]>;
 
 /// Most blocks a launch uses: the vector cores of an Atlas A2 (24 AI cores,
 /// two vector units each). Kernels split their work over `GetBlockNum()`.
@@ -180,7 +186,7 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
         return Ok(());
     }
     let tiling = tiling_words(&dims, args);
-    let (pointers, bytes): (Vec<*mut c_void>, Vec<u64>) = args
+    let (pointers, bytes): (Small<*mut c_void>, Small<u64>) = args
         .iter()
         .filter_map(|a| match a {
             Arg::Tensor { ptr, bytes, .. } => Some((ptr.cast::<c_void>(), *bytes)),
@@ -247,7 +253,7 @@ fn axis_size(desc: &KernelDesc, args: &[Arg<'_>], (param, axis): (u8, u8)) -> Ax
 
 /// The size of every dim, after checking that its axes agree and that it
 /// fits the `uint32_t` the kernel receives.
-fn agreed_dims(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<Vec<u32>, Error> {
+fn agreed_dims(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<Small<u32>, Error> {
     desc.dims
         .iter()
         .map(|dim| {
@@ -306,12 +312,16 @@ fn block_count(desc: &KernelDesc, args: &[Arg<'_>]) -> u32 {
 /// The tiling data a kernel reads: `uint32_t dim[N]` then, 8-aligned,
 /// `uint64_t scalar[M]`, native-endian, as the generated C++ struct lays it
 /// out. Held in `u64` words so that the kernel's reads are aligned.
-fn tiling_words(dims: &[u32], args: &[Arg<'_>]) -> Vec<u64> {
-    let mut bytes: Vec<u8> = dims.iter().flat_map(|d| d.to_ne_bytes()).collect();
-    bytes.resize(bytes.len().next_multiple_of(8), 0);
-    let mut words: Vec<u64> = bytes
-        .chunks_exact(8)
-        .map(|c| u64::from_ne_bytes(c.try_into().expect("8-byte chunk")))
+fn tiling_words(dims: &[u32], args: &[Arg<'_>]) -> Small<u64> {
+    let mut words: Small<u64> = dims
+        .chunks(2)
+        .map(|pair| {
+            let mut bytes = [0u8; 8];
+            for (i, d) in pair.iter().enumerate() {
+                bytes[4 * i..4 * i + 4].copy_from_slice(&d.to_ne_bytes());
+            }
+            u64::from_ne_bytes(bytes)
+        })
         .collect();
     words.extend(args.iter().filter_map(|a| match a {
         Arg::Scalar(bits) => Some(*bits),
@@ -345,6 +355,51 @@ struct Tensors<'a> {
 // they point into are borrowed for the whole launch.
 unsafe impl Sync for Tensors<'_> {}
 
+/// Runs block `block` of `blocks`; returns the kernel's message if it
+/// failed, and the block's Unified Buffer high-water mark.
+///
+/// # Safety
+/// As for [`launch`].
+unsafe fn run_block(
+    entry: HostEntry,
+    block: u32,
+    blocks: u32,
+    tensors: &Tensors<'_>,
+) -> (Option<String>, u64) {
+    // Written by the entry only on failure, so it is not zeroed per launch.
+    let mut message = std::mem::MaybeUninit::<[u8; 1024]>::uninit();
+    let mut record = HostLaunch {
+        block_idx: block,
+        block_num: blocks,
+        args: tensors.pointers.as_ptr(),
+        arg_bytes: tensors.bytes.as_ptr(),
+        num_args: tensors.pointers.len() as u32,
+        tiling: tensors.tiling.as_ptr().cast(),
+        tiling_bytes: tensors.tiling_bytes,
+        err: message.as_mut_ptr().cast(),
+        err_len: 1024,
+        ub_peak: 0,
+    };
+    // SAFETY: `entry` is the compiled kernel for these arguments (the
+    // caller's contract); the record's pointers are valid for the lengths
+    // it states.
+    let status = unsafe { entry(&mut record) };
+    if status == 0 {
+        return (None, record.ub_peak);
+    }
+    // SAFETY: a failing entry writes a NUL-terminated message of at most
+    // `err_len` bytes (pypto_emu::write_message).
+    let text = unsafe { std::ffi::CStr::from_ptr(message.as_ptr().cast()) };
+    (Some(text.to_string_lossy().into_owned()), record.ub_peak)
+}
+
+/// The host's hardware threads, asked once: the standard library reads
+/// cgroup files to answer, which costs microseconds per call.
+fn host_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Runs every block on a pool of host threads; returns the result and the
 /// largest Unified Buffer high-water mark of any block.
 ///
@@ -356,42 +411,34 @@ unsafe fn run_on_host(
     blocks: u32,
     tensors: &Tensors<'_>,
 ) -> (Result<(), Error>, u64) {
+    if blocks == 1 {
+        // Small launches (one tile) skip the pool's bookkeeping.
+        // SAFETY: forwarded from this function's contract.
+        let (message, ub_peak) = unsafe { run_block(entry, 0, 1, tensors) };
+        let result = match message {
+            None => Ok(()),
+            Some(message) => Err(Error::Kernel {
+                kernel,
+                block: 0,
+                message,
+            }),
+        };
+        return (result, ub_peak);
+    }
     let next = AtomicU32::new(0);
     let failures: Mutex<Vec<(u32, String)>> = Mutex::new(Vec::new());
     let peak = AtomicU64::new(0);
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(blocks as usize);
+    let workers = host_threads().min(blocks as usize);
     let work = || {
-        let mut message = vec![0u8; 1024];
         loop {
             let block = next.fetch_add(1, Ordering::Relaxed);
             if block >= blocks {
                 break;
             }
-            let mut record = HostLaunch {
-                block_idx: block,
-                block_num: blocks,
-                args: tensors.pointers.as_ptr(),
-                arg_bytes: tensors.bytes.as_ptr(),
-                num_args: tensors.pointers.len() as u32,
-                tiling: tensors.tiling.as_ptr().cast(),
-                tiling_bytes: tensors.tiling_bytes,
-                err: message.as_mut_ptr().cast(),
-                err_len: message.len() as u64,
-                ub_peak: 0,
-            };
-            // SAFETY: `entry` is the compiled kernel for these arguments
-            // (this function's contract); the record's pointers are valid
-            // for the lengths it states.
-            let status = unsafe { entry(&mut record) };
-            peak.fetch_max(record.ub_peak, Ordering::Relaxed);
-            if status != 0 {
-                let end = message
-                    .iter()
-                    .position(|&b| b == 0)
-                    .unwrap_or(message.len());
-                let text = String::from_utf8_lossy(&message[..end]).into_owned();
+            // SAFETY: forwarded from this function's contract.
+            let (message, ub_peak) = unsafe { run_block(entry, block, blocks, tensors) };
+            peak.fetch_max(ub_peak, Ordering::Relaxed);
+            if let Some(text) = message {
                 failures
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -489,7 +536,7 @@ unsafe fn run_on_npu(
                 )?;
             }
         }
-        let mut args: Vec<*mut c_void> = tensors.pointers.to_vec();
+        let mut args: Small<*mut c_void> = tensors.pointers.iter().copied().collect();
         args.push(tiling);
         let stream = npu.stream.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: `entry` is the stub compiled for this kernel and this

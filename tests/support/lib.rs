@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+pub mod bench;
 pub mod fake_cann;
 
 /// Runs the `pypto-build` command line in-process and returns

@@ -85,7 +85,7 @@ fn dim_expr(plan: &Plan<'_>, index: usize, dim: usize) -> String {
                 .map_or(0, |(_, v)| *v);
             format!("{value}u")
         }
-        DimSize::Dynamic => format!("pypto_tiling.dim[{dim}]"),
+        DimSize::Dynamic => format!("pypto_tiling.dim[{}]", plan.dynamic_index(dim)),
     }
 }
 
@@ -207,8 +207,16 @@ fn assemble(plan: &Plan<'_>, index: usize, body: &str) -> String {
         out.push_str("#if defined(PYPTO_HOST_BACKEND)\n#define PYPTO_TARGET_950 1\n#endif\n");
     }
     out.push_str("#include \"kernel_operator.h\"\n\nnamespace {\n\n");
-    out.push_str("// Launch-time data, laid out as pypto-rt writes it: every dim's size,\n// then the scalar arguments' bits.\nstruct PyptoTiling {\n");
-    let _ = writeln!(out, "    uint32_t dim[{}];", k.dims.len());
+    out.push_str("// Launch-time data, laid out as pypto-rt writes it: each DYNAMIC dim's\n// size, then the scalar arguments' bits.\nstruct PyptoTiling {\n");
+    let dynamic = k
+        .dims
+        .iter()
+        .filter(|d| matches!(d.size, DimSize::Dynamic))
+        .count();
+    // Only DYNAMIC dims travel; fixed and STATIC sizes are constants here.
+    if dynamic > 0 {
+        let _ = writeln!(out, "    uint32_t dim[{dynamic}];");
+    }
     if scalars > 0 {
         let _ = writeln!(out, "    uint64_t scalar[{scalars}];");
     }

@@ -111,6 +111,15 @@ impl<'k> Plan<'k> {
         format!("{symbol}_{}", arch.suffix())
     }
 
+    /// The position of DYNAMIC dim `dim` among the kernel's DYNAMIC dims:
+    /// its slot in the tiling data (the only dims sent at launch).
+    pub fn dynamic_index(&self, dim: usize) -> usize {
+        self.kernel.dims[..dim]
+            .iter()
+            .filter(|d| matches!(d.size, DimSize::Dynamic))
+            .count()
+    }
+
     /// The kernel entry of specialisation `index`.
     pub fn entry_symbol(&self, index: usize) -> String {
         format!("{}_s{index}", self.symbol_base)

@@ -229,8 +229,10 @@ fn descriptor(out: &mut String, plan: &Plan<'_>) {
     );
     let _ = writeln!(out, "        name: {:?},", k.name);
     let _ = writeln!(out, "        params: &[{}],", names.join(", "));
+    // Only DYNAMIC dims are checked and sent at run time: the types already
+    // fix every other size.
     out.push_str("        dims: &[\n");
-    for dim in &k.dims {
+    for dim in k.dims.iter().filter(|d| matches!(d.size, DimSize::Dynamic)) {
         let axes: Vec<String> = dim
             .axes
             .iter()

@@ -1,0 +1,287 @@
+//! What pypto-build adds to `cargo build`, measured on generated user crates
+//! in one run:
+//! - a 50-kernel crate (50 spec files; 10 of the kernels share one user
+//!   template): clean build, no-op rebuild, a spec touched without change,
+//!   one kernel edited, the shared template edited. Wall time (median of
+//!   `REPS`), whether the build script ran, and how many times the C++
+//!   compiler was invoked (a counting wrapper set as `CXX`), against the
+//!   clean build as baseline;
+//! - the size a STATIC specialisation adds to a stripped release binary,
+//!   against the binary with one specialisation.
+//!
+//! Run with `cargo bench --bench builds` (several minutes: it builds the
+//! crates' dependencies once first, offline, in `target/bench-builds`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+
+const KERNELS: usize = 50;
+const REPS: usize = 3;
+
+fn workspace() -> &'static Path {
+    pypto_examples::workspace_root()
+}
+
+fn target_dir() -> PathBuf {
+    workspace().join("target/bench-builds")
+}
+
+fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    std::fs::create_dir_all(path.parent().context("parent")?)?;
+    std::fs::write(path, text)?;
+    Ok(())
+}
+
+fn manifest(name: &str) -> String {
+    let root = workspace().display();
+    format!(
+        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n\
+         [dependencies]\npypto-rt = {{ path = \"{root}/pypto-rt\" }}\n\n\
+         [build-dependencies]\npypto-build = {{ path = \"{root}/pypto-build\" }}\n\n\
+         [profile.release]\nstrip = true\n\n[workspace]\n"
+    )
+}
+
+const BUILD_RS: &str = "fn main() -> Result<(), pypto_build::Error> {\n    \
+    pypto_build::Builder::new().spec_dir(\"kernels\").build()?;\n    Ok(())\n}\n";
+
+const SHARED_TEMPLATE: &str = r#"// y = 2x, one element per step through scalar GM access.
+extern "C" __global__ __aicore__ void {{symbol}}({{entry_params}})
+{
+    {{load_tiling}}
+    uint64_t n = {{args.x.numel}};
+    AscendC::GlobalTensor<{{args.x.type}}> xGm;
+    AscendC::GlobalTensor<{{args.y.type}}> yGm;
+    xGm.SetGlobalBuffer(reinterpret_cast<__gm__ {{args.x.type}}*>({{args.x.name}}), n);
+    yGm.SetGlobalBuffer(reinterpret_cast<__gm__ {{args.y.type}}*>({{args.y.name}}), n);
+    for (uint64_t i = AscendC::GetBlockIdx(); i < n; i += AscendC::GetBlockNum()) {
+        yGm.SetValue(i, xGm.GetValue(i) * 2);
+    }
+}
+"#;
+
+/// Kernel `i` of the 50: five kinds in turn, the fourth on the shared template.
+fn kernel_spec(i: usize, width: usize) -> String {
+    let name = format!("k{i:02}");
+    match i % 5 {
+        0 => format!(
+            "kernels:\n  {name}:\n    template: builtin/add_bias\n    params:\n      \
+             x: {{ dtype: DT_FP32, shape: [DYNAMIC, {width}] }}\n      bias: {{ dtype: DT_FP32, shape: [{width}] }}\n      \
+             out: {{ dtype: DT_FP32, shape: [DYNAMIC, {width}], output: true }}\n"
+        ),
+        1 => format!(
+            "kernels:\n  {name}:\n    template: builtin/relu\n    params:\n      \
+             x: {{ dtype: DT_FP16, shape: [DYNAMIC, {width}] }}\n      y: {{ dtype: DT_FP16, shape: [DYNAMIC, {width}], output: true }}\n"
+        ),
+        2 => format!(
+            "kernels:\n  {name}:\n    template: builtin/softmax\n    params:\n      \
+             x: {{ dtype: DT_FP32, shape: [DYNAMIC, {width}] }}\n      out: {{ dtype: DT_FP32, shape: [DYNAMIC, {width}], output: true }}\n"
+        ),
+        3 => format!(
+            "kernels:\n  {name}:\n    template: shared.hbs\n    params:\n      \
+             x: {{ dtype: DT_FP32, shape: [DYNAMIC, {width}] }}\n      y: {{ dtype: DT_FP32, shape: [DYNAMIC, {width}], output: true }}\n"
+        ),
+        _ => format!(
+            "kernels:\n  {name}:\n    template: builtin/add\n    params:\n      \
+             a: {{ dtype: DT_BF16, shape: [DYNAMIC, {width}] }}\n      b: {{ dtype: DT_BF16, shape: [DYNAMIC, {width}] }}\n      \
+             out: {{ dtype: DT_BF16, shape: [DYNAMIC, {width}], output: true }}\n"
+        ),
+    }
+}
+
+/// One cargo build: wall time, whether the build script ran, and the C++
+/// compiler's invocations (all, and kernel compiles with `-c`).
+struct Step {
+    wall: Duration,
+    script_ran: bool,
+    invocations: usize,
+    compiles: usize,
+}
+
+struct Crate {
+    dir: PathBuf,
+    cxx_log: PathBuf,
+    cxx: PathBuf,
+}
+
+impl Crate {
+    fn create(name: &str) -> anyhow::Result<Crate> {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        write(&dir.join("Cargo.toml"), &manifest(name))?;
+        std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock"))?;
+        write(&dir.join("build.rs"), BUILD_RS)?;
+        let cxx_log = dir.join("cxx.log");
+        let cxx = dir.join("cxx-count");
+        write(
+            &cxx,
+            &format!(
+                "#!/bin/sh\n# Counts compiler invocations for the benchmark.\necho \"$*\" >> '{}'\nexec c++ \"$@\"\n",
+                cxx_log.display()
+            ),
+        )?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&cxx, std::fs::Permissions::from_mode(0o755))?;
+        Ok(Crate { dir, cxx_log, cxx })
+    }
+
+    fn cargo(&self, args: &[&str]) -> anyhow::Result<Step> {
+        let _ = std::fs::remove_file(&self.cxx_log);
+        let started = Instant::now();
+        let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(args)
+            .args(["-v", "--offline"])
+            .current_dir(&self.dir)
+            .env("CARGO_TARGET_DIR", target_dir())
+            .env("CXX", &self.cxx)
+            .env_remove("RUSTFLAGS")
+            .env_remove("PYPTO_BUILD_VERBOSE")
+            .env("PYPTO_BACKEND", "host")
+            .output()?;
+        let wall = started.elapsed();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            bail!("cargo {args:?} failed in {}:\n{stderr}", self.dir.display());
+        }
+        let log = std::fs::read_to_string(&self.cxx_log).unwrap_or_default();
+        Ok(Step {
+            wall,
+            script_ran: stderr.lines().any(|l| l.contains("build-script-build`")),
+            invocations: log.lines().count(),
+            compiles: log
+                .lines()
+                .filter(|l| l.contains(" -c ") && l.contains("/pypto/src/"))
+                .count(),
+        })
+    }
+}
+
+fn median_step(steps: Vec<Step>) -> Step {
+    let mut steps = steps;
+    steps.sort_by_key(|s| s.wall);
+    let n = steps.len();
+    steps.swap_remove(n / 2)
+}
+
+fn incremental() -> anyhow::Result<()> {
+    let c = Crate::create("bench-builds-50")?;
+    for i in 0..KERNELS {
+        write(
+            &c.dir.join(format!("kernels/k{i:02}.yaml")),
+            &kernel_spec(i, 64),
+        )?;
+    }
+    write(&c.dir.join("kernels/shared.hbs"), SHARED_TEMPLATE)?;
+    write(
+        &c.dir.join("src/main.rs"),
+        "pypto_rt::include_kernels!();\n\nfn main() {\n    \
+         let _ = kernels::k00;\n    println!(\"built\");\n}\n",
+    )?;
+    // Dependencies once, so that "clean" means this crate only.
+    c.cargo(&["build"])?;
+
+    let mut runs: Vec<[Step; 5]> = Vec::new();
+    for rep in 0..REPS {
+        Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["clean", "-p", "bench-builds-50", "--offline"])
+            .current_dir(&c.dir)
+            .env("CARGO_TARGET_DIR", target_dir())
+            .output()?;
+        let clean = c.cargo(&["build"])?;
+        let noop = c.cargo(&["build"])?;
+        // Touched: rewritten with the same content (a new mtime).
+        let spec = c.dir.join("kernels/k07.yaml");
+        let text = std::fs::read_to_string(&spec)?;
+        write(&spec, &text)?;
+        let touched = c.cargo(&["build"])?;
+        // One kernel edited: a different fixed width (alternating, so each
+        // rep edits).
+        write(&spec, &kernel_spec(7, if rep % 2 == 0 { 96 } else { 64 }))?;
+        let edited = c.cargo(&["build"])?;
+        // The shared template edited: every kernel using it recompiles.
+        let template = c.dir.join("kernels/shared.hbs");
+        write(&template, &format!("{SHARED_TEMPLATE}// edit {rep}\n"))?;
+        let shared = c.cargo(&["build"])?;
+        runs.push([clean, noop, touched, edited, shared]);
+    }
+    let labels = [
+        "clean build (baseline)",
+        "no-op rebuild",
+        "one spec touched, unchanged",
+        "one kernel's spec edited",
+        "shared template edited (10 users)",
+    ];
+    let mut columns: Vec<Vec<Step>> = (0..5).map(|_| Vec::new()).collect();
+    for run in runs {
+        for (i, step) in run.into_iter().enumerate() {
+            columns[i].push(step);
+        }
+    }
+    let medians: Vec<Step> = columns.into_iter().map(median_step).collect();
+    let base = medians[0].wall.as_secs_f64();
+    println!(
+        "incremental builds of a {KERNELS}-kernel crate ({KERNELS} spec files, host backend, debug \
+         profile), median of {REPS}; ratio = wall / clean build"
+    );
+    for (label, s) in labels.iter().zip(&medians) {
+        println!(
+            "  {label:<36} {:8.2} s  ratio {:.3}  build script ran: {:<5}  compiler invocations: {:3} \
+             (kernel compiles: {})",
+            s.wall.as_secs_f64(),
+            s.wall.as_secs_f64() / base,
+            s.script_ran,
+            s.invocations,
+            s.compiles
+        );
+    }
+    Ok(())
+}
+
+fn binary_size() -> anyhow::Result<()> {
+    const SIZES: [usize; 9] = [16, 32, 48, 64, 80, 96, 112, 128, 144];
+    let c = Crate::create("bench-size")?;
+    write(
+        &c.dir.join("src/main.rs"),
+        "pypto_rt::include_kernels!();\n\nfn main() {\n    let _ = kernels::rows::<16>;\n}\n",
+    )?;
+    let spec = |sizes: &[usize]| {
+        let list: Vec<String> = sizes.iter().map(ToString::to_string).collect();
+        format!(
+            "kernels:\n  rows:\n    template: builtin/softmax\n    params:\n      \
+             x: {{ dtype: DT_FP32, shape: [DYNAMIC, STATIC] }}\n      \
+             out: {{ dtype: DT_FP32, shape: [DYNAMIC, ...], rank: 2, output: true }}\n    \
+             static: {{ x.1: [{}] }}\n",
+            list.join(", ")
+        )
+    };
+    let binary = target_dir().join("release/bench-size");
+    let measure = |sizes: &[usize]| -> anyhow::Result<u64> {
+        write(&c.dir.join("kernels/rows.yaml"), &spec(sizes))?;
+        c.cargo(&["build", "--release"])?;
+        Ok(std::fs::metadata(&binary)?.len())
+    };
+    let one = measure(&SIZES[..1])?;
+    let all = measure(&SIZES)?;
+    let per = (all as f64 - one as f64) / (SIZES.len() - 1) as f64;
+    println!(
+        "binary size per STATIC specialisation (softmax, fp32, host backend, stripped release binary):"
+    );
+    println!(
+        "  1 specialisation (baseline): {one} bytes;  {} specialisations: {all} bytes",
+        SIZES.len()
+    );
+    println!(
+        "  added per specialisation: {per:.0} bytes = {:.2}% of the baseline binary",
+        per / one as f64 * 100.0
+    );
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    incremental()?;
+    binary_size()?;
+    Ok(())
+}

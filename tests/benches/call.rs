@@ -1,0 +1,122 @@
+//! Call overhead on the host backend: a typed wrapper call (run-time checks,
+//! tiling, dispatch) of a one-block, one-tile `add` against calling the
+//! compiled host entry of the same kernel directly with a prepared record
+//! (the baseline, measured in the same run).
+//!
+//! Run with `cargo bench --bench call`. Prints ns per call and the ratio,
+//! for `add_f32` (one DYNAMIC dim) and `add_fixed` (only fixed axes: its
+//! wrapper has no run-time sizes to check).
+
+use std::ffi::c_void;
+
+use pypto_examples::bench::compare;
+use pypto_examples::kernels;
+use pypto_rt::launch::HostLaunch;
+use pypto_rt::{Const, Device};
+
+unsafe extern "C" {
+    fn pypto_pypto_examples_add_f32_host_s0(launch: *mut HostLaunch) -> i32;
+    fn pypto_pypto_examples_add_fixed_host_s0(launch: *mut HostLaunch) -> i32;
+}
+
+const N: usize = 1024;
+const ROUNDS: usize = 5;
+const RUNS: usize = 11;
+const ITERS: usize = 20_000;
+
+/// Calls `entry` as pypto-rt's host launch would for one block, with every
+/// argument prepared once outside the timed loop.
+fn direct(
+    entry: unsafe extern "C" fn(*mut HostLaunch) -> i32,
+    a: &[f32],
+    b: &[f32],
+    out: &mut [f32],
+) -> impl FnMut() {
+    let pointers: Vec<*mut c_void> = vec![
+        a.as_ptr() as *mut c_void,
+        b.as_ptr() as *mut c_void,
+        out.as_mut_ptr().cast(),
+    ];
+    let bytes = vec![(N * 4) as u64; 3];
+    let tiling = [N as u32, 0];
+    let mut err = vec![0u8; 1024];
+    move || {
+        let mut record = HostLaunch {
+            block_idx: 0,
+            block_num: 1,
+            args: pointers.as_ptr(),
+            arg_bytes: bytes.as_ptr(),
+            num_args: 3,
+            tiling: tiling.as_ptr().cast(),
+            tiling_bytes: 4,
+            err: err.as_mut_ptr().cast(),
+            err_len: err.len() as u64,
+            ub_peak: 0,
+        };
+        // SAFETY: the entry of `add` over N floats; the pointers are valid
+        // for N elements each and `out` aliases nothing.
+        let status = unsafe { entry(&mut record) };
+        assert_eq!(status, 0);
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let dev = Device::host();
+    let a: Vec<f32> = (0..N).map(|i| i as f32).collect();
+    let b: Vec<f32> = (0..N).map(|i| 0.5 * i as f32).collect();
+    let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+
+    // Dynamic: `add_f32` over [N] with N DYNAMIC.
+    let (ta, tb) = (dev.tensor_from(&a, (N,))?, dev.tensor_from(&b, (N,))?);
+    let mut tout = dev.zeros((N,))?;
+    // Fixed: `add_fixed` over [1024].
+    let (fa, fb) = (
+        dev.tensor_from(&a, (Const::<N>,))?,
+        dev.tensor_from(&b, (Const::<N>,))?,
+    );
+    let mut fout = dev.zeros((Const::<N>,))?;
+    let (mut raw_a, mut raw_b) = (vec![0f32; N], vec![0f32; N]);
+
+    let mut wrapper_dyn = || kernels::add_f32(&ta, &tb, &mut tout).expect("add_f32");
+    let mut wrapper_fixed = || kernels::add_fixed(&fa, &fb, &mut fout).expect("add_fixed");
+    let mut direct_dyn = direct(pypto_pypto_examples_add_f32_host_s0, &a, &b, &mut raw_a);
+    let mut direct_fixed = direct(pypto_pypto_examples_add_fixed_host_s0, &a, &b, &mut raw_b);
+    let [wd, dd, wf, df] = compare(
+        ROUNDS,
+        RUNS,
+        ITERS,
+        &mut [
+            &mut wrapper_dyn,
+            &mut direct_dyn,
+            &mut wrapper_fixed,
+            &mut direct_fixed,
+        ],
+    );
+    drop((direct_dyn, direct_fixed));
+    // The timed calls computed the right thing.
+    assert_eq!(tout.to_vec()?, want);
+    assert_eq!(fout.to_vec()?, want);
+    assert_eq!(raw_a, want);
+    assert_eq!(raw_b, want);
+
+    println!(
+        "call overhead, host backend: `add` over {N} fp32 (one block, one tile); \
+         best of {ROUNDS} rounds of the median of {RUNS} runs x {ITERS} calls"
+    );
+    for (name, w, d) in [
+        ("add_f32   (N DYNAMIC)", wd, dd),
+        ("add_fixed (all fixed)", wf, df),
+    ] {
+        println!(
+            "  {name}: wrapper {:8.1} ns (spread {:.0}%)   direct entry (baseline) {:8.1} ns (spread {:.0}%)   \
+             overhead {:6.1} ns   ratio {:.3}x",
+            w.nanos(),
+            w.spread_percent,
+            d.nanos(),
+            d.spread_percent,
+            w.nanos() - d.nanos(),
+            w.nanos() / d.nanos()
+        );
+    }
+    Ok(())
+}
