@@ -37,7 +37,7 @@ fn direct(
         b.as_ptr() as *mut c_void,
         out.as_mut_ptr().cast(),
     ];
-    let bytes = vec![(N * 4) as u64; 3];
+    let bytes = [(N * 4) as u64; 3];
     let tiling = [N as u32, 0];
     let mut err = vec![0u8; 1024];
     move || {
