@@ -166,6 +166,42 @@ fn a_user_crate_builds_runs_rebuilds_only_on_change_and_reports_spec_errors() {
         "{stderr}"
     );
 
+    // A user template shared by two kernels: editing it recompiles exactly
+    // those two; the builtin kernels' objects are reused.
+    write(
+        &dir.join("kernels/twice.hbs"),
+        "extern \"C\" __global__ __aicore__ void {{symbol}}({{entry_params}})\n{\n    \
+         {{load_tiling}}\n    AscendC::GlobalTensor<float> out;\n    \
+         out.SetGlobalBuffer(reinterpret_cast<__gm__ float*>({{args.y.name}}), {{args.y.numel}});\n    \
+         for (uint64_t i = AscendC::GetBlockIdx(); i < {{args.y.numel}}; i += AscendC::GetBlockNum()) {\n        \
+         out.SetValue(i, 2.0f);\n    }\n}\n",
+    );
+    write(
+        &dir.join("kernels/shared.yaml"),
+        "kernels:\n  fill_a: { template: twice.hbs, params: { y: { dtype: DT_FP32, shape: [DYNAMIC], output: true } } }\n  \
+         fill_b: { template: twice.hbs, params: { y: { dtype: DT_FP32, shape: [8], output: true } } }\n",
+    );
+    let (ok, _, stderr) = cargo_with(&dir, &["build"], &[("PYPTO_BUILD_VERBOSE", "1")]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr
+            .contains("pypto-build: 4 kernels, 6 sources rendered, 2 objects compiled, 4 reused, "),
+        "{stderr}"
+    );
+    let template = std::fs::read_to_string(dir.join("kernels/twice.hbs")).unwrap();
+    write(
+        &dir.join("kernels/twice.hbs"),
+        &template.replace("2.0f", "3.0f"),
+    );
+    let (ok, _, stderr) = cargo_with(&dir, &["build"], &[("PYPTO_BUILD_VERBOSE", "1")]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr
+            .contains("pypto-build: 4 kernels, 6 sources rendered, 2 objects compiled, 4 reused, "),
+        "{stderr}"
+    );
+    std::fs::remove_file(dir.join("kernels/shared.yaml")).unwrap();
+
     // Forcing the NPU backend on a machine without CANN is a clear error.
     let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(["build", "--offline"])

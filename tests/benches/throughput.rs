@@ -68,7 +68,7 @@ fn report(name: &str, bytes: f64, rows: &[(&str, Sample)]) {
     println!("{name}:");
     for (label, s) in rows {
         println!(
-            "  {label:<34} {:8.2} ms  {:6.2} GB/s  (spread {:3.0}%)  kernel/this {:.2}x",
+            "  {label:<34} {:8.2} ms  {:6.2} GB/s  (spread {:3.0}%)  kernel speed / this {:.2}x",
             s.secs() * 1e3,
             gbps(bytes, *s),
             s.spread_percent,
@@ -84,7 +84,7 @@ fn main() -> anyhow::Result<()> {
     println!(
         "host throughput: {ROWS} x {COLS} fp32 ({} MiB per tensor), {} threads; best of {ROUNDS} rounds of \
          the median of {RUNS} runs; GB/s counts one read of the input and one write of the output. \
-         `kernel/this` < 1 means the kernel is faster than that row",
+         `kernel speed / this` is that row's time over the kernel's: below 1, the row is faster",
         (n * 4) >> 20,
         threads()
     );
@@ -246,7 +246,7 @@ fn main() -> anyhow::Result<()> {
         ("plain-Rust reference, 1 thread", plain),
     ] {
         println!(
-            "  {label:<34} {:8.2} ms  {:8.0} tokens/s  (spread {:3.0}%)  kernel/this {:.2}x",
+            "  {label:<34} {:8.2} ms  {:8.0} tokens/s  (spread {:3.0}%)  kernel speed / this {:.2}x",
             t.secs() * 1e3,
             tokens / t.secs(),
             t.spread_percent,

@@ -48,15 +48,18 @@ pub fn render(
             template: template_name.clone(),
             message,
         };
-        let text = match &k.template {
-            TemplateRef::Builtin(name) => library::builtin_template(name)
-                .ok_or_else(|| template_error("no such builtin template".to_owned()))?
-                .to_owned(),
-            TemplateRef::File(path) => read(path)?,
-        };
-        registry
-            .register_template_string(&template_name, &text)
-            .map_err(|e| template_error(e.to_string()))?;
+        // Kernels sharing a template parse it once.
+        if !registry.has_template(&template_name) {
+            let text = match &k.template {
+                TemplateRef::Builtin(name) => library::builtin_template(name)
+                    .ok_or_else(|| template_error("no such builtin template".to_owned()))?
+                    .to_owned(),
+                TemplateRef::File(path) => read(path)?,
+            };
+            registry
+                .register_template_string(&template_name, &text)
+                .map_err(|e| template_error(e.to_string()))?;
+        }
         for index in 0..k.specialisations.len() {
             let data = template_data(plan, index);
             let body = registry

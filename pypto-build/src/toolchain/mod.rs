@@ -64,9 +64,18 @@ pub fn host_build(
         .opt_level(opt_level)
         .out_dir(obj_dir)
         .cargo_metadata(cargo_metadata)
-        .warnings(true)
-        // Kernel entries take every tensor; templates need not use them all.
-        .flag_if_supported("-Wno-unused-parameter");
+        .warnings(true);
+    // Kernel entries take every tensor; templates need not use them all.
+    // GCC and Clang know the flag; asking cc to probe would cost two
+    // compiler runs on every build-script run.
+    match build.try_get_compiler() {
+        Ok(tool) if tool.is_like_gnu() || tool.is_like_clang() => {
+            build.flag("-Wno-unused-parameter");
+        }
+        _ => {
+            build.flag_if_supported("-Wno-unused-parameter");
+        }
+    }
     build
 }
 
