@@ -117,3 +117,37 @@ fn too_many_params_is_a_spec_error() {
         "k.yaml:2:3: error: kernel `k`: has 65 params; at most 64 are supported"
     );
 }
+
+#[test]
+fn only_dynamic_dims_travel_at_run_time() {
+    let dir = tempdir("fixed");
+    std::fs::write(
+        dir.join("k.yaml"),
+        "kernels:\n  fixed:\n    template: builtin/add\n    params:\n      \
+         a: { dtype: DT_FP32, shape: [4, 256] }\n      b: { dtype: DT_FP32, shape: [4, 256] }\n      \
+         out: { dtype: DT_FP32, shape: [4, 256], output: true }\n  \
+         mixed:\n    template: builtin/add\n    params:\n      \
+         a: { dtype: DT_FP32, shape: [STATIC, DYNAMIC] }\n      b: { dtype: DT_FP32, shape: [STATIC, DYNAMIC] }\n      \
+         out: { dtype: DT_FP32, shape: [STATIC, DYNAMIC], output: true }\n    static: { a.0: [2] }\n",
+    )
+    .unwrap();
+    let g = Builder::new()
+        .spec(&dir)
+        .symbol_prefix("p")
+        .generate()
+        .unwrap();
+    let source = |name: &str| &g.sources.iter().find(|s| s.kernel == name).unwrap().text;
+    // All fixed: no dim to compare or send; the kernel sees constants.
+    assert!(g.rust.contains(
+        "name: \"fixed\",\n        params: &[\"a\", \"b\", \"out\"],\n        dims: &[\n        ],"
+    ));
+    assert!(source("fixed").contains("struct PyptoTiling {\n};"));
+    assert!(!source("fixed").contains("pypto_tiling.dim"));
+    // One DYNAMIC dim among a STATIC one: it alone is checked, in slot 0.
+    assert!(g.rust.contains(
+        "dims: &[\n            ::pypto_rt::launch::DimDesc { axes: &[(0, 1), (1, 1), (2, 1)], why: \"builtin/add ties these axes together\" },\n        ],"
+    ));
+    assert!(source("mixed").contains("struct PyptoTiling {\n    uint32_t dim[1];\n};"));
+    assert!(source("mixed").contains("pypto_tiling.dim[0]"));
+    assert!(!source("mixed").contains("pypto_tiling.dim[1]"));
+}

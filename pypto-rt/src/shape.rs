@@ -17,6 +17,7 @@ pub struct Sizes {
 
 impl Sizes {
     /// Sizes from a slice of at most [`MAX_RANK`] entries.
+    #[inline]
     pub fn new(sizes: &[usize]) -> Option<Sizes> {
         let mut out = Sizes {
             len: u8::try_from(sizes.len()).ok()?,
@@ -26,6 +27,7 @@ impl Sizes {
         Some(out)
     }
 
+    #[inline]
     pub fn as_slice(&self) -> &[usize] {
         &self.sizes[..usize::from(self.len)]
     }
