@@ -491,3 +491,112 @@ fn user_crate_builds_links_and_runs_through_fake_toolkits() {
         "device: npu:0 (Ascend910B3)\nadd_bias ok\nattention ok\nmatmul ok\n"
     );
 }
+
+/// Runs a fake toolkit's bisheng on a trivial source with `flags`; returns
+/// (success, stderr).
+fn fake_bisheng(fake: &FakeCann, bin: &str, flags: &[&str]) -> (bool, String) {
+    let dir = fake.home.join("probe");
+    write(
+        &dir.join("k.cpp"),
+        "extern \"C\" int probe() { return 1; }\n",
+    );
+    let out = Command::new(fake.home.join(bin))
+        .args(flags)
+        .arg("-c")
+        .arg(dir.join("k.cpp"))
+        .arg("-o")
+        .arg(dir.join("k.o"))
+        .output()
+        .expect("fake bisheng runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+// The fake compiler is strict: were pypto-build to send a wrong flag set,
+// the end-to-end test above would fail rather than pass by accident.
+#[test]
+fn the_fake_bisheng_rejects_flag_sets_pypto_build_must_never_send() {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let new = FakeCann::assemble(&tmp.join("fake-cann-strict-8.5"), FakeVersion::Cann85).unwrap();
+    let bin = "compiler/ccec_compiler/bin/bisheng";
+    assert_eq!(
+        fake_bisheng(&new, bin, &["-x", "asc", "--npu-arch=dav-2201"]).0,
+        true
+    );
+    for (flags, message) in [
+        (
+            &["--npu-arch=dav-2201"][..],
+            "CANN 8.5+ compiles Ascend C with -x asc, got 'no -x'",
+        ),
+        (&["-x", "asc"], "missing --npu-arch"),
+        (
+            &["-x", "asc", "--npu-arch=dav-2202"],
+            "unknown --npu-arch=dav-2202 (expected dav-2201 or dav-3510)",
+        ),
+        (
+            &["-xcce", "--cce-aicore-arch=dav-c220-vec"],
+            "CANN 8.5+ compiles Ascend C with -x asc, got 'cce'",
+        ),
+        (
+            &["-x", "asc", "--npu-arch=dav-2201", "-DPYPTO_HOST_BACKEND=1"],
+            "the host backend's PYPTO_HOST_BACKEND reached the NPU compiler",
+        ),
+    ] {
+        let (ok, stderr) = fake_bisheng(&new, bin, flags);
+        assert!(!ok, "{flags:?} accepted");
+        assert_eq!(
+            stderr,
+            format!("fake bisheng: error: {message}\n"),
+            "{flags:?}"
+        );
+    }
+
+    let old = FakeCann::assemble(&tmp.join("fake-cann-strict-8.0"), FakeVersion::Cann80).unwrap();
+    let bin = format!("{}-linux/ccec_compiler/bin/bisheng", std::env::consts::ARCH);
+    let tikcfw = old
+        .home
+        .join("compiler/tikcpp/tikcfw")
+        .display()
+        .to_string();
+    let includes = [
+        format!("-I{tikcfw}"),
+        format!("-I{tikcfw}/impl"),
+        format!("-I{tikcfw}/interface"),
+    ];
+    let with_includes = |flags: &[&str]| -> Vec<String> {
+        flags
+            .iter()
+            .map(|f| f.to_string())
+            .chain(includes.iter().cloned())
+            .collect()
+    };
+    let run = |flags: Vec<String>| {
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        fake_bisheng(&old, &bin, &flags)
+    };
+    assert!(run(with_includes(&["-xcce", "--cce-aicore-arch=dav-c220-cube"])).0);
+    let (ok, stderr) = run(vec![
+        "-xcce".into(),
+        "--cce-aicore-arch=dav-c220-vec".into(),
+        includes[0].clone(),
+    ]);
+    assert!(!ok);
+    assert_eq!(
+        stderr,
+        format!("fake bisheng: error: missing include dir -I{tikcfw}/impl\n")
+    );
+    let (ok, stderr) = run(with_includes(&["-x", "asc", "--npu-arch=dav-2201"]));
+    assert!(!ok);
+    assert_eq!(
+        stderr,
+        "fake bisheng: error: toolkits before CANN 8.5 compile Ascend C with -xcce, got 'asc'\n"
+    );
+    let (ok, stderr) = run(with_includes(&["-xcce", "--cce-aicore-arch=dav-c220"]));
+    assert!(!ok);
+    assert_eq!(
+        stderr,
+        "fake bisheng: error: unknown --cce-aicore-arch=dav-c220\n"
+    );
+}
