@@ -521,10 +521,8 @@ fn the_fake_bisheng_rejects_flag_sets_pypto_build_must_never_send() {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let new = FakeCann::assemble(&tmp.join("fake-cann-strict-8.5"), FakeVersion::Cann85).unwrap();
     let bin = "compiler/ccec_compiler/bin/bisheng";
-    assert_eq!(
-        fake_bisheng(&new, bin, &["-x", "asc", "--npu-arch=dav-2201"]).0,
-        true
-    );
+    let (ok, stderr) = fake_bisheng(&new, bin, &["-x", "asc", "--npu-arch=dav-2201"]);
+    assert!(ok, "{stderr}");
     for (flags, message) in [
         (
             &["--npu-arch=dav-2201"][..],
