@@ -238,33 +238,7 @@ fn main() {
 
 fn scratch_crate() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("scratch-npu");
-    let _ = std::fs::remove_dir_all(&dir);
-    let root = workspace().display().to_string();
-    write(
-        &dir.join("Cargo.toml"),
-        &format!(
-            r#"[package]
-name = "scratch-npu"
-version = "0.1.0"
-edition = "2021"
-publish = false
-
-[dependencies]
-pypto-rt = {{ path = "{root}/pypto-rt" }}
-
-[build-dependencies]
-pypto-build = {{ path = "{root}/pypto-build" }}
-
-[workspace]
-"#
-        ),
-    );
-    std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
-    write(
-        &dir.join("build.rs"),
-        "fn main() -> Result<(), pypto_build::Error> {\n    \
-         pypto_build::Builder::new().spec_dir(\"kernels\").build()?;\n    Ok(())\n}\n",
-    );
+    pypto_examples::user_crate(&dir, "scratch-npu", "").unwrap();
     write(&dir.join("kernels/model.yaml"), SPEC);
     write(&dir.join("src/main.rs"), MAIN);
     dir

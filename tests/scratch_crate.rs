@@ -41,37 +41,7 @@ fn cargo_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (bool, String,
 /// A fresh copy of the scratch crate in its own directory `name`.
 fn scratch_crate(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    let root = workspace().display().to_string();
-    write(
-        &dir.join("Cargo.toml"),
-        &format!(
-            r#"[package]
-name = "scratch-user"
-version = "0.1.0"
-edition = "2021"
-publish = false
-
-[dependencies]
-pypto-rt = {{ path = "{root}/pypto-rt" }}
-
-[build-dependencies]
-pypto-build = {{ path = "{root}/pypto-build" }}
-
-[workspace]
-"#
-        ),
-    );
-    // The workspace's lock file pins the same versions, so no network is needed.
-    std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
-    write(
-        &dir.join("build.rs"),
-        r#"fn main() -> Result<(), pypto_build::Error> {
-    pypto_build::Builder::new().spec_dir("kernels").build()?;
-    Ok(())
-}
-"#,
-    );
+    pypto_examples::user_crate(&dir, "scratch-user", "").unwrap();
     write(
         &dir.join("kernels/model.yaml"),
         r#"dims:

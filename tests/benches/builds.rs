@@ -35,19 +35,6 @@ fn write(path: &Path, text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn manifest(name: &str) -> String {
-    let root = workspace().display();
-    format!(
-        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n\
-         [dependencies]\npypto-rt = {{ path = \"{root}/pypto-rt\" }}\n\n\
-         [build-dependencies]\npypto-build = {{ path = \"{root}/pypto-build\" }}\n\n\
-         [profile.release]\nstrip = true\n\n[workspace]\n"
-    )
-}
-
-const BUILD_RS: &str = "fn main() -> Result<(), pypto_build::Error> {\n    \
-    pypto_build::Builder::new().spec_dir(\"kernels\").build()?;\n    Ok(())\n}\n";
-
 const SHARED_TEMPLATE: &str = r#"// y = 2x, one element per step through scalar GM access.
 extern "C" __global__ __aicore__ void {{symbol}}({{entry_params}})
 {
@@ -110,10 +97,7 @@ struct Crate {
 impl Crate {
     fn create(name: &str) -> anyhow::Result<Crate> {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-        let _ = std::fs::remove_dir_all(&dir);
-        write(&dir.join("Cargo.toml"), &manifest(name))?;
-        std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock"))?;
-        write(&dir.join("build.rs"), BUILD_RS)?;
+        pypto_examples::user_crate(&dir, name, "[profile.release]\nstrip = true\n\n")?;
         let cxx_log = dir.join("cxx.log");
         let cxx = dir.join("cxx-count");
         write(

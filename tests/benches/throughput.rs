@@ -77,10 +77,57 @@ fn report(name: &str, bytes: f64, rows: &[(&str, Sample)]) {
     }
 }
 
+/// Times `kernel` against `row_op` applied to every row of `x` on one and on
+/// every thread, reports them next to the `copies`, and returns what
+/// `row_op` computed (after checking both plain-Rust runs agree).
+fn row_workload(
+    name: &str,
+    mut kernel: impl FnMut(),
+    x: &[f32],
+    row_op: impl Fn(&[f32], &mut [f32]) + Sync,
+    copies: &[(&str, Sample); 2],
+) -> Vec<f32> {
+    let (mut serial, mut parallel) = (vec![0f32; x.len()], vec![0f32; x.len()]);
+    let [k, s1, sa] = compare(
+        ROUNDS,
+        RUNS,
+        1,
+        &mut [
+            &mut kernel,
+            &mut || serial_rows(x, &mut serial, &row_op),
+            &mut || parallel_rows(x, &mut parallel, &row_op),
+        ],
+    );
+    assert_eq!(serial, parallel, "{name}: one thread and all threads agree");
+    report(
+        name,
+        (2 * x.len() * 4) as f64,
+        &[
+            ("kernel (host backend)", k),
+            ("plain Rust, 1 thread", s1),
+            ("plain Rust, all threads", sa),
+            copies[0],
+            copies[1],
+        ],
+    );
+    serial
+}
+
+fn check_close(name: &str, got: &[f32], want: &[f32], tolerance: f32) {
+    let worst = got
+        .iter()
+        .zip(want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(
+        got.len() == want.len() && worst <= tolerance,
+        "{name}: kernel and plain Rust differ by {worst}"
+    );
+}
+
 fn main() -> anyhow::Result<()> {
     let dev = Device::host();
     let n = ROWS * COLS;
-    let bytes = (2 * n * 4) as f64;
     println!(
         "host throughput: {ROWS} x {COLS} fp32 ({} MiB per tensor), {} threads; best of {ROUNDS} rounds of \
          the median of {RUNS} runs; GB/s counts one read of the input and one write of the output. \
@@ -96,7 +143,6 @@ fn main() -> anyhow::Result<()> {
     let tw = dev.tensor_from(&w, (COLS,))?;
     let mut tout = dev.zeros((ROWS, COLS))?;
     let mut out = vec![0f32; n];
-    let mut out_mt = vec![0f32; n];
 
     // Memory-bandwidth limit: moving the same bytes.
     let copies = {
@@ -115,61 +161,23 @@ fn main() -> anyhow::Result<()> {
             *o = v + b;
         }
     };
-    let [k, s1, sa] = compare(
-        ROUNDS,
-        RUNS,
-        1,
-        &mut [
-            &mut || kernels::add_bias_f32(&tx, &tbias, &mut tout).expect("add_bias"),
-            &mut || serial_rows(&x, &mut out, add_bias_row),
-            &mut || parallel_rows(&x, &mut out_mt, add_bias_row),
-        ],
-    );
-    assert_eq!(tout.to_vec()?, out, "add_bias kernel and plain Rust agree");
-    assert_eq!(out_mt, out);
-    report(
+    let want = row_workload(
         "add_bias [16384, 1024] + [1024]",
-        bytes,
-        &[
-            ("kernel (host backend)", k),
-            ("plain Rust, 1 thread", s1),
-            ("plain Rust, all threads", sa),
-            copies[0],
-            copies[1],
-        ],
+        || kernels::add_bias_f32(&tx, &tbias, &mut tout).expect("add_bias"),
+        &x,
+        add_bias_row,
+        &copies,
     );
+    check_close("add_bias", &tout.to_vec()?, &want, 0.0);
 
-    let [k, s1, sa] = compare(
-        ROUNDS,
-        RUNS,
-        1,
-        &mut [
-            &mut || kernels::softmax_f32(&tx, &mut tout).expect("softmax"),
-            &mut || serial_rows(&x, &mut out, softmax_row),
-            &mut || parallel_rows(&x, &mut out_mt, softmax_row),
-        ],
-    );
-    let worst = tout
-        .to_vec()?
-        .iter()
-        .zip(&out)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0f32, f32::max);
-    assert!(
-        worst < 1e-5,
-        "softmax kernel and plain Rust differ by {worst}"
-    );
-    report(
+    let want = row_workload(
         "softmax over rows of [16384, 1024]",
-        bytes,
-        &[
-            ("kernel (host backend)", k),
-            ("plain Rust, 1 thread", s1),
-            ("plain Rust, all threads", sa),
-            copies[0],
-            copies[1],
-        ],
+        || kernels::softmax_f32(&tx, &mut tout).expect("softmax"),
+        &x,
+        softmax_row,
+        &copies,
     );
+    check_close("softmax", &tout.to_vec()?, &want, 1e-5);
 
     let eps = 1e-6f32;
     let rms_row = |xr: &[f32], or: &mut [f32]| {
@@ -179,37 +187,14 @@ fn main() -> anyhow::Result<()> {
             *o = v * inv * g;
         }
     };
-    let [k, s1, sa] = compare(
-        ROUNDS,
-        RUNS,
-        1,
-        &mut [
-            &mut || kernels::rms_norm_f32(&tx, &tw, eps, &mut tout).expect("rms_norm"),
-            &mut || serial_rows(&x, &mut out, rms_row),
-            &mut || parallel_rows(&x, &mut out_mt, rms_row),
-        ],
-    );
-    let worst = tout
-        .to_vec()?
-        .iter()
-        .zip(&out)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0f32, f32::max);
-    assert!(
-        worst < 1e-4,
-        "rms_norm kernel and plain Rust differ by {worst}"
-    );
-    report(
+    let want = row_workload(
         "rms_norm over rows of [16384, 1024]",
-        bytes,
-        &[
-            ("kernel (host backend)", k),
-            ("plain Rust, 1 thread", s1),
-            ("plain Rust, all threads", sa),
-            copies[0],
-            copies[1],
-        ],
+        || kernels::rms_norm_f32(&tx, &tw, eps, &mut tout).expect("rms_norm"),
+        &x,
+        rms_row,
+        &copies,
     );
+    check_close("rms_norm", &tout.to_vec()?, &want, 1e-4);
     drop((tx, tout));
 
     // Attention, PyPTO's example 2 at a longer sequence.

@@ -28,16 +28,6 @@ pub struct FakeCann {
 const BISHENG: &str = include_str!("../fake_cann/bisheng.sh");
 const LAUNCH_HEADER: &str = include_str!("../fake_cann/pypto_fake_npu.h");
 const ACL_SOURCE: &str = "tests/fake_cann/acl.c";
-const EMPTY_LIBS: [&str; 8] = [
-    "runtime",
-    "ascendc_runtime",
-    "profapi",
-    "unified_dlog",
-    "mmpa",
-    "ascend_dump",
-    "c_sec",
-    "error_manager",
-];
 
 fn write(path: &Path, text: &str) -> anyhow::Result<()> {
     std::fs::create_dir_all(path.parent().context("path has a parent")?)?;
@@ -130,7 +120,11 @@ impl FakeCann {
             &empty,
             "/* FAKE: an empty stand-in for a CANN library. */\n",
         )?;
-        for lib in EMPTY_LIBS {
+        // The other libraries an NPU build links: present, and empty.
+        for lib in pypto_build::toolchain::cann::RUNTIME_LIBS
+            .iter()
+            .filter(|l| **l != "ascendcl")
+        {
             let path = lib64.join(format!("lib{lib}.so"));
             cc(&[
                 "-shared",

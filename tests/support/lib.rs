@@ -177,3 +177,29 @@ pub fn assert_close(got: &[f32], want: &[f64], tol: Tolerance, what: &str) {
         );
     }
 }
+
+/// Writes the skeleton of a user crate at `dir` (removing what was there),
+/// set up the way users set theirs up: path dependencies on `pypto-rt` and,
+/// as a build-dependency, `pypto-build`; a `build.rs` building the specs in
+/// `kernels/`; and the workspace's lock file, so that builds need no network.
+/// `manifest_tail` is appended to `Cargo.toml`.
+pub fn user_crate(dir: &Path, name: &str, manifest_tail: &str) -> std::io::Result<()> {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir)?;
+    let root = workspace_root().display();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\npublish = false\n\n\
+             [dependencies]\npypto-rt = {{ path = \"{root}/pypto-rt\" }}\n\n\
+             [build-dependencies]\npypto-build = {{ path = \"{root}/pypto-build\" }}\n\n\
+             {manifest_tail}[workspace]\n"
+        ),
+    )?;
+    std::fs::copy(workspace_root().join("Cargo.lock"), dir.join("Cargo.lock"))?;
+    std::fs::write(
+        dir.join("build.rs"),
+        "fn main() -> Result<(), pypto_build::Error> {\n    \
+         pypto_build::Builder::new().spec_dir(\"kernels\").build()?;\n    Ok(())\n}\n",
+    )
+}
