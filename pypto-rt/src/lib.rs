@@ -16,6 +16,11 @@
 //!
 //! Shapes are tuples of dims: `Const<N>` for sizes fixed at compile time
 //! (FIXED and STATIC axes), `usize` for DYNAMIC axes.
+//!
+//! [`Device::default`] is the first Ascend NPU when the CANN runtime
+//! (`libascendcl.so`, loaded at run time) reports one, else the host
+//! backend; `PYPTO_DEVICE=host|npu|npu:N` overrides it. The NPU path has
+//! been tested against a fake CANN toolkit only, not on Ascend hardware.
 
 mod acl;
 pub mod device;
