@@ -481,7 +481,6 @@ fn npu_entry(
         device: device.to_string(),
         reason,
     };
-    let built: Vec<String> = entries.npu.iter().map(|(a, _)| a.to_string()).collect();
     let Some(arch) = npu.arch else {
         return Err(not_built(format!(
             "pypto-rs does not know the architecture of SoC `{}`",
@@ -494,6 +493,8 @@ fn npu_entry(
         .find(|(a, _)| *a == arch)
         .map(|(_, entry)| *entry)
         .ok_or_else(|| {
+            // Named only on failure: a launch should not format strings.
+            let built: Vec<String> = entries.npu.iter().map(|(a, _)| a.to_string()).collect();
             not_built(if built.is_empty() {
                 "the crate was built without a CANN toolkit (host backend only); use \
                  `Device::host()` or set PYPTO_DEVICE=host"

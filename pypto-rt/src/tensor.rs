@@ -43,6 +43,34 @@ unsafe impl Send for DeviceBuffer {}
 // SAFETY: shared references only read through the pointer (copies to host).
 unsafe impl Sync for DeviceBuffer {}
 
+impl DeviceBuffer {
+    /// `bytes` of device memory on `npu`, filled from `src` (`kind` says
+    /// where `src` lives); no allocation for 0 bytes.
+    ///
+    /// # Safety
+    /// `src` is valid for `bytes` reads on the side `kind` names.
+    unsafe fn copy_of(
+        npu: &Arc<Npu>,
+        src: *const c_void,
+        bytes: usize,
+        kind: CopyKind,
+    ) -> Result<DeviceBuffer, Error> {
+        let mut buffer = DeviceBuffer {
+            npu: npu.clone(),
+            ptr: std::ptr::null_mut(),
+            bytes,
+        };
+        if bytes > 0 {
+            npu.enter()?;
+            buffer.ptr = npu.acl.malloc(bytes)?;
+            // SAFETY: `buffer.ptr` holds `bytes` of device memory just
+            // allocated; `src` is valid for `bytes` (this function's contract).
+            unsafe { npu.acl.memcpy(buffer.ptr, src, bytes, kind)? };
+        }
+        Ok(buffer)
+    }
+}
+
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
         if self.ptr.is_null() {
@@ -82,26 +110,15 @@ impl<T: DType, S: Shape> Tensor<T, S> {
         let Some(npu) = device.as_npu() else {
             return Ok(Tensor::host(device.clone(), shape, data.to_vec()));
         };
-        let bytes = std::mem::size_of_val(data);
-        let mut buffer = DeviceBuffer {
-            npu: npu.clone(),
-            ptr: std::ptr::null_mut(),
-            bytes,
+        // SAFETY: `data` is a host slice of exactly that many bytes.
+        let buffer = unsafe {
+            DeviceBuffer::copy_of(
+                npu,
+                data.as_ptr().cast(),
+                std::mem::size_of_val(data),
+                CopyKind::HostToDevice,
+            )?
         };
-        if bytes > 0 {
-            npu.enter()?;
-            buffer.ptr = npu.acl.malloc(bytes)?;
-            // SAFETY: `buffer.ptr` holds `bytes` of device memory just
-            // allocated; `data` is `bytes` long on the host.
-            unsafe {
-                npu.acl.memcpy(
-                    buffer.ptr,
-                    data.as_ptr().cast(),
-                    bytes,
-                    CopyKind::HostToDevice,
-                )?;
-            }
-        }
         Ok(Tensor {
             device: device.clone(),
             shape,
@@ -169,25 +186,15 @@ impl<T: DType, S: Shape> Tensor<T, S> {
         match &self.storage {
             Storage::Host(data) => Ok(Tensor::host(self.device.clone(), self.shape, data.clone())),
             Storage::Npu(buffer) => {
-                let mut copy = DeviceBuffer {
-                    npu: buffer.npu.clone(),
-                    ptr: std::ptr::null_mut(),
-                    bytes: buffer.bytes,
+                // SAFETY: the buffer holds `bytes` of device memory on this device.
+                let copy = unsafe {
+                    DeviceBuffer::copy_of(
+                        &buffer.npu,
+                        buffer.ptr,
+                        buffer.bytes,
+                        CopyKind::DeviceToDevice,
+                    )?
                 };
-                if buffer.bytes > 0 {
-                    buffer.npu.enter()?;
-                    copy.ptr = buffer.npu.acl.malloc(buffer.bytes)?;
-                    // SAFETY: both buffers hold `bytes` of device memory on
-                    // this device.
-                    unsafe {
-                        buffer.npu.acl.memcpy(
-                            copy.ptr,
-                            buffer.ptr,
-                            buffer.bytes,
-                            CopyKind::DeviceToDevice,
-                        )?;
-                    }
-                }
                 Ok(Tensor {
                     device: self.device.clone(),
                     shape: self.shape,
