@@ -172,7 +172,7 @@ fn queue_misuse_is_reported() {
 fn global_memory_out_of_bounds_is_reported() {
     assert_eq!(
         fault(kernels::out_of_bounds),
-        "GlobalTensor::SetValue: 4 bytes at byte offset 32 of tensor argument 1 run past its \
+        "GlobalTensor::SetValue: 4 bytes at byte offset 32 of `y` run past its \
          end (32 bytes)"
     );
 }

@@ -250,19 +250,15 @@ impl Device {
         Tensor::upload(self, shape, data)
     }
 
-    /// A tensor that takes ownership of `data` (on the host; an NPU copies
-    /// it), whose length must match `shape`.
+    /// A tensor holding the contents of `data`, whose length must match
+    /// `shape`. The data is copied: host tensors live in memory of their
+    /// own, between guard pages (see [`Tensor`]).
     pub fn tensor_from_vec<T: DType, S: Shape>(
         &self,
         data: Vec<T>,
         shape: S,
     ) -> Result<Tensor<T, S>, Error> {
-        check_len(data.len(), shape)?;
-        if self.is_host() {
-            Ok(Tensor::host(self.clone(), shape, data))
-        } else {
-            Tensor::upload(self, shape, &data)
-        }
+        self.tensor_from(&data, shape)
     }
 
     /// A tensor from data and sizes that arrive at run time (e.g. read from
@@ -276,10 +272,16 @@ impl Device {
         self.tensor_from(data, shape)
     }
 
-    /// A tensor of zeros.
+    /// A tensor of zeros. Memory that cannot be had is
+    /// [`Error::OutOfMemory`] (or [`Error::SizeOverflow`] when the size does
+    /// not fit the address space), never an abort.
     pub fn zeros<T: DType, S: Shape>(&self, shape: S) -> Result<Tensor<T, S>, Error> {
         let n = shape.num_elements()?;
-        self.tensor_from_vec(vec![T::default(); n], shape)
+        if self.is_host() {
+            return Tensor::host_zeroed(self, shape, n);
+        }
+        let data = crate::tensor::try_zeroed_vec::<T>(n)?;
+        Tensor::upload(self, shape, &data)
     }
 }
 

@@ -19,6 +19,16 @@ pub trait DType:
     /// The value's bytes, little-endian, zero-extended to 8 bytes: how a
     /// scalar argument travels in a kernel's tiling data.
     fn scalar_bits(self) -> u64;
+
+    /// The first element whose bytes are not a value of this type, with
+    /// its first byte. Only `bool` has invalid bit patterns; every other
+    /// dtype accepts any bits. The all-zero pattern is `Default::default()`
+    /// for every dtype, which lets zeroed memory stand for `zeros`.
+    #[doc(hidden)]
+    fn first_invalid(bytes: &[u8]) -> Option<(usize, u8)> {
+        let _ = bytes;
+        None
+    }
 }
 
 macro_rules! dtype {
@@ -58,7 +68,17 @@ dtype!(u8, "DT_UINT8", "uint8_t", |v| u64::from(v));
 dtype!(u16, "DT_UINT16", "uint16_t", |v| u64::from(v));
 dtype!(u32, "DT_UINT32", "uint32_t", |v| u64::from(v));
 dtype!(u64, "DT_UINT64", "uint64_t", |v| v);
-dtype!(bool, "DT_BOOL", "bool", |v| u64::from(v));
+impl sealed::Sealed for bool {}
+impl DType for bool {
+    const SPEC_NAME: &'static str = "DT_BOOL";
+    const CPP_TYPE: &'static str = "bool";
+    fn scalar_bits(self) -> u64 {
+        u64::from(self)
+    }
+    fn first_invalid(bytes: &[u8]) -> Option<(usize, u8)> {
+        bytes.iter().position(|&b| b > 1).map(|i| (i, bytes[i]))
+    }
+}
 dtype!(Fp8E4M3, "DT_FP8E4M3", "fp8_e4m3fn_t", |v| u64::from(v.0));
 dtype!(Fp8E5M2, "DT_FP8E5M2", "fp8_e5m2_t", |v| u64::from(v.0));
 
@@ -73,5 +93,33 @@ mod tests {
         assert_eq!((-1i64).scalar_bits(), u64::MAX);
         assert_eq!(half::f16::ONE.scalar_bits(), 0x3c00);
         assert_eq!(true.scalar_bits(), 1);
+    }
+
+    fn zero_is_default<T: DType>() {
+        let zero = vec![0u8; std::mem::size_of::<T>()];
+        // SAFETY: every dtype accepts all-zero bits (checked for bool by
+        // first_invalid just below).
+        assert_eq!(T::first_invalid(&zero), None);
+        let value: T = unsafe { std::ptr::read_unaligned(zero.as_ptr().cast()) };
+        assert_eq!(value, T::default(), "{}", T::SPEC_NAME);
+    }
+
+    #[test]
+    fn all_zero_bits_are_the_default() {
+        zero_is_default::<f32>();
+        zero_is_default::<half::f16>();
+        zero_is_default::<half::bf16>();
+        zero_is_default::<i8>();
+        zero_is_default::<i16>();
+        zero_is_default::<i32>();
+        zero_is_default::<i64>();
+        zero_is_default::<u8>();
+        zero_is_default::<u16>();
+        zero_is_default::<u32>();
+        zero_is_default::<u64>();
+        zero_is_default::<bool>();
+        zero_is_default::<Fp8E4M3>();
+        zero_is_default::<Fp8E5M2>();
+        assert_eq!(bool::first_invalid(&[0, 1, 2, 255]), Some((2, 2)));
     }
 }

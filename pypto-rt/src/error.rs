@@ -115,6 +115,34 @@ pub enum Error {
         reason: String,
     },
 
+    /// Memory for a tensor could not be had (host or device).
+    #[error("could not allocate {bytes} bytes: {reason}")]
+    OutOfMemory { bytes: usize, reason: String },
+
+    /// A `DT_BOOL` tensor holds a byte other than 0 and 1 (a kernel wrote
+    /// it). The tensor's elements were reset to `false`, so no invalid
+    /// `bool` is ever seen.
+    #[error("{}`{param}` element {index} holds byte {value}, which is not a DT_BOOL (0 or 1); the tensor was reset to false", kernel.map(|k| format!("kernel `{k}`: ")).unwrap_or_default())]
+    InvalidBool {
+        kernel: Option<&'static str>,
+        param: &'static str,
+        index: usize,
+        value: u8,
+    },
+
+    /// A kernel wrote outside a tensor where no guard page could stop it:
+    /// in the bytes just before its start. Found after the launch, so no
+    /// block is known.
+    #[error(
+        "kernel `{kernel}`: the bytes {before} before the start of `{param}` were written (a raw GM_ADDR write out of bounds); check the kernel's offsets"
+    )]
+    OutOfBounds {
+        kernel: &'static str,
+        param: &'static str,
+        /// How far before the start the first changed byte is.
+        before: usize,
+    },
+
     /// The device or its runtime failed.
     #[error("{0}")]
     Backend(String),

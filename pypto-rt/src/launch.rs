@@ -15,7 +15,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use crate::acl::CopyKind;
 use crate::device::{Device, Npu, NpuArch};
 use crate::error::{AxisSize, Error};
+use crate::host_mem::{HostBuffer, ReadOnly};
 use crate::shape::Sizes;
+use crate::watchdog;
 
 /// Per-call lists stay on the stack for kernels of up to 8 tensors or dims,
 /// so that a small launch does not allocate.
@@ -29,13 +31,56 @@ pub const MAX_BLOCKS: u32 = 48;
 pub enum Arg<'a> {
     Tensor {
         sizes: Sizes,
-        ptr: *mut u8,
-        /// The tensor's length in bytes.
-        bytes: u64,
+        memory: Memory<'a>,
         device: &'a Device,
     },
     /// A scalar's bits (see [`crate::DType::scalar_bits`]).
     Scalar(u64),
+}
+
+/// A tensor argument's memory, as [`crate::Tensor`] lends it to a launch.
+pub struct Memory<'a>(MemoryKind<'a>);
+
+pub(crate) enum MemoryKind<'a> {
+    /// A host input: read-only to the kernel.
+    HostInput(&'a HostBuffer),
+    /// A host output, with its dtype's check for invalid bytes (`bool`).
+    /// Lent from `&mut`, so nothing else sees it during the launch; the
+    /// kernel and the checks after it write through its raw pointer.
+    HostOutput {
+        buffer: &'a HostBuffer,
+        first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
+    },
+    /// Device memory on an NPU.
+    Device { ptr: *mut u8, bytes: u64 },
+}
+
+impl<'a> Memory<'a> {
+    pub(crate) fn host_input(buffer: &'a HostBuffer) -> Self {
+        Memory(MemoryKind::HostInput(buffer))
+    }
+
+    pub(crate) fn host_output(
+        buffer: &'a mut HostBuffer,
+        first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
+    ) -> Self {
+        Memory(MemoryKind::HostOutput {
+            buffer: &*buffer,
+            first_invalid,
+        })
+    }
+
+    pub(crate) fn device(ptr: *mut u8, bytes: u64) -> Self {
+        Memory(MemoryKind::Device { ptr, bytes })
+    }
+
+    fn address(&self) -> (*mut u8, u64) {
+        match &self.0 {
+            MemoryKind::HostInput(buffer) => (buffer.as_ptr(), buffer.len() as u64),
+            MemoryKind::HostOutput { buffer, .. } => (buffer.as_ptr(), buffer.len() as u64),
+            MemoryKind::Device { ptr, bytes } => (*ptr, *bytes),
+        }
+    }
 }
 
 /// A kernel as the generated wrapper describes it.
@@ -90,7 +135,8 @@ pub enum BlockRule {
 }
 
 /// One block's call record for a host entry; the C++ side declares the same
-/// struct (`pypto_emu::HostLaunch` in `templates/include/pypto_emu/core.h`).
+/// struct (`pypto_emu::HostLaunch` in `templates/include/pypto_emu/core.h`,
+/// which asserts the same size and offsets).
 #[repr(C)]
 #[derive(Debug)]
 pub struct HostLaunch {
@@ -105,7 +151,42 @@ pub struct HostLaunch {
     pub err_len: u64,
     /// Written by the entry: the block's Unified Buffer high-water mark.
     pub ub_peak: u64,
+    /// Per tensor argument: its mapping, name and writability.
+    pub arg_info: *const HostArg,
+    /// The kernel's name (not NUL-terminated), for fault reports.
+    pub kernel: *const u8,
+    pub kernel_len: u64,
+    /// Distinct for every launch of the process, so that the emulation
+    /// can reject a `GlobalTensor` kept from an earlier one.
+    pub launch_id: u64,
+    /// Set non-zero when the launch has run past its timeout.
+    pub cancel: *const AtomicU32,
+    pub timeout_ms: u64,
 }
+
+/// What the emulation knows of one tensor argument's memory
+/// (`pypto_emu::HostArg`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct HostArg {
+    /// The tensor's whole mapping, guard pages included (0, 0 if none).
+    pub map_begin: u64,
+    pub map_end: u64,
+    /// The param's name (not NUL-terminated).
+    pub name: *const u8,
+    pub name_len: u64,
+    /// Non-zero for outputs.
+    pub writable: u32,
+    pub reserved: u32,
+}
+
+// The layout the C++ side asserts too.
+const _: () = {
+    assert!(std::mem::size_of::<HostArg>() == 40);
+    assert!(std::mem::size_of::<HostLaunch>() == 120);
+    assert!(std::mem::offset_of!(HostLaunch, arg_info) == 72);
+    assert!(std::mem::offset_of!(HostLaunch, timeout_ms) == 112);
+};
 
 /// The host entry of one compiled specialisation: runs one block; returns
 /// 0, or non-zero with a message in `err`.
@@ -189,7 +270,10 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
     let (pointers, bytes): (Small<*mut c_void>, Small<u64>) = args
         .iter()
         .filter_map(|a| match a {
-            Arg::Tensor { ptr, bytes, .. } => Some((ptr.cast::<c_void>(), *bytes)),
+            Arg::Tensor { memory, .. } => {
+                let (ptr, bytes) = memory.address();
+                Some((ptr.cast::<c_void>(), bytes))
+            }
             Arg::Scalar(_) => None,
         })
         .unzip();
@@ -201,7 +285,7 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
     };
     let (result, ub_peak_bytes) = match device.as_npu() {
         // SAFETY: forwarded from this function's contract.
-        None => unsafe { run_on_host(desc.name, entries.host, blocks, &tensors) },
+        None => unsafe { run_on_host(desc, entries.host, blocks, &tensors, args) },
         Some(npu) => {
             let entry = npu_entry(desc, entries, device, npu)?;
             // SAFETY: forwarded from this function's contract; the tensors'
@@ -350,10 +434,19 @@ struct Tensors<'a> {
     tiling_bytes: u64,
 }
 
+/// What every block of one host launch shares besides the tensors.
+struct HostCall<'a> {
+    tensors: &'a Tensors<'a>,
+    info: &'a [HostArg],
+    kernel: &'static str,
+    launch_id: u64,
+    watch: &'a watchdog::Watch,
+}
+
 // SAFETY: the pointers are only dereferenced by the kernel, whose blocks
 // write disjoint parts of the outputs (the kernel's contract); the tensors
 // they point into are borrowed for the whole launch.
-unsafe impl Sync for Tensors<'_> {}
+unsafe impl Sync for HostCall<'_> {}
 
 /// Runs block `block` of `blocks`; returns the kernel's message if it
 /// failed, and the block's Unified Buffer high-water mark.
@@ -364,10 +457,11 @@ unsafe fn run_block(
     entry: HostEntry,
     block: u32,
     blocks: u32,
-    tensors: &Tensors<'_>,
+    call: &HostCall<'_>,
 ) -> (Option<String>, u64) {
     // Written by the entry only on failure, so it is not zeroed per launch.
     let mut message = std::mem::MaybeUninit::<[u8; 1024]>::uninit();
+    let tensors = call.tensors;
     let mut record = HostLaunch {
         block_idx: block,
         block_num: blocks,
@@ -379,11 +473,19 @@ unsafe fn run_block(
         err: message.as_mut_ptr().cast(),
         err_len: 1024,
         ub_peak: 0,
+        arg_info: call.info.as_ptr(),
+        kernel: call.kernel.as_ptr(),
+        kernel_len: call.kernel.len() as u64,
+        launch_id: call.launch_id,
+        cancel: call.watch.cancel_flag(),
+        timeout_ms: call.watch.timeout_ms(),
     };
+    call.watch.block_started(block);
     // SAFETY: `entry` is the compiled kernel for these arguments (the
     // caller's contract); the record's pointers are valid for the lengths
     // it states.
     let status = unsafe { entry(&mut record) };
+    call.watch.block_finished(block);
     if status == 0 {
         return (None, record.ub_peak);
     }
@@ -400,33 +502,121 @@ fn host_threads() -> usize {
     *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
+/// Launch ids: every launch of the process gets its own, from 1.
+static LAUNCHES: AtomicU64 = AtomicU64::new(1);
+
 /// Runs every block on a pool of host threads; returns the result and the
-/// largest Unified Buffer high-water mark of any block.
+/// largest Unified Buffer high-water mark of any block. Inputs are
+/// read-only while it runs; afterwards, every tensor's front guard bytes
+/// and every `bool` output's values are checked.
 ///
 /// # Safety
 /// As for [`launch`].
 unsafe fn run_on_host(
-    kernel: &'static str,
+    desc: &KernelDesc,
     entry: HostEntry,
     blocks: u32,
     tensors: &Tensors<'_>,
+    args: &[Arg<'_>],
 ) -> (Result<(), Error>, u64) {
-    if blocks == 1 {
-        // Small launches (one tile) skip the pool's bookkeeping.
-        // SAFETY: forwarded from this function's contract.
-        let (message, ub_peak) = unsafe { run_block(entry, 0, 1, tensors) };
-        let result = match message {
-            None => Ok(()),
-            Some(message) => Err(Error::Kernel {
-                kernel,
-                block: 0,
-                message,
-            }),
+    let watch = match watchdog::watch(desc.name) {
+        Ok(watch) => watch,
+        Err(e) => return (Err(e), 0),
+    };
+    let mut info: Small<HostArg> = Small::new();
+    let mut read_only: Small<ReadOnly<'_>> = Small::new();
+    for (i, arg) in args.iter().enumerate() {
+        let Arg::Tensor { memory, .. } = arg else {
+            continue;
         };
-        return (result, ub_peak);
+        let name = desc.params[i];
+        let (buffer, writable) = match &memory.0 {
+            MemoryKind::HostInput(buffer) => {
+                read_only.push(buffer.read_only());
+                (Some(*buffer), 0)
+            }
+            MemoryKind::HostOutput { buffer, .. } => (Some(*buffer), 1),
+            MemoryKind::Device { .. } => (None, 1),
+        };
+        let (map_begin, map_end) = buffer.map_or((0, 0), HostBuffer::mapping);
+        info.push(HostArg {
+            map_begin: map_begin as u64,
+            map_end: map_end as u64,
+            name: name.as_ptr(),
+            name_len: name.len() as u64,
+            writable,
+            reserved: 0,
+        });
     }
+    let call = HostCall {
+        tensors,
+        info: &info,
+        kernel: desc.name,
+        launch_id: LAUNCHES.fetch_add(1, Ordering::Relaxed),
+        watch: &watch,
+    };
+    // SAFETY: forwarded from this function's contract.
+    let (mut result, peak) = unsafe { run_blocks(desc.name, entry, blocks, &call) };
+    drop(read_only);
+    drop(watch);
+    // What no guard page could stop: writes just before a tensor's start,
+    // and bytes that are not a `bool` in a bool output. Checked even after
+    // a failed launch, so that no tensor is left holding them.
+    for (i, arg) in args.iter().enumerate() {
+        let Arg::Tensor { memory, .. } = arg else {
+            continue;
+        };
+        let param = desc.params[i];
+        let (buffer, first_invalid) = match &memory.0 {
+            MemoryKind::HostInput(buffer) => (*buffer, None),
+            MemoryKind::HostOutput {
+                buffer,
+                first_invalid,
+            } => (*buffer, Some(*first_invalid)),
+            MemoryKind::Device { .. } => continue,
+        };
+        if let Some(before) = buffer.slack_damage() {
+            buffer.repair_slack();
+            if result.is_ok() {
+                result = Err(Error::OutOfBounds {
+                    kernel: desc.name,
+                    param,
+                    before,
+                });
+            }
+        }
+        if let Some(check) = first_invalid
+            && let Some((index, value)) = check(buffer.bytes())
+        {
+            // SAFETY: the output is borrowed exclusively for the launch,
+            // which has ended; zero bytes are `false`.
+            unsafe { std::ptr::write_bytes(buffer.as_ptr(), 0, buffer.len()) };
+            if result.is_ok() {
+                result = Err(Error::InvalidBool {
+                    kernel: Some(desc.name),
+                    param,
+                    index,
+                    value,
+                });
+            }
+        }
+    }
+    (result, peak)
+}
+
+/// The blocks of one launch, on the calling thread and as many pool
+/// threads as help (fewer when the process cannot start threads).
+///
+/// # Safety
+/// As for [`launch`].
+unsafe fn run_blocks(
+    kernel: &'static str,
+    entry: HostEntry,
+    blocks: u32,
+    call: &HostCall<'_>,
+) -> (Result<(), Error>, u64) {
     let next = AtomicU32::new(0);
-    let failures: Mutex<Vec<(u32, String)>> = Mutex::new(Vec::new());
+    let failures: Mutex<Small<(u32, String)>> = Mutex::new(Small::new());
     let peak = AtomicU64::new(0);
     let workers = host_threads().min(blocks as usize);
     let work = || {
@@ -436,7 +626,7 @@ unsafe fn run_on_host(
                 break;
             }
             // SAFETY: forwarded from this function's contract.
-            let (message, ub_peak) = unsafe { run_block(entry, block, blocks, tensors) };
+            let (message, ub_peak) = unsafe { run_block(entry, block, blocks, call) };
             peak.fetch_max(ub_peak, Ordering::Relaxed);
             if let Some(text) = message {
                 failures
@@ -450,9 +640,15 @@ unsafe fn run_on_host(
         work();
     } else {
         std::thread::scope(|s| {
-            for _ in 0..workers {
-                s.spawn(work);
+            // The calling thread is one of the workers. A thread that cannot
+            // be started (a process at its thread limit) leaves its blocks
+            // to the others.
+            for _ in 1..workers {
+                if std::thread::Builder::new().spawn_scoped(s, work).is_err() {
+                    break;
+                }
             }
+            work();
         });
     }
     let mut failures = failures.into_inner().unwrap_or_else(|e| e.into_inner());

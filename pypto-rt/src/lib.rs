@@ -27,10 +27,12 @@ pub mod device;
 pub mod dim;
 pub mod dtype;
 pub mod error;
+mod host_mem;
 #[doc(hidden)]
 pub mod launch;
 pub mod shape;
 pub mod tensor;
+mod watchdog;
 
 pub use acl::LIBRARY_VAR;
 pub use device::{DEVICE_VAR, Device, NpuArch};
@@ -41,6 +43,7 @@ pub use half::{bf16, f16};
 pub use launch::{LaunchStats, last_launch};
 pub use shape::{Shape, Sizes};
 pub use tensor::Tensor;
+pub use watchdog::TIMEOUT_VAR;
 
 /// Declares `pub mod kernels` holding the wrappers `pypto-build` generated
 /// into `OUT_DIR` for this crate.

@@ -8,6 +8,7 @@ use crate::acl::CopyKind;
 use crate::device::{Device, Npu};
 use crate::dtype::DType;
 use crate::error::Error;
+use crate::host_mem::HostBuffer;
 use crate::shape::{Shape, Sizes};
 
 /// A tensor of `T` with shape `S` on a [`Device`]. Its shape type carries the
@@ -24,8 +25,35 @@ pub struct Tensor<T: DType, S: Shape> {
 }
 
 enum Storage<T> {
-    Host(Vec<T>),
+    /// `len` elements of `T` between guard pages (see `host_mem`).
+    Host(HostBuffer, std::marker::PhantomData<T>),
     Npu(DeviceBuffer),
+}
+
+/// The bytes `n` elements of `T` take, or an error if that overflows.
+fn byte_len<T>(n: usize) -> Result<usize, Error> {
+    n.checked_mul(std::mem::size_of::<T>())
+        .filter(|&b| b <= isize::MAX as usize)
+        .ok_or_else(|| Error::SizeOverflow {
+            kernel: None,
+            detail: format!(
+                "{n} elements of {} bytes are more than memory can address",
+                std::mem::size_of::<T>()
+            ),
+        })
+}
+
+/// A vector of `n` default elements, or an error instead of an abort when
+/// memory runs out.
+pub(crate) fn try_zeroed_vec<T: DType>(n: usize) -> Result<Vec<T>, Error> {
+    let bytes = byte_len::<T>(n)?;
+    let mut out = Vec::new();
+    out.try_reserve_exact(n).map_err(|e| Error::OutOfMemory {
+        bytes,
+        reason: e.to_string(),
+    })?;
+    out.resize(n, T::default());
+    Ok(out)
 }
 
 /// Device memory owned by one tensor; freed on drop.
@@ -97,18 +125,28 @@ impl<T: DType, S: Shape> fmt::Debug for Tensor<T, S> {
 }
 
 impl<T: DType, S: Shape> Tensor<T, S> {
-    pub(crate) fn host(device: Device, shape: S, data: Vec<T>) -> Self {
-        Tensor {
-            device,
+    /// A tensor of `n` zero elements (the default of every dtype) on the host.
+    pub(crate) fn host_zeroed(device: &Device, shape: S, n: usize) -> Result<Self, Error> {
+        let buffer = HostBuffer::zeroed(byte_len::<T>(n)?, std::mem::align_of::<T>())?;
+        Ok(Tensor {
+            device: device.clone(),
             shape,
-            storage: Storage::Host(data),
-        }
+            storage: Storage::Host(buffer, std::marker::PhantomData),
+        })
     }
 
     /// A copy of `data` (of `shape`'s length) on `device`.
     pub(crate) fn upload(device: &Device, shape: S, data: &[T]) -> Result<Self, Error> {
         let Some(npu) = device.as_npu() else {
-            return Ok(Tensor::host(device.clone(), shape, data.to_vec()));
+            let mut tensor = Tensor::host_zeroed(device, shape, data.len())?;
+            if let Storage::Host(buffer, _) = &mut tensor.storage {
+                // SAFETY: `data` is `len` bytes of initialised `T`s; any
+                // dtype's bytes may be viewed as `u8`.
+                let bytes =
+                    unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), buffer.len()) };
+                buffer.bytes_mut().copy_from_slice(bytes);
+            }
+            return Ok(tensor);
         };
         // SAFETY: `data` is a host slice of exactly that many bytes.
         let buffer = unsafe {
@@ -142,8 +180,8 @@ impl<T: DType, S: Shape> Tensor<T, S> {
     /// The number of elements.
     pub fn len(&self) -> usize {
         match &self.storage {
-            Storage::Host(data) => data.len(),
-            Storage::Npu(buffer) => buffer.bytes / std::mem::size_of::<T>(),
+            Storage::Host(buffer, _) => buffer.len() / std::mem::size_of::<T>().max(1),
+            Storage::Npu(buffer) => buffer.bytes / std::mem::size_of::<T>().max(1),
         }
     }
 
@@ -152,27 +190,54 @@ impl<T: DType, S: Shape> Tensor<T, S> {
     }
 
     /// The elements, copied back to the host, in row-major order.
+    ///
+    /// For `bool` tensors every byte is checked first: a kernel that wrote
+    /// something other than 0 or 1 gives [`Error::InvalidBool`].
     pub fn to_vec(&self) -> Result<Vec<T>, Error> {
+        let n = self.len();
+        let bytes = byte_len::<T>(n)?;
+        let mut out: Vec<T> = Vec::new();
+        out.try_reserve_exact(n).map_err(|e| Error::OutOfMemory {
+            bytes,
+            reason: e.to_string(),
+        })?;
+        let dst = out.as_mut_ptr().cast::<u8>();
         match &self.storage {
-            Storage::Host(data) => Ok(data.clone()),
+            Storage::Host(buffer, _) => {
+                // SAFETY: the reserved capacity holds `bytes`; the buffer
+                // holds `bytes` readable bytes; they do not overlap.
+                unsafe { std::ptr::copy_nonoverlapping(buffer.as_ptr(), dst, bytes) };
+            }
             Storage::Npu(buffer) => {
-                let mut out = vec![T::default(); self.len()];
-                if buffer.bytes > 0 {
+                if bytes > 0 {
                     buffer.npu.enter()?;
-                    // SAFETY: `out` holds `bytes` on the host; the buffer
-                    // holds `bytes` of device memory.
+                    // SAFETY: the reserved capacity holds `bytes` on the
+                    // host; the buffer holds `bytes` of device memory.
                     unsafe {
                         buffer.npu.acl.memcpy(
-                            out.as_mut_ptr().cast(),
+                            dst.cast(),
                             buffer.ptr,
-                            buffer.bytes,
+                            bytes,
                             CopyKind::DeviceToHost,
                         )?;
                     }
                 }
-                Ok(out)
             }
         }
+        // SAFETY: the copy above initialised `bytes` bytes of the capacity.
+        let copied = unsafe { std::slice::from_raw_parts(dst, bytes) };
+        if let Some((index, value)) = T::first_invalid(copied) {
+            return Err(Error::InvalidBool {
+                kernel: None,
+                param: "the tensor",
+                index,
+                value,
+            });
+        }
+        // SAFETY: `n` elements were copied in and every byte pattern is a
+        // valid `T` (checked just above for the one type where it is not).
+        unsafe { out.set_len(n) };
+        Ok(out)
     }
 
     /// A copy of this tensor on `device`.
@@ -184,7 +249,10 @@ impl<T: DType, S: Shape> Tensor<T, S> {
     /// A copy of this tensor on the same device.
     pub fn try_clone(&self) -> Result<Self, Error> {
         match &self.storage {
-            Storage::Host(data) => Ok(Tensor::host(self.device.clone(), self.shape, data.clone())),
+            Storage::Host(..) => {
+                let data = self.to_vec()?;
+                Tensor::upload(&self.device, self.shape, &data)
+            }
             Storage::Npu(buffer) => {
                 // SAFETY: the buffer holds `bytes` of device memory on this device.
                 let copy = unsafe {
@@ -204,24 +272,18 @@ impl<T: DType, S: Shape> Tensor<T, S> {
         }
     }
 
-    fn raw(&self) -> (*mut u8, u64) {
-        match &self.storage {
-            Storage::Host(data) => (
-                data.as_ptr() as *mut u8,
-                std::mem::size_of_val(data.as_slice()) as u64,
-            ),
-            Storage::Npu(buffer) => (buffer.ptr.cast(), buffer.bytes as u64),
-        }
-    }
-
     /// For generated wrappers: the sizes and base address of this input.
     #[doc(hidden)]
     pub fn __input(&self) -> crate::launch::Arg<'_> {
-        let (ptr, bytes) = self.raw();
+        let memory = match &self.storage {
+            Storage::Host(buffer, _) => crate::launch::Memory::host_input(buffer),
+            Storage::Npu(buffer) => {
+                crate::launch::Memory::device(buffer.ptr.cast(), buffer.bytes as u64)
+            }
+        };
         crate::launch::Arg::Tensor {
             sizes: self.shape.sizes(),
-            ptr,
-            bytes,
+            memory,
             device: &self.device,
         }
     }
@@ -229,17 +291,17 @@ impl<T: DType, S: Shape> Tensor<T, S> {
     /// For generated wrappers: the sizes and base address of this output.
     #[doc(hidden)]
     pub fn __output(&mut self) -> crate::launch::Arg<'_> {
-        let (ptr, bytes) = match &mut self.storage {
-            Storage::Host(data) => (
-                data.as_mut_ptr().cast(),
-                std::mem::size_of_val(data.as_slice()) as u64,
-            ),
-            Storage::Npu(buffer) => (buffer.ptr.cast(), buffer.bytes as u64),
+        let memory = match &mut self.storage {
+            Storage::Host(buffer, _) => {
+                crate::launch::Memory::host_output(buffer, T::first_invalid)
+            }
+            Storage::Npu(buffer) => {
+                crate::launch::Memory::device(buffer.ptr.cast(), buffer.bytes as u64)
+            }
         };
         crate::launch::Arg::Tensor {
             sizes: self.shape.sizes(),
-            ptr,
-            bytes,
+            memory,
             device: &self.device,
         }
     }

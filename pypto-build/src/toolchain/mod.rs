@@ -71,6 +71,12 @@ pub fn host_build(
     match build.try_get_compiler() {
         Ok(tool) if tool.is_like_gnu() || tool.is_like_clang() => {
             build.flag("-Wno-unused-parameter");
+            // A kernel's trap on a guard page, an input page or a zero
+            // divisor becomes an emulation error: the fault handler throws,
+            // which needs unwind tables at every trapping instruction.
+            build
+                .flag("-fnon-call-exceptions")
+                .define("PYPTO_NON_CALL_EXCEPTIONS", "1");
         }
         _ => {
             build.flag_if_supported("-Wno-unused-parameter");

@@ -127,7 +127,7 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint3
 {
     pypto_emu::check_count_bytes<T>(count, "DataCopy(local->GM)");
     pypto_emu::check_local(src, static_cast<uint64_t>(count) * sizeof(T), "DataCopy(local->GM)");
-    std::memcpy(dst.range(0, count, "DataCopy(local->GM)"), src.data(), count * sizeof(T));
+    std::memcpy(dst.range_out(0, count, "DataCopy(local->GM)"), src.data(), count * sizeof(T));
 }
 
 // UB -> UB, `count` contiguous elements.
@@ -161,7 +161,7 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataC
         return;
     }
     pypto_emu::check_local(src, pypto_emu::span_bytes(p, p.srcGap), what);
-    T* d = dst.range(0, pypto_emu::span_bytes(p, p.dstGap) / sizeof(T), what);
+    T* d = dst.range_out(0, pypto_emu::span_bytes(p, p.dstGap) / sizeof(T), what);
     pypto_emu::copy_blocks(reinterpret_cast<uint8_t*>(d), reinterpret_cast<const uint8_t*>(src.data()), p);
 }
 
@@ -222,7 +222,7 @@ void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Da
     uint64_t dst_step = p.blockLen + static_cast<uint64_t>(p.dstStride);
     uint64_t dst_total = (p.blockCount - 1ull) * dst_step + p.blockLen;
     pypto_emu::check_local(src, (p.blockCount - 1ull) * src_step + p.blockLen, what);
-    auto* d = reinterpret_cast<uint8_t*>(dst.range(0, dst_total / sizeof(T), what));
+    auto* d = reinterpret_cast<uint8_t*>(dst.range_out(0, dst_total / sizeof(T), what));
     const auto* s = reinterpret_cast<const uint8_t*>(src.data());
     for (uint64_t i = 0; i < p.blockCount; ++i) {
         std::memcpy(d + i * dst_step, s + i * src_step, p.blockLen);

@@ -1,6 +1,7 @@
 // Kernel qualifiers, emulation errors, and the per-block context of a launch.
 #pragma once
 
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -9,6 +10,9 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <signal.h>
+#include <unistd.h>
 
 // Device-code qualifiers mean nothing on the host.
 #define __global__
@@ -50,6 +54,11 @@ struct GmRegion {
     const uint8_t* begin;
     uint64_t bytes;
     uint32_t arg; // index among the kernel's tensor arguments; UINT32_MAX for tiling
+    bool writable; // outputs only: inputs are read-only to a kernel
+    const char* name; // the param's name (not NUL-terminated), for messages
+    uint64_t name_len;
+    uintptr_t map_begin; // the tensor's whole mapping, guard pages included
+    uintptr_t map_end;   // (0, 0 when pypto-rt gave none)
 };
 
 // What one block of a launch knows about itself.
@@ -59,9 +68,26 @@ struct BlockState {
     std::vector<GmRegion> regions;
     uint64_t ub_peak = 0;
     uint32_t live_pipes = 0;
+    uint64_t launch_id = 0;
+    const uint32_t* cancel = nullptr; // set by pypto-rt's watchdog on timeout
+    uint64_t timeout_ms = 0;
+    const char* kernel = "";
+    uint64_t kernel_len = 0;
+    volatile sig_atomic_t in_kernel = 0; // the fault handler's cue
 };
 
 inline thread_local BlockState block;
+
+// Per tensor argument, what pypto-rt says about its memory (mirrored in
+// launch.rs as `HostArg`).
+struct HostArg {
+    uint64_t map_begin;
+    uint64_t map_end;
+    const char* name;
+    uint64_t name_len;
+    uint32_t writable;
+    uint32_t reserved;
+};
 
 // The call record pypto-rt passes to a host entry (mirrored in pypto-rt's
 // launch.rs as `HostLaunch`; keep the two identical).
@@ -76,28 +102,246 @@ struct HostLaunch {
     char* err;
     uint64_t err_len;
     uint64_t ub_peak; // out: the block's Unified Buffer high-water mark, bytes
+    const HostArg* arg_info;
+    const char* kernel;
+    uint64_t kernel_len;
+    uint64_t launch_id;
+    const uint32_t* cancel;
+    uint64_t timeout_ms;
 };
 
-// Checks that [ptr, ptr + bytes) lies inside one tensor argument (or the
-// tiling data) of the launch.
-inline void check_gm(const void* ptr, uint64_t bytes, const char* what)
+static_assert(sizeof(HostArg) == 40, "HostArg must match pypto-rt's launch.rs");
+static_assert(sizeof(HostLaunch) == 120, "HostLaunch must match pypto-rt's launch.rs");
+static_assert(offsetof(HostLaunch, arg_info) == 72, "HostLaunch must match pypto-rt's launch.rs");
+static_assert(offsetof(HostLaunch, timeout_ms) == 112, "HostLaunch must match pypto-rt's launch.rs");
+
+// A param's name as written in messages: `x`.
+inline std::string param_name(const GmRegion& r)
 {
+    if (r.name == nullptr) {
+        return concat("tensor argument ", r.arg);
+    }
+    return concat("`", std::string(r.name, r.name_len), "`");
+}
+
+// Ends a launch that pypto-rt's watchdog gave up on: every API call polls.
+inline void poll(const char* what)
+{
+    if (block.cancel != nullptr && __atomic_load_n(block.cancel, __ATOMIC_RELAXED) != 0) {
+        fail(what, ": the launch did not finish within ", block.timeout_ms / 1000.0,
+             " s (PYPTO_KERNEL_TIMEOUT); this block was stopped here");
+    }
+}
+
+// Checks that [ptr, ptr + bytes) lies inside one tensor argument (or the
+// tiling data) of the launch, and that a write goes to an output.
+inline void check_gm(const void* ptr, uint64_t bytes, const char* what, bool write = false)
+{
+    poll(what);
     const auto* p = static_cast<const uint8_t*>(ptr);
     for (const GmRegion& r : block.regions) {
         if (p >= r.begin && p <= r.begin + r.bytes) {
             uint64_t offset = static_cast<uint64_t>(p - r.begin);
             if (offset + bytes <= r.bytes) {
+                if (write && !r.writable) {
+                    if (r.arg == UINT32_MAX) {
+                        fail(what, ": writes the tiling data, which kernels only read");
+                    }
+                    fail(what, ": writes ", bytes, " bytes at byte offset ", offset,
+                         " of input ", param_name(r),
+                         "; inputs are read-only to a kernel (make the param an output "
+                         "with `output: true` to write it)");
+                }
                 return;
             }
             if (r.arg == UINT32_MAX) {
                 fail(what, ": reads ", bytes, " bytes at offset ", offset,
                      " of the tiling data, which has ", r.bytes, " bytes");
             }
-            fail(what, ": ", bytes, " bytes at byte offset ", offset, " of tensor argument ",
-                 r.arg, " run past its end (", r.bytes, " bytes)");
+            fail(what, ": ", bytes, " bytes at byte offset ", offset, " of ", param_name(r),
+                 " run past its end (", r.bytes, " bytes)");
         }
     }
     fail(what, ": global memory address is outside every tensor argument of this launch");
+}
+
+// ---- faults ----------------------------------------------------------------
+//
+// pypto-rt places each host tensor between inaccessible guard pages and
+// makes inputs read-only during a launch. A kernel that touches a guard
+// page, writes an input, or divides an integer by zero traps; the handler
+// below turns that trap into an EmulationError (kernel objects are built
+// with -fnon-call-exceptions, so trapping instructions may throw). Any other
+// trap in a kernel is fatal: it is reported on stderr with the kernel and
+// block, and the process ends as it would have without the handler.
+
+// Writes `text` to stderr with no allocation (signal context).
+inline void write_stderr(const char* text, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = ::write(2, text, len);
+        if (n <= 0) {
+            return;
+        }
+        text += n;
+        len -= static_cast<size_t>(n);
+    }
+}
+
+inline void write_stderr(const char* text) { write_stderr(text, std::strlen(text)); }
+
+inline void write_stderr_number(uint64_t value, int base)
+{
+    char digits[32];
+    int n = 0;
+    do {
+        uint64_t d = value % static_cast<uint64_t>(base);
+        digits[n++] = static_cast<char>(d < 10 ? '0' + d : 'a' + d - 10);
+        value /= static_cast<uint64_t>(base);
+    } while (value != 0 && n < 32);
+    char out[34];
+    int len = 0;
+    if (base == 16) {
+        out[len++] = '0';
+        out[len++] = 'x';
+    }
+    while (n > 0) {
+        out[len++] = digits[--n];
+    }
+    write_stderr(out, static_cast<size_t>(len));
+}
+
+struct PreviousHandlers {
+    struct sigaction segv, bus, fpe, ill;
+};
+
+inline PreviousHandlers& previous_handlers()
+{
+    static PreviousHandlers previous{};
+    return previous;
+}
+
+inline struct sigaction& previous_for(int sig)
+{
+    PreviousHandlers& p = previous_handlers();
+    switch (sig) {
+    case SIGSEGV: return p.segv;
+    case SIGBUS: return p.bus;
+    case SIGFPE: return p.fpe;
+    default: return p.ill;
+    }
+}
+
+// Hands the signal to whoever handled it before us (Rust's stack-overflow
+// report, or the default action when the faulting instruction runs again).
+inline void chain_signal(int sig, siginfo_t* info, void* context)
+{
+    struct sigaction& prev = previous_for(sig);
+    if ((prev.sa_flags & SA_SIGINFO) != 0 && prev.sa_sigaction != nullptr) {
+        prev.sa_sigaction(sig, info, context);
+        return;
+    }
+    if (prev.sa_handler == SIG_IGN) {
+        return;
+    }
+    if (prev.sa_handler != SIG_DFL && prev.sa_handler != nullptr) {
+        prev.sa_handler(sig);
+        return;
+    }
+    // Default action: restore it; returning re-runs the faulting
+    // instruction, which then ends the process with the signal.
+    ::signal(sig, SIG_DFL);
+}
+
+// What a fault at `addr` means for the current launch, or nullptr.
+inline const GmRegion* region_of_fault(uintptr_t addr)
+{
+    for (const GmRegion& r : block.regions) {
+        if (r.map_begin != 0 && addr >= r.map_begin && addr < r.map_end) {
+            return &r;
+        }
+    }
+    return nullptr;
+}
+
+inline void report_fatal(int sig, uintptr_t addr)
+{
+    write_stderr("pypto-rt: kernel `");
+    write_stderr(block.kernel, block.kernel_len);
+    write_stderr("`, block ");
+    write_stderr_number(block.idx, 10);
+    switch (sig) {
+    case SIGSEGV: write_stderr(": fatal SIGSEGV (invalid memory access) at address "); break;
+    case SIGBUS: write_stderr(": fatal SIGBUS (bus error) at address "); break;
+    case SIGILL: write_stderr(": fatal SIGILL (illegal instruction) at address "); break;
+    default: write_stderr(": fatal signal at address "); break;
+    }
+    write_stderr_number(addr, 16);
+    if (sig == SIGSEGV && addr < 4096) {
+        write_stderr(" (a null pointer)");
+    }
+    write_stderr(", outside every tensor of the launch; a raw GM_ADDR or pointer went astray. "
+                 "The process cannot continue.\n");
+}
+
+[[noreturn]] inline void throw_fault(const GmRegion& r, uintptr_t addr)
+{
+    auto begin = reinterpret_cast<uintptr_t>(r.begin);
+    if (addr >= begin && addr < begin + r.bytes) {
+        fail("writes input ", param_name(r), " at byte offset ", addr - begin,
+             " through a raw pointer; inputs are read-only to a kernel (make the param an "
+             "output with `output: true` to write it)");
+    }
+    if (addr >= begin + r.bytes) {
+        fail("accesses ", param_name(r), " at byte offset ", addr - begin,
+             " through a raw pointer, past its end (", r.bytes,
+             " bytes); the guard page after the tensor stopped it");
+    }
+    fail("accesses ", param_name(r), " ", begin - addr,
+         " bytes before its start through a raw pointer; the guard page before the tensor "
+         "stopped it");
+}
+
+inline void on_fault(int sig, siginfo_t* info, void* context)
+{
+    if (block.in_kernel == 0) {
+        chain_signal(sig, info, context);
+        return;
+    }
+    auto addr = reinterpret_cast<uintptr_t>(info->si_addr);
+#if defined(PYPTO_NON_CALL_EXCEPTIONS)
+    if (sig == SIGFPE) {
+        fail("integer division by zero or overflow (SIGFPE) at instruction 0x", std::hex, addr);
+    }
+    if (sig == SIGSEGV || sig == SIGBUS) {
+        if (const GmRegion* r = region_of_fault(addr)) {
+            throw_fault(*r, addr);
+        }
+    }
+#endif
+    report_fatal(sig, addr);
+    block.in_kernel = 0;
+    ::sigaction(sig, &previous_for(sig), nullptr);
+    chain_signal(sig, info, context);
+}
+
+inline void install_fault_handler()
+{
+    static const bool installed = [] {
+        struct sigaction action {};
+        action.sa_sigaction = on_fault;
+        // NODEFER: a handler that throws never returns through sigreturn,
+        // so the signal must not stay blocked.
+        action.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+        sigemptyset(&action.sa_mask);
+        PreviousHandlers& p = previous_handlers();
+        ::sigaction(SIGSEGV, &action, &p.segv);
+        ::sigaction(SIGBUS, &action, &p.bus);
+        ::sigaction(SIGFPE, &action, &p.fpe);
+        ::sigaction(SIGILL, &action, &p.ill);
+        return true;
+    }();
+    (void)installed;
 }
 
 inline void write_message(HostLaunch* launch, const char* text)
@@ -118,15 +362,32 @@ inline void write_message(HostLaunch* launch, const char* text)
 template <typename Body>
 int32_t run_block(HostLaunch* launch, Body&& body)
 {
+    install_fault_handler();
     block = BlockState{};
     block.idx = launch->block_idx;
     block.num = launch->block_num;
+    block.launch_id = launch->launch_id;
+    block.cancel = launch->cancel;
+    block.timeout_ms = launch->timeout_ms;
+    block.kernel = launch->kernel != nullptr ? launch->kernel : "";
+    block.kernel_len = launch->kernel != nullptr ? launch->kernel_len : 0;
     for (uint32_t i = 0; i < launch->num_args; ++i) {
-        block.regions.push_back(
-            {static_cast<const uint8_t*>(launch->args[i]), launch->arg_bytes[i], i});
+        GmRegion r{static_cast<const uint8_t*>(launch->args[i]), launch->arg_bytes[i], i, true,
+                   nullptr, 0, 0, 0};
+        if (launch->arg_info != nullptr) {
+            const HostArg& info = launch->arg_info[i];
+            r.writable = info.writable != 0;
+            r.name = info.name;
+            r.name_len = info.name_len;
+            r.map_begin = static_cast<uintptr_t>(info.map_begin);
+            r.map_end = static_cast<uintptr_t>(info.map_end);
+        }
+        block.regions.push_back(r);
     }
-    block.regions.push_back({launch->tiling, launch->tiling_bytes, UINT32_MAX});
+    block.regions.push_back(
+        {launch->tiling, launch->tiling_bytes, UINT32_MAX, false, nullptr, 0, 0, 0});
     int32_t status = 0;
+    block.in_kernel = 1;
     try {
         body();
     } catch (const EmulationError& e) {
@@ -139,6 +400,7 @@ int32_t run_block(HostLaunch* launch, Body&& body)
         write_message(launch, "unknown C++ exception");
         status = 3;
     }
+    block.in_kernel = 0;
     launch->ub_peak = block.ub_peak;
     return status;
 }

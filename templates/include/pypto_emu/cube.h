@@ -327,7 +327,7 @@ void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const Fixpip
     uint64_t blocks = p.nSize / 16;
     pypto_emu::check_cube_operand(src, pypto_emu::Memory::L0C,
                                   ((blocks - 1) * p.srcStride * 16 + static_cast<uint64_t>(p.mSize) * 16) * 4, what);
-    T* out = dst.range(0, (p.mSize - 1ull) * p.dstStride + p.nSize, what);
+    T* out = dst.range_out(0, (p.mSize - 1ull) * p.dstStride + p.nSize, what);
     for (uint32_t m = 0; m < p.mSize; ++m) {
         for (uint32_t n = 0; n < p.nSize; ++n) {
             float v = src.data()[(n / 16) * p.srcStride * 16 + m * 16 + n % 16];

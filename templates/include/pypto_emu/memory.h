@@ -112,31 +112,57 @@ public:
         pypto_emu::check_gm(buffer, bufferSize * sizeof(T), "GlobalTensor::SetGlobalBuffer");
         data_ = buffer;
         size_ = bufferSize;
+        launch_ = pypto_emu::block.launch_id;
     }
 
     void SetGlobalBuffer(__gm__ T* buffer)
     {
         data_ = buffer;
         size_ = 0;
+        launch_ = pypto_emu::block.launch_id;
     }
 
     T GetValue(uint64_t offset) const
     {
-        check(offset, 1, "GlobalTensor::GetValue");
+        check(offset, 1, "GlobalTensor::GetValue", false);
         return data_[offset];
     }
 
     void SetValue(uint64_t offset, T value) const
     {
-        check(offset, 1, "GlobalTensor::SetValue");
+        check(offset, 1, "GlobalTensor::SetValue", true);
         data_[offset] = value;
     }
 
-    T& operator()(uint64_t offset) const
-    {
-        check(offset, 1, "GlobalTensor::operator()");
-        return data_[offset];
-    }
+    // One element through operator(): reading it is a read, assigning to
+    // it a write, so that a write to an input is caught like SetValue's.
+    class Element {
+    public:
+        operator T() const
+        {
+            owner_->check(offset_, 1, "GlobalTensor::operator()", false);
+            return owner_->data_[offset_];
+        }
+        const Element& operator=(T value) const
+        {
+            owner_->check(offset_, 1, "GlobalTensor::operator()", true);
+            owner_->data_[offset_] = value;
+            return *this;
+        }
+        const Element& operator=(const Element& other) const { return *this = static_cast<T>(other); }
+        const Element& operator+=(T v) const { return *this = static_cast<T>(static_cast<T>(*this) + v); }
+        const Element& operator-=(T v) const { return *this = static_cast<T>(static_cast<T>(*this) - v); }
+        const Element& operator*=(T v) const { return *this = static_cast<T>(static_cast<T>(*this) * v); }
+        const Element& operator/=(T v) const { return *this = static_cast<T>(static_cast<T>(*this) / v); }
+
+    private:
+        friend class GlobalTensor;
+        Element(const GlobalTensor* owner, uint64_t offset) : owner_(owner), offset_(offset) {}
+        const GlobalTensor* owner_;
+        uint64_t offset_;
+    };
+
+    Element operator()(uint64_t offset) const { return Element(this, offset); }
 
     GlobalTensor operator[](uint64_t offset) const
     {
@@ -147,6 +173,7 @@ public:
         GlobalTensor view;
         view.data_ = data_ + offset;
         view.size_ = size_ != 0 ? size_ - offset : 0;
+        view.launch_ = launch_;
         return view;
     }
 
@@ -155,28 +182,39 @@ public:
     __gm__ T* GetPhyAddr(uint64_t offset) const { return data_ + offset; }
 
     // For the emulation's copies: checks [offset, offset + count) and
-    // returns its address.
-    T* range(uint64_t offset, uint64_t count, const char* what) const
+    // returns its address; `range` for reading, `range_out` for writing.
+    const T* range(uint64_t offset, uint64_t count, const char* what) const
     {
-        check(offset, count, what);
+        check(offset, count, what, false);
+        return data_ + offset;
+    }
+
+    T* range_out(uint64_t offset, uint64_t count, const char* what) const
+    {
+        check(offset, count, what, true);
         return data_ + offset;
     }
 
 private:
-    void check(uint64_t offset, uint64_t count, const char* what) const
+    void check(uint64_t offset, uint64_t count, const char* what, bool write) const
     {
         if (data_ == nullptr) {
             pypto_emu::fail(what, ": the GlobalTensor has no buffer; call SetGlobalBuffer first");
+        }
+        if (launch_ != pypto_emu::block.launch_id) {
+            pypto_emu::fail(what, ": the GlobalTensor was set up by an earlier launch, whose "
+                            "memory is gone; call SetGlobalBuffer in every launch");
         }
         if (size_ != 0 && offset + count > size_) {
             pypto_emu::fail(what, ": elements [", offset, ", ", offset + count,
                             ") are outside the GlobalTensor's ", size_, " elements");
         }
-        pypto_emu::check_gm(data_ + offset, count * sizeof(T), what);
+        pypto_emu::check_gm(data_ + offset, count * sizeof(T), what, write);
     }
 
     T* data_ = nullptr;
     uint64_t size_ = 0;
+    uint64_t launch_ = 0; // the launch whose memory data_ points into
 };
 
 template <typename T>
@@ -261,6 +299,7 @@ private:
 
     void check_index(uint32_t index, const char* what) const
     {
+        pypto_emu::poll(what);
         if (data_ == nullptr) {
             pypto_emu::fail(what, ": the LocalTensor was never allocated");
         }
@@ -285,6 +324,7 @@ public:
     template <typename T>
     LocalTensor<T> AllocTensor()
     {
+        pypto_emu::poll("TQue::AllocTensor");
         require_init("AllocTensor");
         for (pypto_emu::Slot& s : slots_) {
             if (s.state == pypto_emu::Slot::State::Free) {
@@ -319,6 +359,7 @@ public:
     template <typename T>
     LocalTensor<T> DeQue()
     {
+        pypto_emu::poll("TQue::DeQue");
         require_init("DeQue");
         if (fifo_.empty()) {
             pypto_emu::fail("TQue<", pypto_emu::position_name(position_),

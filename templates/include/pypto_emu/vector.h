@@ -51,6 +51,7 @@ using compute_t = std::conditional_t<one_of<T, half, bfloat16_t>, float, T>;
 template <typename T>
 void check_vector_operand(const AscendC::LocalTensor<T>& t, int32_t count, const char* what)
 {
+    poll(what);
     if (count < 0) {
         fail(what, ": count ", count, " is negative");
     }

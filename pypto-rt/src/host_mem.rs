@@ -1,0 +1,286 @@
+//! Host-backend tensor memory, laid out so that a kernel's stray raw
+//! accesses are caught rather than corrupting the process.
+//!
+//! Each buffer is its own mapping: an inaccessible guard page, the data
+//! placed so that it ends exactly where a second guard page begins, and
+//! nothing else. A kernel that reads or writes one byte past a tensor's end
+//! faults on the guard page, and the emulation's fault handler turns that
+//! into an error naming the kernel, block and param. The bytes between the
+//! first guard page and the data (the "front slack", less than a page) are
+//! filled with a pattern and checked after each launch, so writes before a
+//! tensor's start are caught too. During a launch the data pages of input
+//! tensors are read-only, so a write to an input faults the same way.
+
+use std::ffi::c_void;
+use std::ptr::NonNull;
+use std::sync::{Mutex, OnceLock};
+
+use crate::error::Error;
+
+/// The byte the front slack is filled with.
+const SLACK_PATTERN: u8 = 0xA5;
+
+fn page_size() -> usize {
+    static PAGE: OnceLock<usize> = OnceLock::new();
+    *PAGE.get_or_init(|| {
+        // SAFETY: sysconf has no preconditions.
+        let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        usize::try_from(size)
+            .ok()
+            .filter(|&s| s > 0)
+            .unwrap_or(4096)
+    })
+}
+
+/// One tensor's bytes on the host, between guard pages. Owns its mapping.
+pub(crate) struct HostBuffer {
+    /// The whole mapping, guard pages included.
+    map: NonNull<u8>,
+    map_len: usize,
+    /// The first data byte (the first byte of the trailing guard page when
+    /// `len` is 0).
+    data: NonNull<u8>,
+    len: usize,
+    /// Launches that currently hold this buffer read-only.
+    readers: Mutex<u32>,
+}
+
+// SAFETY: the buffer owns its mapping; shared access is read-only except
+// through `&mut` (Rust's rules) or a kernel launch holding the tensor
+// exclusively, and the read-only count is behind a mutex.
+unsafe impl Send for HostBuffer {}
+// SAFETY: as above.
+unsafe impl Sync for HostBuffer {}
+
+impl HostBuffer {
+    /// `len` zeroed bytes between guard pages; the data starts at a multiple
+    /// of `align` (a power of two dividing the page size).
+    pub(crate) fn zeroed(len: usize, align: usize) -> Result<HostBuffer, Error> {
+        let page = page_size();
+        let too_big = || Error::OutOfMemory {
+            bytes: len,
+            reason: "larger than the address space".to_owned(),
+        };
+        let data_pages = len.div_ceil(page).checked_mul(page).ok_or_else(too_big)?;
+        let map_len = data_pages.checked_add(2 * page).ok_or_else(too_big)?;
+        if map_len > isize::MAX as usize {
+            return Err(too_big());
+        }
+        // SAFETY: an anonymous private mapping at an address of the
+        // kernel's choosing touches no existing memory.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return Err(Error::OutOfMemory {
+                bytes: len,
+                reason: std::io::Error::last_os_error().to_string(),
+            });
+        }
+        let map = NonNull::new(map.cast::<u8>()).ok_or_else(too_big)?;
+        // The data ends where the trailing guard page begins; its start is
+        // rounded down to the element alignment.
+        let end = page + data_pages;
+        let start = (end - len) & !(align.max(1) - 1);
+        let buffer = HostBuffer {
+            map,
+            map_len,
+            // SAFETY: `start` <= `end` < `map_len`.
+            data: unsafe { NonNull::new_unchecked(map.as_ptr().add(start)) },
+            len,
+            readers: Mutex::new(0),
+        };
+        if data_pages > 0 {
+            buffer.protect(libc::PROT_READ | libc::PROT_WRITE)?;
+            // SAFETY: the front slack [page, start) is inside the data pages
+            // just made writable.
+            unsafe { std::ptr::write_bytes(map.as_ptr().add(page), SLACK_PATTERN, start - page) };
+        }
+        Ok(buffer)
+    }
+
+    fn protect(&self, prot: libc::c_int) -> Result<(), Error> {
+        let page = page_size();
+        // SAFETY: the data pages lie inside this buffer's own mapping.
+        let rc = unsafe {
+            libc::mprotect(
+                self.map.as_ptr().add(page).cast::<c_void>(),
+                self.map_len - 2 * page,
+                prot,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(Error::OutOfMemory {
+                bytes: self.len,
+                reason: format!("mprotect: {}", std::io::Error::last_os_error()),
+            })
+        }
+    }
+
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.data.as_ptr()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        // SAFETY: `len` initialised bytes at `data`, readable while `self`
+        // lives (read-only protection still allows reads).
+        unsafe { std::slice::from_raw_parts(self.data.as_ptr(), self.len) }
+    }
+
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as for `bytes`; `&mut self` excludes launches, so the
+        // pages are writable.
+        unsafe { std::slice::from_raw_parts_mut(self.data.as_ptr(), self.len) }
+    }
+
+    /// The whole mapping's address range, for the fault handler.
+    pub(crate) fn mapping(&self) -> (usize, usize) {
+        let begin = self.map.as_ptr() as usize;
+        (begin, begin + self.map_len)
+    }
+
+    /// The first byte of the front slack that no longer holds the pattern,
+    /// as a (negative) offset from the data's start.
+    pub(crate) fn slack_damage(&self) -> Option<usize> {
+        let page = page_size();
+        let slack_len = self.data.as_ptr() as usize - (self.map.as_ptr() as usize + page);
+        if slack_len == 0 {
+            return None;
+        }
+        // SAFETY: the slack lies in the readable data pages.
+        let slack = unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(page), slack_len) };
+        slack
+            .iter()
+            .position(|&b| b != SLACK_PATTERN)
+            .map(|i| slack_len - i)
+    }
+
+    /// Puts the pattern back in the front slack (after a reported write).
+    pub(crate) fn repair_slack(&self) {
+        let page = page_size();
+        let slack_len = self.data.as_ptr() as usize - (self.map.as_ptr() as usize + page);
+        // SAFETY: the slack lies in the data pages; only a launch that holds
+        // this buffer as an output writes it, and that launch has ended.
+        unsafe { std::ptr::write_bytes(self.map.as_ptr().add(page), SLACK_PATTERN, slack_len) };
+    }
+
+    /// Makes the data read-only until the returned guard drops, so that a
+    /// kernel writing an input faults. Shared by concurrent launches.
+    pub(crate) fn read_only(&self) -> ReadOnly<'_> {
+        if self.len == 0 {
+            return ReadOnly { buffer: None };
+        }
+        let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+        // A failed mprotect only loses detection, never correctness.
+        if *readers == 0 && self.protect(libc::PROT_READ).is_err() {
+            return ReadOnly { buffer: None };
+        }
+        *readers += 1;
+        ReadOnly { buffer: Some(self) }
+    }
+}
+
+/// Holds a buffer read-only; see [`HostBuffer::read_only`].
+pub(crate) struct ReadOnly<'a> {
+    buffer: Option<&'a HostBuffer>,
+}
+
+impl Drop for ReadOnly<'_> {
+    fn drop(&mut self) {
+        let Some(buffer) = self.buffer else {
+            return;
+        };
+        let mut readers = buffer.readers.lock().unwrap_or_else(|e| e.into_inner());
+        *readers -= 1;
+        if *readers == 0 && buffer.protect(libc::PROT_READ | libc::PROT_WRITE).is_err() {
+            // The pages stay read-only: a later write through `&mut` would
+            // fault. Continuing would turn that into a crash far from here.
+            eprintln!(
+                "pypto-rt: could not make a tensor writable again after a launch ({}); ending the process",
+                std::io::Error::last_os_error()
+            );
+            std::process::abort();
+        }
+    }
+}
+
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        // SAFETY: the mapping was created by `zeroed` and is unmapped once;
+        // nothing borrows it any more.
+        unsafe { libc::munmap(self.map.as_ptr().cast::<c_void>(), self.map_len) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_ends_at_the_guard_page_and_slack_is_watched() {
+        let page = page_size();
+        for len in [0usize, 4, 28, 4096, 5000] {
+            let buffer = HostBuffer::zeroed(len, 4).unwrap();
+            let (begin, end) = buffer.mapping();
+            assert_eq!(buffer.as_ptr() as usize + len, end - page, "{len}");
+            assert!(buffer.as_ptr() as usize >= begin + page);
+            assert!(buffer.bytes().iter().all(|&b| b == 0));
+            assert_eq!(buffer.slack_damage(), None);
+            if buffer.as_ptr() as usize > begin + page {
+                // SAFETY: one byte before the data, inside the slack.
+                unsafe { *buffer.as_ptr().sub(3) = 0 };
+                assert_eq!(buffer.slack_damage(), Some(3));
+                buffer.repair_slack();
+                assert_eq!(buffer.slack_damage(), None);
+            }
+        }
+    }
+
+    #[test]
+    fn alignment_is_kept() {
+        for len in [8usize, 24, 1000] {
+            let buffer = HostBuffer::zeroed(len, 8).unwrap();
+            assert_eq!(buffer.as_ptr() as usize % 8, 0);
+            assert!(buffer.as_ptr() as usize + len <= buffer.mapping().1 - page_size());
+        }
+    }
+
+    #[test]
+    fn impossible_sizes_are_errors() {
+        assert!(matches!(
+            HostBuffer::zeroed(usize::MAX - 10, 4),
+            Err(Error::OutOfMemory { .. })
+        ));
+        assert!(matches!(
+            HostBuffer::zeroed(1 << 50, 4),
+            Err(Error::OutOfMemory { .. })
+        ));
+    }
+
+    #[test]
+    fn read_only_nests() {
+        let mut buffer = HostBuffer::zeroed(64, 4).unwrap();
+        {
+            let a = buffer.read_only();
+            let b = buffer.read_only();
+            drop(a);
+            assert_eq!(*buffer.readers.lock().unwrap(), 1);
+            drop(b);
+        }
+        buffer.bytes_mut()[0] = 7;
+        assert_eq!(buffer.bytes()[0], 7);
+    }
+}
