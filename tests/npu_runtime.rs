@@ -95,3 +95,91 @@ fn npu_device_over_the_fake_runtime() {
         "kernel `add_bias_f32`: param `bias` is on the host (CPU), but the call runs on npu:0 (Ascend910B3)"
     );
 }
+
+/// Runs this binary again as the ACL lifecycle scenario `name` over the
+/// fake runtime; returns the fake's call log.
+fn lifecycle(name: &str) -> String {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fake-cann-{name}"));
+    let fake = FakeCann::assemble(&dir, FakeVersion::Cann85).unwrap();
+    let log = dir.join("acl.log");
+    let _ = std::fs::remove_file(&log);
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "lifecycle_scenario",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("PYPTO_LIFECYCLE", name)
+        .env(pypto_rt::LIBRARY_VAR, fake.libascendcl())
+        .env("PYPTO_FAKE_ACL_LOG", &log)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read_to_string(&log).unwrap()
+}
+
+/// The child side of [`lifecycle`]; a no-op in the normal test run.
+#[test]
+fn lifecycle_scenario() {
+    let Ok(name) = std::env::var("PYPTO_LIFECYCLE") else {
+        return;
+    };
+    if name == "guest" {
+        // Another component (think torch_npu) initialised ACL first and
+        // finalises it at exit, after pypto-rt is done.
+        static FINALIZE: std::sync::OnceLock<unsafe extern "C" fn() -> i32> =
+            std::sync::OnceLock::new();
+        unsafe extern "C" {
+            fn atexit(callback: extern "C" fn()) -> i32;
+        }
+        extern "C" fn owner_exit() {
+            // SAFETY: the fake's aclFinalize takes nothing.
+            let code = unsafe { FINALIZE.get().unwrap()() };
+            eprintln!("owner aclFinalize: {code}");
+        }
+        let path = std::env::var_os(pypto_rt::LIBRARY_VAR).unwrap();
+        // SAFETY: the fake runtime; kept loaded for the process's life.
+        let library = Box::leak(Box::new(unsafe { libloading::Library::new(path) }.unwrap()));
+        // SAFETY: signatures of the ACL headers.
+        unsafe {
+            let init: libloading::Symbol<unsafe extern "C" fn(*const i8) -> i32> =
+                library.get(b"aclInit\0").unwrap();
+            assert_eq!(init(std::ptr::null()), 0);
+            let finalize: libloading::Symbol<unsafe extern "C" fn() -> i32> =
+                library.get(b"aclFinalize\0").unwrap();
+            let _ = FINALIZE.set(*finalize);
+            atexit(owner_exit);
+        }
+    }
+    let npu = Device::npu(0).unwrap();
+    let other = Device::npu(1).unwrap();
+    let t = npu.tensor_from(&[1.0f32, 2.0], (2,)).unwrap();
+    let u = other.tensor_from(&[3.0f32], (1,)).unwrap();
+    assert_eq!(t.to_vec().unwrap(), [1.0, 2.0]);
+    assert_eq!(u.to_vec().unwrap(), [3.0]);
+}
+
+#[test]
+fn acl_owner_releases_streams_and_devices_then_finalizes() {
+    assert_eq!(
+        lifecycle("owner"),
+        "aclInit 0 -> 0\naclrtCreateStream 0 -> 0\naclrtCreateStream 1 -> 0\n\
+         aclrtDestroyStream 1 -> 0\naclrtDestroyStream 0 -> 0\n\
+         aclrtResetDevice 1 -> 0\naclrtResetDevice 0 -> 0\naclFinalize 0 -> 0\n"
+    );
+}
+
+#[test]
+fn acl_guest_releases_its_own_and_leaves_finalize_to_the_owner() {
+    assert_eq!(
+        lifecycle("guest"),
+        "aclInit 0 -> 0\naclInit 0 -> 100002\naclrtCreateStream 0 -> 0\n\
+         aclrtCreateStream 1 -> 0\naclrtDestroyStream 1 -> 0\naclrtDestroyStream 0 -> 0\n\
+         aclrtResetDevice 1 -> 0\naclrtResetDevice 0 -> 0\naclFinalize 0 -> 0\n"
+    );
+}

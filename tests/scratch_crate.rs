@@ -38,6 +38,20 @@ fn cargo_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (bool, String,
     )
 }
 
+/// Every cached kernel object under a target's build directory.
+fn cached_objects(build: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(build).into_iter().flatten().flatten() {
+        let cache = entry.path().join("out/pypto/obj/cache");
+        for object in std::fs::read_dir(&cache).into_iter().flatten().flatten() {
+            if object.path().extension().is_some_and(|e| e == "o") {
+                found.push(object.path());
+            }
+        }
+    }
+    found
+}
+
 /// A fresh copy of the scratch crate in its own directory `name`.
 fn scratch_crate(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
@@ -171,6 +185,28 @@ fn a_user_crate_builds_runs_rebuilds_only_on_change_and_reports_spec_errors() {
         "{stderr}"
     );
     std::fs::remove_file(dir.join("kernels/shared.yaml")).unwrap();
+
+    // A cached object cut short (a full disk mid-copy) is compiled again,
+    // not linked as it is.
+    let cached = cached_objects(&workspace().join("target/scratch/debug/build"));
+    // The newest: the target dir may hold builds of earlier test runs.
+    let victim = cached
+        .iter()
+        .filter(|p| p.to_string_lossy().contains("relu_wide"))
+        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .unwrap_or_else(|| panic!("no cached relu_wide object in {cached:?}"));
+    let bytes = std::fs::read(victim).unwrap();
+    std::fs::write(victim, &bytes[..bytes.len() / 2]).unwrap();
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, format!("{text}\n# touched\n")).unwrap();
+    let (ok, _, stderr) = cargo_with(&dir, &["build"], &[("PYPTO_BUILD_VERBOSE", "1")]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr
+            .contains("pypto-build: 2 kernels, 4 sources rendered, 1 objects compiled, 3 reused, "),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(victim).unwrap(), bytes);
 
     // Forcing the NPU backend on a machine without CANN is a clear error.
     let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))

@@ -8,7 +8,7 @@
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use crate::error::Error;
 
@@ -41,6 +41,8 @@ pub(crate) struct Acl {
     pub(crate) path: String,
     finalize: unsafe extern "C" fn() -> AclError,
     set_device: unsafe extern "C" fn(i32) -> AclError,
+    reset_device: unsafe extern "C" fn(i32) -> AclError,
+    destroy_stream: unsafe extern "C" fn(Stream) -> AclError,
     get_device_count: unsafe extern "C" fn(*mut u32) -> AclError,
     create_stream: unsafe extern "C" fn(*mut Stream) -> AclError,
     synchronize_stream: unsafe extern "C" fn(Stream) -> AclError,
@@ -49,6 +51,19 @@ pub(crate) struct Acl {
     memcpy: unsafe extern "C" fn(*mut c_void, usize, *const c_void, usize, c_int) -> AclError,
     recent_error: unsafe extern "C" fn() -> *const c_char,
     soc_name: unsafe extern "C" fn() -> *const c_char,
+    /// Whether this process's `aclInit` was ours: only then is
+    /// `aclFinalize` ours to call. A guest (ACL initialised by torch_npu or
+    /// another component first) leaves it to the owner.
+    owns_init: bool,
+    /// What this process opened, released at exit in reverse: streams
+    /// (with their device), then devices.
+    opened: Mutex<Opened>,
+}
+
+#[derive(Default)]
+struct Opened {
+    devices: Vec<i32>,
+    streams: Vec<(i32, usize)>,
 }
 
 static ACL: OnceLock<Result<Acl, String>> = OnceLock::new();
@@ -114,6 +129,8 @@ fn bind(library: libloading::Library, path: String) -> Result<Acl, String> {
         path: path.clone(),
         finalize: symbol!("aclFinalize"),
         set_device: symbol!("aclrtSetDevice"),
+        reset_device: symbol!("aclrtResetDevice"),
+        destroy_stream: symbol!("aclrtDestroyStream"),
         get_device_count: symbol!("aclrtGetDeviceCount"),
         create_stream: symbol!("aclrtCreateStream"),
         synchronize_stream: symbol!("aclrtSynchronizeStream"),
@@ -122,6 +139,8 @@ fn bind(library: libloading::Library, path: String) -> Result<Acl, String> {
         memcpy: symbol!("aclrtMemcpy"),
         recent_error: symbol!("aclGetRecentErrMsg"),
         soc_name: symbol!("aclrtGetSocName"),
+        owns_init: false,
+        opened: Mutex::new(Opened::default()),
         _library: library,
     };
     // SAFETY: aclInit accepts a null config path (no configuration file).
@@ -129,24 +148,27 @@ fn bind(library: libloading::Library, path: String) -> Result<Acl, String> {
     if code != ACL_SUCCESS && code != ACL_ERROR_REPEAT_INITIALIZE {
         return Err(acl.error("aclInit", code).to_string());
     }
-    register_finalize();
-    Ok(acl)
+    register_shutdown();
+    Ok(Acl {
+        owns_init: code == ACL_SUCCESS,
+        ..acl
+    })
 }
 
-/// `aclFinalize` once, when the process exits (Rust runs no destructors
-/// for statics).
-fn register_finalize() {
+/// Releases what this process opened when it exits (Rust runs no
+/// destructors for statics): streams, then devices, then — only if our
+/// `aclInit` was the one that initialised ACL — `aclFinalize`.
+fn register_shutdown() {
     unsafe extern "C" {
         fn atexit(callback: extern "C" fn()) -> c_int;
     }
-    extern "C" fn finalize() {
+    extern "C" fn shutdown() {
         if let Some(Ok(acl)) = ACL.get() {
-            // SAFETY: aclInit succeeded for this process; nothing runs after exit handlers.
-            unsafe { (acl.finalize)() };
+            acl.shutdown();
         }
     }
     // SAFETY: registers a plain function with the C library's exit handlers.
-    unsafe { atexit(finalize) };
+    unsafe { atexit(shutdown) };
 }
 
 impl Acl {
@@ -190,7 +212,36 @@ impl Acl {
     pub(crate) fn set_device(&self, index: i32) -> Result<(), Error> {
         // SAFETY: plain value argument.
         let code = unsafe { (self.set_device)(index) };
-        self.check("aclrtSetDevice", code)
+        self.check("aclrtSetDevice", code)?;
+        let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+        if !opened.devices.contains(&index) {
+            opened.devices.push(index);
+        }
+        Ok(())
+    }
+
+    /// At exit: destroys this process's streams, resets its devices, and
+    /// finalises ACL if this process initialised it. Failures are ignored:
+    /// the process is ending and has no one to tell.
+    fn shutdown(&self) {
+        let opened = std::mem::take(&mut *self.opened.lock().unwrap_or_else(|e| e.into_inner()));
+        for &(device, stream) in opened.streams.iter().rev() {
+            // SAFETY: the stream came from aclrtCreateStream on `device` and
+            // is destroyed once; no launch runs during exit handlers.
+            unsafe {
+                (self.set_device)(device);
+                (self.destroy_stream)(stream as Stream);
+            }
+        }
+        for &device in opened.devices.iter().rev() {
+            // SAFETY: plain value argument; this process set the device.
+            unsafe { (self.reset_device)(device) };
+        }
+        if self.owns_init {
+            // SAFETY: this process's aclInit initialised ACL; nothing of
+            // ours uses it after exit handlers.
+            unsafe { (self.finalize)() };
+        }
     }
 
     /// The SoC name of the current device, e.g. `Ascend910B3`.
@@ -202,11 +253,17 @@ impl Acl {
         }
     }
 
-    pub(crate) fn create_stream(&self) -> Result<Stream, Error> {
+    /// A stream on `device`, which must be current on this thread.
+    pub(crate) fn create_stream(&self, device: i32) -> Result<Stream, Error> {
         let mut stream: Stream = std::ptr::null_mut();
         // SAFETY: writes one stream handle through a valid pointer.
         let code = unsafe { (self.create_stream)(&mut stream) };
         self.check("aclrtCreateStream", code)?;
+        self.opened
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .streams
+            .push((device, stream as usize));
         Ok(stream)
     }
 

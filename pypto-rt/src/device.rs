@@ -122,7 +122,7 @@ fn open_npu(index: u32) -> Result<Arc<Npu>, Error> {
     acl.set_device(wanted)?;
     CURRENT.with(|c| c.set(Some(wanted)));
     let soc = acl.soc_name().unwrap_or_default();
-    let stream = acl.create_stream()?;
+    let stream = acl.create_stream(wanted)?;
     let npu = Arc::new(Npu {
         index: wanted,
         arch: NpuArch::from_soc_name(&soc),

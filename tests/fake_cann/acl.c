@@ -59,6 +59,23 @@ static aclError fail(aclError code, const char* format, ...)
     return code;
 }
 
+/* PYPTO_FAKE_ACL_LOG=path: each lifecycle call and its result is appended
+ * there, so tests can check who initialised, finalised and released what. */
+static aclError note(const char* call, long arg, aclError rc)
+{
+    const char* path = getenv("PYPTO_FAKE_ACL_LOG");
+    if (path != NULL) {
+        pthread_mutex_lock(&lock);
+        FILE* f = fopen(path, "a");
+        if (f != NULL) {
+            fprintf(f, "%s %ld -> %d\n", call, arg, rc);
+            fclose(f);
+        }
+        pthread_mutex_unlock(&lock);
+    }
+    return rc;
+}
+
 /* PYPTO_FAKE_ACL_FAIL=call[@n]: true from the n-th use of `call` on. */
 static int injected(const char* call)
 {
@@ -115,20 +132,23 @@ aclError aclInit(const char* configPath)
 {
     (void)configPath;
     if (injected("aclInit")) {
-        return fail(ACL_ERROR_RT_INTERNAL_ERROR, "fake ACL: aclInit failed (injected)");
+        return note("aclInit", 0, fail(ACL_ERROR_RT_INTERNAL_ERROR, "fake ACL: aclInit failed (injected)"));
     }
     if (initialized) {
-        return fail(ACL_ERROR_REPEAT_INITIALIZE, "fake ACL: aclInit called twice");
+        return note("aclInit", 0, fail(ACL_ERROR_REPEAT_INITIALIZE, "fake ACL: aclInit called twice"));
     }
     initialized = 1;
-    return ACL_SUCCESS;
+    return note("aclInit", 0, ACL_SUCCESS);
 }
+
+static long streams_live;
 
 aclError aclFinalize(void)
 {
     if (!initialized) {
-        return fail(ACL_ERROR_UNINITIALIZE, "fake ACL: aclFinalize before aclInit");
+        return note("aclFinalize", 0, fail(ACL_ERROR_UNINITIALIZE, "fake ACL: aclFinalize before aclInit"));
     }
+    note("aclFinalize", streams_live, ACL_SUCCESS);
     const char* report = getenv("PYPTO_FAKE_ACL_REPORT");
     if (report != NULL) {
         long live = 0;
@@ -176,10 +196,14 @@ aclError aclrtSetDevice(int32_t deviceId)
 
 aclError aclrtResetDevice(int32_t deviceId)
 {
+    if (!initialized) {
+        return note("aclrtResetDevice", deviceId,
+                    fail(ACL_ERROR_UNINITIALIZE, "fake ACL: aclrtResetDevice after aclFinalize"));
+    }
     if (deviceId == current_device) {
         current_device = -1;
     }
-    return ACL_SUCCESS;
+    return note("aclrtResetDevice", deviceId, ACL_SUCCESS);
 }
 
 const char* aclrtGetSocName(void)
@@ -200,13 +224,24 @@ aclError aclrtCreateStream(aclrtStream* stream)
     }
     s->device = current_device;
     *stream = s;
-    return ACL_SUCCESS;
+    pthread_mutex_lock(&lock);
+    ++streams_live;
+    pthread_mutex_unlock(&lock);
+    return note("aclrtCreateStream", s->device, ACL_SUCCESS);
 }
 
 aclError aclrtDestroyStream(aclrtStream stream)
 {
+    if (!initialized) {
+        return note("aclrtDestroyStream", -1,
+                    fail(ACL_ERROR_UNINITIALIZE, "fake ACL: aclrtDestroyStream after aclFinalize"));
+    }
+    int device = ((struct stream*)stream)->device;
     free(stream);
-    return ACL_SUCCESS;
+    pthread_mutex_lock(&lock);
+    --streams_live;
+    pthread_mutex_unlock(&lock);
+    return note("aclrtDestroyStream", device, ACL_SUCCESS);
 }
 
 aclError aclrtSynchronizeStream(aclrtStream stream)

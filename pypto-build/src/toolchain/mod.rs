@@ -132,6 +132,7 @@ pub fn compile_cached(
     let compiler = format!("{:?} {:?}", tool.path(), tool.args());
 
     let mut objects = Vec::with_capacity(sources.len());
+    let mut keep = Vec::with_capacity(2 * sources.len());
     let mut stale = Vec::new();
     for source in sources {
         let text =
@@ -142,9 +143,11 @@ pub fn compile_cached(
             .and_then(|s| s.to_str())
             .unwrap_or("kernel");
         let cached = cache.join(format!("{stem}-{key:016x}.o"));
-        if !cached.is_file() {
+        if !cache_entry_is_whole(&cached) {
             stale.push((source.clone(), cached.clone()));
         }
+        keep.push(sum_path(&cached));
+        keep.push(cached.clone());
         objects.push(cached);
     }
     if !stale.is_empty() {
@@ -160,14 +163,14 @@ pub fn compile_cached(
                 ),
             })?;
         for (object, (_, cached)) in built.iter().zip(&stale) {
-            std::fs::copy(object, cached)
-                .map_err(|e| failure(format!("{}: {e}", cached.display())))?;
+            store_cache_entry(object, cached)?;
         }
     }
-    // Objects of kernels that changed or went away are not kept.
+    // Objects of kernels that changed or went away are not kept (nor are
+    // temporaries of an interrupted store).
     if let Ok(entries) = std::fs::read_dir(cache) {
         for entry in entries.flatten() {
-            if !objects.contains(&entry.path()) {
+            if !keep.contains(&entry.path()) {
                 let _ = std::fs::remove_file(entry.path());
             }
         }
@@ -177,6 +180,55 @@ pub fn compile_cached(
         reused: sources.len() - stale.len(),
     };
     Ok((objects, report))
+}
+
+/// The file beside a cached object that records its length and hash.
+fn sum_path(object: &Path) -> PathBuf {
+    let mut name = object.as_os_str().to_owned();
+    name.push(".sum");
+    PathBuf::from(name)
+}
+
+/// `LENGTH HASH` of an object's bytes.
+fn object_sum(bytes: &[u8]) -> String {
+    format!("{} {:016x}", bytes.len(), fingerprint(&[bytes]))
+}
+
+/// Whether a cached object is there and is exactly what was stored: a
+/// store cut short (a full disk, a killed build) leaves an object whose
+/// length or hash does not match its sum, or no sum at all.
+fn cache_entry_is_whole(object: &Path) -> bool {
+    let (Ok(bytes), Ok(sum)) = (
+        std::fs::read(object),
+        std::fs::read_to_string(sum_path(object)),
+    ) else {
+        return false;
+    };
+    sum == object_sum(&bytes)
+}
+
+/// Stores a freshly compiled object in the cache: the object, then its sum,
+/// each written under a temporary name and renamed, so that neither is ever
+/// seen half-written.
+fn store_cache_entry(object: &Path, cached: &Path) -> Result<(), CompileFailure> {
+    let io = |path: &Path, e: std::io::Error| failure(format!("{}: {e}", path.display()));
+    let bytes = std::fs::read(object).map_err(|e| io(object, e))?;
+    let write_then_rename = |path: &Path, data: &[u8]| {
+        let mut temporary = path.as_os_str().to_owned();
+        temporary.push(format!(".tmp{}", std::process::id()));
+        let temporary = PathBuf::from(temporary);
+        let result = std::fs::write(&temporary, data)
+            .and_then(|()| std::fs::rename(&temporary, path))
+            .map_err(|e| io(path, e));
+        if result.is_err() {
+            let _ = std::fs::remove_file(&temporary);
+        }
+        result
+    };
+    // The old sum goes first: an object without a matching sum is rebuilt.
+    let _ = std::fs::remove_file(sum_path(cached));
+    write_then_rename(cached, &bytes)?;
+    write_then_rename(&sum_path(cached), object_sum(&bytes).as_bytes())
 }
 
 /// Archives `objects` into [`LIBRARY`] with the host build's archiver and
@@ -208,16 +260,67 @@ pub fn link_npu_runtime(toolkit: &cann::Toolkit) {
 }
 
 /// FNV-1a over the parts, with a separator between them: stable across
-/// Rust versions, unlike `DefaultHasher`, so caches survive toolchain updates.
+/// Rust versions, unlike `DefaultHasher`, so caches survive toolchain
+/// updates. Eight bytes are mixed at a time (objects are hashed on every
+/// build that runs the build script).
 fn fingerprint(parts: &[&[u8]]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut mix = |word: u64| {
+        hash ^= word;
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+        hash ^= hash >> 29;
+    };
     for part in parts {
-        for &byte in part.iter().chain(&[0xff]) {
-            hash ^= u64::from(byte);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        let mut words = part.chunks_exact(8);
+        for word in &mut words {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(word);
+            mix(u64::from_le_bytes(bytes));
         }
+        for &byte in words.remainder() {
+            mix(u64::from(byte));
+        }
+        mix(0xff_u64 << 56 | part.len() as u64);
     }
     hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprints_tell_parts_apart() {
+        assert_ne!(fingerprint(&[b"ab", b"c"]), fingerprint(&[b"a", b"bc"]));
+        assert_ne!(fingerprint(&[b"12345678"]), fingerprint(&[b"12345679"]));
+        assert_eq!(fingerprint(&[b"same"]), fingerprint(&[b"same"]));
+    }
+
+    #[test]
+    fn a_cut_short_cache_entry_is_not_whole() {
+        let dir = std::env::temp_dir().join(format!("pypto-cache-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fresh = dir.join("fresh.o");
+        std::fs::write(&fresh, vec![7u8; 165_872]).unwrap();
+        let cached = dir.join("k_s0-0123.o");
+        assert!(!cache_entry_is_whole(&cached));
+        store_cache_entry(&fresh, &cached).unwrap();
+        assert!(cache_entry_is_whole(&cached));
+        // A store cut short by a full disk: the object is shorter than its sum says.
+        let bytes = std::fs::read(&cached).unwrap();
+        std::fs::write(&cached, &bytes[..155_648]).unwrap();
+        assert!(!cache_entry_is_whole(&cached));
+        // Same length, other bytes.
+        let mut other = bytes.clone();
+        other[1000] ^= 1;
+        std::fs::write(&cached, &other).unwrap();
+        assert!(!cache_entry_is_whole(&cached));
+        // An object without its sum.
+        store_cache_entry(&fresh, &cached).unwrap();
+        std::fs::remove_file(sum_path(&cached)).unwrap();
+        assert!(!cache_entry_is_whole(&cached));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 /// cc prints compiler output as warnings only; to put it in the error, each
