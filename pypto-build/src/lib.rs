@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use builder::{Builder, Built, Generated, write_if_changed};
-pub use diag::{Diagnostic, Diagnostics, Location, Pos};
+pub use diag::{Diagnostic, Diagnostics, Location, Pos, Snippet};
 pub use error::Error;
 pub use model::{Kernel, Model};
 
@@ -47,7 +47,7 @@ pub fn spec_files<P: AsRef<Path>>(paths: &[P]) -> Result<Vec<PathBuf>, Diagnosti
             pos: Pos::new(1, 1),
         },
         message,
-        source_line: None,
+        snippet: None,
     };
     for path in paths {
         let path = path.as_ref();
@@ -139,13 +139,13 @@ impl SpecSet {
             Ok(root) => root,
             Err((pos, message)) => {
                 sink.error(pos, message);
-                self.problems.extend(sink.diagnostics);
+                self.problems.extend(sink.finish());
                 return;
             }
         };
         let spec = spec::read(&root, &mut sink);
         let checked = model::check_file(&spec, &mut sink);
-        let mut duplicates = Vec::new();
+        let mut duplicates = std::collections::HashSet::new();
         for k in &spec.kernels {
             match self.declared.get(&k.name.value) {
                 Some(first) => {
@@ -156,7 +156,7 @@ impl SpecSet {
                             k.name.value
                         ),
                     );
-                    duplicates.push(k.name.value.clone());
+                    duplicates.insert(k.name.value.clone());
                 }
                 None => {
                     self.declared
@@ -169,9 +169,7 @@ impl SpecSet {
                 .into_iter()
                 .filter(|k| !duplicates.contains(&k.name)),
         );
-        // Stages find problems in their own order; report them in source order.
-        sink.diagnostics.sort_by_key(|d| d.location.pos);
-        self.problems.extend(sink.diagnostics);
+        self.problems.extend(sink.finish());
     }
 
     fn finish(self) -> Result<Model, Diagnostics> {

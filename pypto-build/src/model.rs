@@ -2,14 +2,14 @@
 //! resolved, named dims and template relations are merged into one dim each,
 //! and the STATIC specialisations to build are enumerated.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::builtin::{self, AxisRef, Contract, Role};
-use crate::diag::{Location, Pos, Sink};
+use crate::diag::{Location, Pos, Sink, clip};
 use crate::names::{did_you_mean, identifier_problem};
-use crate::spec::{self, KernelSpec, ParamSpec, Sp, SpecFile};
+use crate::spec::{self, KernelSpec, ParamSpec, QUOTED, Sp, SpecFile};
 use crate::yaml::{Node, Value};
 
 /// Highest tensor rank a kernel may take.
@@ -316,7 +316,7 @@ struct NamedDim {
 /// are known so that their uses do not cascade into "undefined" errors.
 struct FileDims {
     valid: BTreeMap<String, NamedDim>,
-    invalid: Vec<String>,
+    invalid: BTreeSet<String>,
 }
 
 /// Checks every kernel of one spec file. Kernels with errors are left out;
@@ -326,9 +326,9 @@ pub(crate) fn check_file(spec: &SpecFile, sink: &mut Sink<'_>) -> Vec<Kernel> {
     spec.kernels
         .iter()
         .filter_map(|k| {
-            let before = sink.diagnostics.len();
+            let before = sink.count();
             let kernel = check_kernel(k, &dims, sink);
-            kernel.filter(|_| sink.diagnostics.len() == before)
+            kernel.filter(|_| sink.count() == before)
         })
         .collect()
 }
@@ -338,11 +338,11 @@ const MARKER_WORDS: [&str; 4] = ["DYNAMIC", "DYN", "STATIC", "..."];
 fn check_dims(spec: &SpecFile, sink: &mut Sink<'_>) -> FileDims {
     let mut dims = FileDims {
         valid: BTreeMap::new(),
-        invalid: Vec::new(),
+        invalid: BTreeSet::new(),
     };
     for decl in &spec.dims {
         let name = &decl.name;
-        let ctx = format!("dims, `{}`", name.value);
+        let ctx = format!("dims, `{}`", clip(&name.value, QUOTED));
         let mut ok = true;
         if MARKER_WORDS.contains(&name.value.as_str()) {
             sink.error(
@@ -383,7 +383,9 @@ fn check_dims(spec: &SpecFile, sink: &mut Sink<'_>) -> FileDims {
             Some(kind) if ok => {
                 dims.valid.insert(name.value.clone(), NamedDim { kind });
             }
-            _ => dims.invalid.push(name.value.clone()),
+            _ => {
+                dims.invalid.insert(name.value.clone());
+            }
         }
     }
     dims
@@ -424,7 +426,7 @@ struct Draft<'s> {
 
 fn check_kernel(k: &KernelSpec, dims: &FileDims, sink: &mut Sink<'_>) -> Option<Kernel> {
     let name = &k.name.value;
-    let ctx = format!("kernel `{name}`");
+    let ctx = format!("kernel `{}`", clip(name, QUOTED));
     if let Some(problem) = identifier_problem(name) {
         sink.error(
             k.name.pos,
@@ -664,7 +666,7 @@ fn check_options(
     template: Option<&TemplateRef>,
     sink: &mut Sink<'_>,
 ) -> Option<Vec<(String, OptionValue)>> {
-    let before = sink.diagnostics.len();
+    let before = sink.count();
     let contract = match template? {
         TemplateRef::Builtin(name) => builtin::find(name),
         TemplateRef::File(_) => None,
@@ -757,7 +759,7 @@ fn check_options(
             }
         }
     }
-    (sink.diagnostics.len() == before).then_some(out)
+    (sink.count() == before).then_some(out)
 }
 
 /// Axes the template splits by an option (attention's hidden size by its
@@ -959,8 +961,8 @@ fn check_param<'s>(
     targets: &[Target],
     sink: &mut Sink<'_>,
 ) -> Option<Draft<'s>> {
-    let ctx = format!("{kernel_ctx}, param `{}`", p.name.value);
-    let before = sink.diagnostics.len();
+    let ctx = format!("{kernel_ctx}, param `{}`", clip(&p.name.value, QUOTED));
+    let before = sink.count();
     if let Some(problem) = identifier_problem(&p.name.value) {
         sink.error(
             p.name.pos,
@@ -989,7 +991,7 @@ fn check_param<'s>(
             );
         }
         let dtype = check_dtype(scalar, &format!("{ctx}, `scalar`"), targets, sink)?;
-        return (sink.diagnostics.len() == before).then(|| Draft {
+        return (sink.count() == before).then(|| Draft {
             spec: p,
             kind: ParamKind::Scalar(dtype),
             axis_pos: Vec::new(),
@@ -1020,7 +1022,7 @@ fn check_param<'s>(
     };
     let (axes, axis_pos) = check_shape(shape, p.rank.as_ref(), &ctx, dims, sink)?;
     let dtype = dtype?;
-    (sink.diagnostics.len() == before).then(|| Draft {
+    (sink.count() == before).then(|| Draft {
         spec: p,
         kind: ParamKind::Tensor {
             dtype,
@@ -1038,7 +1040,7 @@ fn check_shape(
     dims: &FileDims,
     sink: &mut Sink<'_>,
 ) -> Option<(Vec<Axis>, Vec<Pos>)> {
-    let before = sink.diagnostics.len();
+    let before = sink.count();
     let rank = match rank {
         None => None,
         Some(node) => match &node.value {
@@ -1068,7 +1070,6 @@ fn check_shape(
     let mut ellipsis: Option<Pos> = None;
     let mut uses_invalid_dim = false;
     let last = shape.value.len() - 1;
-    let dim_names: Vec<&str> = dims.valid.keys().map(String::as_str).collect();
     for (i, entry) in shape.value.iter().enumerate() {
         let at = format!("{ctx}, shape[{i}]");
         let axis = |written: &str, kind, name: Option<&str>| Axis {
@@ -1101,16 +1102,16 @@ fn check_shape(
                     uses_invalid_dim = true;
                     continue;
                 } else {
-                    let mut candidates: Vec<&str> = vec!["DYNAMIC", "DYN", "STATIC"];
-                    candidates.extend(dim_names.iter().copied());
-                    sink.error(
-                        entry.pos,
+                    // The search over every dim name runs only for kept messages.
+                    sink.error_with(entry.pos, || {
+                        let markers = ["DYNAMIC", "DYN", "STATIC"];
+                        let names = dims.valid.keys().map(String::as_str);
                         format!(
                             "{at}: unknown dim marker `{s}`; expected DYNAMIC, DYN, STATIC, a \
                              positive integer, `...` or a name from `dims`{}",
-                            did_you_mean(s, candidates)
-                        ),
-                    );
+                            did_you_mean(s, markers.into_iter().chain(names))
+                        )
+                    });
                     continue;
                 }
             }
@@ -1124,7 +1125,7 @@ fn check_shape(
         }
         positions.push(entry.pos);
     }
-    if sink.diagnostics.len() != before || uses_invalid_dim {
+    if sink.count() != before || uses_invalid_dim {
         return None;
     }
     match (ellipsis, rank) {
@@ -1431,21 +1432,26 @@ fn check_statics(
     sink: &mut Sink<'_>,
 ) -> BTreeMap<usize, StaticValues> {
     let mut by_root: BTreeMap<usize, StaticValues> = BTreeMap::new();
-    let param_names: Vec<&str> = drafts.iter().map(|d| d.spec.name.value.as_str()).collect();
+    // Lookups by name, so that many params and many entries stay linear.
+    let mut draft_of: HashMap<&str, usize> = HashMap::with_capacity(drafts.len());
+    for (i, d) in drafts.iter().enumerate() {
+        draft_of.entry(d.spec.name.value.as_str()).or_insert(i);
+    }
+    let declared: HashSet<&str> = k.params.iter().map(|p| p.name.value.as_str()).collect();
     for entry in &k.statics {
         let key = &entry.key.value;
-        let at = format!("{ctx}, `static` entry `{key}`");
+        let at = format!("{ctx}, `static` entry `{}`", clip(key, QUOTED));
         // Which axis or named dim the key refers to, and what it was declared as.
         let target: Option<(usize, AxisKind)> = if let Some((pname, axis)) = key.split_once('.') {
-            let Some(pi) = drafts.iter().position(|d| d.spec.name.value == pname) else {
-                if !k.params.iter().any(|p| p.name.value == pname) {
-                    sink.error(
-                        entry.key.pos,
+            let Some(&pi) = draft_of.get(pname) else {
+                if !declared.contains(pname) {
+                    sink.error_with(entry.key.pos, || {
+                        let names = drafts.iter().map(|d| d.spec.name.value.as_str());
                         format!(
                             "{at}: kernel has no param `{pname}`{}",
-                            did_you_mean(pname, param_names.iter().copied())
-                        ),
-                    );
+                            did_you_mean(pname, names)
+                        )
+                    });
                 }
                 continue;
             };
@@ -1482,28 +1488,27 @@ fn check_statics(
             }
         } else {
             if !dims.invalid.contains(key) {
-                let mut candidates: Vec<String> = dims
-                    .valid
-                    .keys()
-                    .filter(|n| dims.valid[*n].kind == AxisKind::Static)
-                    .cloned()
-                    .collect();
-                for d in drafts {
-                    if let ParamKind::Tensor { axes, .. } = &d.kind {
-                        for (ai, a) in axes.iter().enumerate() {
-                            if a.kind == AxisKind::Static && a.name.is_none() {
-                                candidates.push(format!("{}.{ai}", d.spec.name.value));
+                sink.error_with(entry.key.pos, || {
+                    let mut candidates: Vec<String> = dims
+                        .valid
+                        .iter()
+                        .filter(|(_, d)| d.kind == AxisKind::Static)
+                        .map(|(n, _)| n.clone())
+                        .collect();
+                    for d in drafts {
+                        if let ParamKind::Tensor { axes, .. } = &d.kind {
+                            for (ai, a) in axes.iter().enumerate() {
+                                if a.kind == AxisKind::Static && a.name.is_none() {
+                                    candidates.push(format!("{}.{ai}", d.spec.name.value));
+                                }
                             }
                         }
                     }
-                }
-                sink.error(
-                    entry.key.pos,
                     format!(
                         "{at}: expected `param.axis` or the name of a STATIC dim from `dims`{}",
                         did_you_mean(key, candidates.iter().map(String::as_str))
-                    ),
-                );
+                    )
+                });
             }
             continue;
         };
@@ -1528,10 +1533,11 @@ fn check_statics(
         }
         let root = uf.find(slot);
         let mut values: Vec<Sp<u64>> = Vec::new();
+        let mut listed: HashSet<u64> = HashSet::new();
         let mut ok = true;
         for v in &entry.values.value {
             match size(v) {
-                Ok(n) if values.iter().any(|x| x.value == n) => {
+                Ok(n) if !listed.insert(n) => {
                     sink.error(v.pos, format!("{at}: size {n} is listed twice"));
                     ok = false;
                 }
