@@ -32,8 +32,48 @@ pub struct Location {
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.path.display(), self.pos)
+        write!(f, "{}:{}", display_path(&self.path), self.pos)
     }
+}
+
+/// A path as text that cannot break the line it is written into: control
+/// characters (and the bidirectional overrides rustc refuses in comments)
+/// are escaped. Every path written into generated code, comments and
+/// messages goes through here.
+pub fn display_path(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    if !text.chars().any(unsafe_in_text) {
+        return text.into_owned();
+    }
+    text.chars()
+        .map(|c| {
+            if unsafe_in_text(c) {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+fn unsafe_in_text(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Why `path` cannot be a spec or template path, if it cannot: Cargo's
+/// `rerun-if-changed` takes one UTF-8 line, so such a file could not be
+/// watched, and its name would have to be escaped wherever it is shown.
+pub(crate) fn path_problem(path: &Path) -> Option<String> {
+    let Some(text) = path.to_str() else {
+        return Some("the path is not valid UTF-8".to_owned());
+    };
+    let bad = text.chars().find(|&c| unsafe_in_text(c))?;
+    Some(format!(
+        "the path contains the control character `{}`, which Cargo cannot watch \
+         (`cargo:rerun-if-changed`); rename it",
+        bad.escape_default()
+    ))
 }
 
 /// One problem found in a spec.

@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use builder::{Builder, Built, Generated, write_if_changed};
-pub use diag::{Diagnostic, Diagnostics, Location, Pos, Snippet};
+pub use diag::{Diagnostic, Diagnostics, Location, Pos, Snippet, display_path};
 pub use error::Error;
 pub use model::{Kernel, Model};
 
@@ -51,14 +51,25 @@ pub fn spec_files<P: AsRef<Path>>(paths: &[P]) -> Result<Vec<PathBuf>, Diagnosti
     };
     for path in paths {
         let path = path.as_ref();
-        if path.is_dir() {
+        if let Some(problem) = diag::path_problem(path) {
+            errors.push(at_start(
+                path,
+                format!("cannot use this spec path: {problem}"),
+            ));
+        } else if path.is_dir() {
             let walk = walkdir::WalkDir::new(path)
                 .sort_by_file_name()
                 .follow_links(true);
             for entry in walk {
                 match entry {
                     Ok(e) if e.file_type().is_file() && is_spec_name(e.path()) => {
-                        files.push(e.into_path());
+                        match diag::path_problem(e.path()) {
+                            Some(problem) => errors.push(at_start(
+                                e.path(),
+                                format!("cannot use this spec file: {problem}"),
+                            )),
+                            None => files.push(e.into_path()),
+                        }
                     }
                     Ok(_) => {}
                     Err(e) => {
@@ -135,6 +146,15 @@ impl SpecSet {
     fn add(&mut self, path: &Path, source: &str) {
         self.files.push(path.to_path_buf());
         let mut sink = diag::Sink::new(path, source);
+        // Files given directly (not found by `spec_files`) are checked here.
+        if let Some(problem) = diag::path_problem(path) {
+            sink.error(
+                Pos::new(1, 1),
+                format!("cannot use this spec file: {problem}"),
+            );
+            self.problems.extend(sink.finish());
+            return;
+        }
         let root = match yaml::parse(source) {
             Ok(root) => root,
             Err((pos, message)) => {

@@ -2,12 +2,13 @@
 //! resolved, named dims and template relations are merged into one dim each,
 //! and the STATIC specialisations to build are enumerated.
 
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::builtin::{self, AxisRef, Contract, Role};
-use crate::diag::{Location, Pos, Sink, clip};
+use crate::diag::{Location, Pos, Sink, clip, display_path, path_problem};
 use crate::names::{did_you_mean, identifier_problem};
 use crate::spec::{self, KernelSpec, ParamSpec, QUOTED, Sp, SpecFile};
 use crate::yaml::{Node, Value};
@@ -162,7 +163,8 @@ impl fmt::Display for Target {
 pub enum TemplateRef {
     /// `builtin/NAME`: one of the library's templates.
     Builtin(String),
-    /// A user template; the path is resolved against the spec's directory.
+    /// A user template; the path is the spec's directory joined with the
+    /// path written, and resolves inside the spec's package.
     File(PathBuf),
 }
 
@@ -170,7 +172,7 @@ impl fmt::Display for TemplateRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TemplateRef::Builtin(name) => write!(f, "builtin/{name}"),
-            TemplateRef::File(path) => write!(f, "{}", path.display()),
+            TemplateRef::File(path) => f.write_str(&display_path(path)),
         }
     }
 }
@@ -323,11 +325,12 @@ struct FileDims {
 /// the errors are in `sink`.
 pub(crate) fn check_file(spec: &SpecFile, sink: &mut Sink<'_>) -> Vec<Kernel> {
     let dims = check_dims(spec, sink);
+    let package = OnceCell::new();
     spec.kernels
         .iter()
         .filter_map(|k| {
             let before = sink.count();
-            let kernel = check_kernel(k, &dims, sink);
+            let kernel = check_kernel(k, &dims, &package, sink);
             kernel.filter(|_| sink.count() == before)
         })
         .collect()
@@ -424,7 +427,12 @@ struct Draft<'s> {
     axis_pos: Vec<Pos>,
 }
 
-fn check_kernel(k: &KernelSpec, dims: &FileDims, sink: &mut Sink<'_>) -> Option<Kernel> {
+fn check_kernel(
+    k: &KernelSpec,
+    dims: &FileDims,
+    package: &OnceCell<Option<PathBuf>>,
+    sink: &mut Sink<'_>,
+) -> Option<Kernel> {
     let name = &k.name.value;
     let ctx = format!("kernel `{}`", clip(name, QUOTED));
     if let Some(problem) = identifier_problem(name) {
@@ -433,7 +441,7 @@ fn check_kernel(k: &KernelSpec, dims: &FileDims, sink: &mut Sink<'_>) -> Option<
             format!("{ctx}: not a valid kernel name: {problem}"),
         );
     }
-    let template = check_template(k, &ctx, sink);
+    let template = check_template(k, &ctx, package, sink);
     let targets = check_targets(k, &ctx, sink);
 
     let mut drafts = Vec::new();
@@ -836,7 +844,24 @@ fn why_tied(name: &Option<String>, contract: Option<&Contract>) -> String {
     }
 }
 
-fn check_template(k: &KernelSpec, ctx: &str, sink: &mut Sink<'_>) -> Option<TemplateRef> {
+/// The package a spec belongs to: the directory of the nearest Cargo.toml
+/// above the spec file, else the spec file's own directory; canonical.
+fn package_of(spec: &Path) -> Option<PathBuf> {
+    let dir = match spec.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let dir = dir.canonicalize().ok()?;
+    let root = dir.ancestors().find(|d| d.join("Cargo.toml").is_file());
+    Some(root.unwrap_or(&dir).to_path_buf())
+}
+
+fn check_template(
+    k: &KernelSpec,
+    ctx: &str,
+    package: &OnceCell<Option<PathBuf>>,
+    sink: &mut Sink<'_>,
+) -> Option<TemplateRef> {
     let Some(t) = &k.template else {
         if k.given.iter().any(|g| g == "template") {
             return None; // given, but not a string: already reported
@@ -864,20 +889,72 @@ fn check_template(k: &KernelSpec, ctx: &str, sink: &mut Sink<'_>) -> Option<Temp
         );
         return None;
     }
+    let written = Path::new(&t.value);
+    if let Some(problem) = path_problem(written) {
+        sink.error(t.pos, format!("{ctx}, `template`: {problem}"));
+        return None;
+    }
+    // The template is pasted into generated C++: it must be the crate's own.
+    if written.has_root() || written.is_absolute() {
+        sink.error(
+            t.pos,
+            format!(
+                "{ctx}, `template`: `{}` is an absolute path; give a path relative to the spec \
+                 file, inside its package",
+                t.value
+            ),
+        );
+        return None;
+    }
     let dir = sink.path().parent().unwrap_or(Path::new(""));
-    let path = dir.join(&t.value);
+    let path = dir.join(written);
     if t.value.is_empty() || !path.is_file() {
         sink.error(
             t.pos,
             format!(
                 "{ctx}, `template`: template file `{}` does not exist (paths are relative to \
                  the spec file; builtins are written `builtin/NAME`)",
-                path.display()
+                display_path(&path)
             ),
         );
         return None;
     }
-    Some(TemplateRef::File(path))
+    let package = package.get_or_init(|| package_of(sink.path()));
+    let inside = match (package, path.canonicalize()) {
+        (Some(package), Ok(real)) if real.starts_with(package) => true,
+        (Some(package), Ok(real)) => {
+            sink.error(
+                t.pos,
+                format!(
+                    "{ctx}, `template`: `{}` resolves to `{}`, outside the spec's package `{}` \
+                     (the directory of the nearest Cargo.toml above the spec file); templates \
+                     must be inside it",
+                    t.value,
+                    display_path(&real),
+                    display_path(package)
+                ),
+            );
+            false
+        }
+        (_, Err(e)) => {
+            sink.error(
+                t.pos,
+                format!(
+                    "{ctx}, `template`: cannot resolve `{}`: {e}",
+                    display_path(&path)
+                ),
+            );
+            false
+        }
+        (None, Ok(_)) => {
+            sink.error(
+                t.pos,
+                format!("{ctx}, `template`: cannot resolve the spec file's directory"),
+            );
+            false
+        }
+    };
+    inside.then_some(TemplateRef::File(path))
 }
 
 fn check_targets(k: &KernelSpec, ctx: &str, sink: &mut Sink<'_>) -> Vec<Target> {
