@@ -1,9 +1,14 @@
 //! Property test: valid specs mutated at random never panic the checker;
-//! each result is a clean pass or errors located inside the file.
+//! each result is a clean pass or errors located inside the file, and each
+//! spec that passes also goes through code generation without panicking.
+//!
+//! `PYPTO_MUTATE_CASES=100000 cargo test --release --test mutate` runs a
+//! longer search than the default.
 
 use std::path::Path;
 
 use proptest::prelude::*;
+use pypto_build::codegen::{Plan, ascendc, rust};
 
 /// The valid specs the mutations start from.
 fn seeds() -> Vec<String> {
@@ -144,35 +149,111 @@ fn apply(src: &str, m: &Mutation) -> String {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 2048, failure_persistence: None, ..ProptestConfig::default() })]
+/// Cases per run: `PYPTO_MUTATE_CASES`, else a count quick enough for CI.
+fn cases() -> u32 {
+    std::env::var("PYPTO_MUTATE_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2048)
+}
 
-    #[test]
-    fn mutated_specs_pass_or_fail_with_located_errors(
-        seed in 0usize..5,
-        mutations in proptest::collection::vec(mutation(), 1..6),
-    ) {
-        let mut src = seeds()[seed].clone();
-        for m in &mutations {
-            src = apply(&src, m);
-        }
-        // A path in the valid fixtures, so that relative templates resolve.
-        let path = Path::new("tests/specs/valid/mutated.yaml");
-        let lines = src.split('\n').count() as u32;
-        match pypto_build::check_source(path, &src) {
-            Ok(model) => prop_assert!(!model.kernels.is_empty()),
-            Err(problems) => {
-                prop_assert!(!problems.is_empty());
-                for d in &problems {
-                    prop_assert_eq!(&d.location.path, path);
-                    let pos = d.location.pos;
-                    prop_assert!(pos.line >= 1 && pos.line <= lines + 1, "{} in\n{}", d, src);
-                    prop_assert!(pos.column >= 1, "{} in\n{}", d, src);
-                    prop_assert!(!d.message.is_empty());
-                    // Rendering (with the caret snippet) must not panic either.
-                    let _ = d.render();
+/// Lines as the checker counts them: a line ends at `\n`, `\r\n` or `\r`.
+fn line_count(src: &str) -> u32 {
+    let breaks = src.replace("\r\n", "\n").matches(['\n', '\r']).count();
+    breaks as u32 + 1
+}
+
+/// What a build script does with a checked model, short of compiling:
+/// Rust wrappers, and each source for the host and the NPU.
+fn generate(model: &pypto_build::Model) -> Result<(), TestCaseError> {
+    let plans: Vec<Plan<'_>> = model
+        .kernels
+        .iter()
+        .map(|k| Plan::new(k, "m").with_npu())
+        .collect();
+    let _ = rust::generate(&plans);
+    let mut read = |p: &Path| {
+        std::fs::read_to_string(p).map_err(|source| pypto_build::Error::Io {
+            path: p.to_path_buf(),
+            source,
+        })
+    };
+    match ascendc::render(&plans, &mut read) {
+        Ok(sources) => {
+            for source in &sources {
+                let plan = &plans
+                    .iter()
+                    .find(|p| p.kernel.name == source.kernel)
+                    .unwrap();
+                for &arch in &plan.npu_arches {
+                    let _ = ascendc::for_arch(plan, source.specialisation, arch, &source.text);
                 }
             }
+            Ok(())
         }
+        // A mutated user template may not parse: an error, not a panic.
+        Err(pypto_build::Error::Template { .. }) => Ok(()),
+        Err(e) => Err(TestCaseError::fail(format!("generation failed: {e}"))),
+    }
+}
+
+/// Checks one mutated spec; true when it passed (and was generated).
+fn check_one(src: &str) -> Result<bool, TestCaseError> {
+    // A path in the valid fixtures, so that relative templates resolve.
+    let path = Path::new("tests/specs/valid/mutated.yaml");
+    let lines = line_count(src);
+    match pypto_build::check_source(path, src) {
+        Ok(model) => {
+            prop_assert!(!model.kernels.is_empty());
+            generate(&model)?;
+            Ok(true)
+        }
+        Err(problems) => {
+            prop_assert!(!problems.is_empty());
+            for d in &problems {
+                prop_assert_eq!(&d.location.path, path);
+                let pos = d.location.pos;
+                prop_assert!(pos.line >= 1 && pos.line <= lines + 1, "{} in\n{}", d, src);
+                prop_assert!(pos.column >= 1, "{} in\n{}", d, src);
+                prop_assert!(!d.message.is_empty());
+                // Rendering (with the caret snippet) must not panic either.
+                let _ = d.render();
+            }
+            Ok(false)
+        }
+    }
+}
+
+#[test]
+fn mutated_specs_pass_or_fail_with_located_errors() {
+    let config = ProptestConfig {
+        cases: cases(),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    let seeds = seeds();
+    let accepted = std::cell::Cell::new(0usize);
+    let strategy = (0..seeds.len(), proptest::collection::vec(mutation(), 1..6));
+    let started = std::time::Instant::now();
+    let result =
+        proptest::test_runner::TestRunner::new(config).run(&strategy, |(seed, mutations)| {
+            let mut src = seeds[seed].clone();
+            for m in &mutations {
+                src = apply(&src, m);
+            }
+            if check_one(&src)? {
+                accepted.set(accepted.get() + 1);
+            }
+            Ok(())
+        });
+    // Seen with `--nocapture`: what a long run covered.
+    eprintln!(
+        "mutate: {} cases, {} accepted, {:?}",
+        cases(),
+        accepted.get(),
+        started.elapsed()
+    );
+    if let Err(e) = result {
+        panic!("{e}");
     }
 }

@@ -159,9 +159,12 @@ impl Builder {
             })
         };
         let sources = ascendc::render(&plans, &mut read)?;
+        // Kernel names are unique in a model; a map keeps many kernels linear.
+        let plan_of: std::collections::HashMap<&str, &Plan<'_>> =
+            plans.iter().map(|p| (p.kernel.name.as_str(), p)).collect();
         let mut npu_sources = Vec::new();
         for source in &sources {
-            let Some(plan) = plans.iter().find(|p| p.kernel.name == source.kernel) else {
+            let Some(&plan) = plan_of.get(source.kernel.as_str()) else {
                 continue;
             };
             for &arch in &plan.npu_arches {
@@ -207,7 +210,9 @@ impl Builder {
         if self.cargo_metadata {
             // The spec paths themselves, so that new spec files are noticed.
             for spec in &self.specs {
-                println!("cargo:rerun-if-changed={}", spec.display());
+                if let Some(line) = rerun_if_changed(spec) {
+                    println!("{line}");
+                }
             }
             for var in cann::ENV_VARS.iter().chain(&["PYPTO_BUILD_VERBOSE"]) {
                 println!("cargo:rerun-if-env-changed={var}");
@@ -224,7 +229,9 @@ impl Builder {
             && let Ok(g) = &generated
         {
             for input in &g.inputs {
-                println!("cargo:rerun-if-changed={}", input.display());
+                if let Some(line) = rerun_if_changed(input) {
+                    println!("{line}");
+                }
             }
         }
         let generated = generated?;
@@ -352,6 +359,16 @@ impl Builder {
     }
 }
 
+/// The directive watching `path`, or nothing for a path a directive cannot
+/// carry (a newline would end it and start another directive); such paths
+/// are refused as spec and template paths, so the build fails on them anyway.
+fn rerun_if_changed(path: &Path) -> Option<String> {
+    if crate::diag::path_problem(path).is_some() {
+        return None;
+    }
+    Some(format!("cargo:rerun-if-changed={}", path.display()))
+}
+
 /// Writes `text` to `path` unless it already holds exactly that, so Cargo
 /// and the C++ compiler see unchanged files as unchanged.
 pub fn write_if_changed(path: &Path, text: &str) -> Result<(), Error> {
@@ -373,6 +390,7 @@ fn remove_stale_sources(dir: &Path, keep: &[PathBuf]) -> Result<(), Error> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(());
     };
+    let keep: std::collections::HashSet<&PathBuf> = keep.iter().collect();
     for entry in entries.flatten() {
         let path = entry.path();
         if path.extension().is_some_and(|e| e == "cpp") && !keep.contains(&path) {
@@ -411,4 +429,22 @@ fn describe_failure(failure: &crate::toolchain::CompileFailure, generated: &Gene
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rerun_directives_are_one_line_or_none() {
+        assert_eq!(
+            rerun_if_changed(Path::new("kernels/k.yaml")).as_deref(),
+            Some("cargo:rerun-if-changed=kernels/k.yaml")
+        );
+        assert_eq!(
+            rerun_if_changed(Path::new("kernels/k.yaml\ncargo:warning=injected")),
+            None
+        );
+        assert_eq!(rerun_if_changed(Path::new("a\rb.yaml")), None);
+    }
 }

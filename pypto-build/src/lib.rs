@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use builder::{Builder, Built, Generated, write_if_changed};
-pub use diag::{Diagnostic, Diagnostics, Location, Pos};
+pub use diag::{Diagnostic, Diagnostics, Location, Pos, Snippet, display_path};
 pub use error::Error;
 pub use model::{Kernel, Model};
 
@@ -47,18 +47,29 @@ pub fn spec_files<P: AsRef<Path>>(paths: &[P]) -> Result<Vec<PathBuf>, Diagnosti
             pos: Pos::new(1, 1),
         },
         message,
-        source_line: None,
+        snippet: None,
     };
     for path in paths {
         let path = path.as_ref();
-        if path.is_dir() {
+        if let Some(problem) = diag::path_problem(path) {
+            errors.push(at_start(
+                path,
+                format!("cannot use this spec path: {problem}"),
+            ));
+        } else if path.is_dir() {
             let walk = walkdir::WalkDir::new(path)
                 .sort_by_file_name()
                 .follow_links(true);
             for entry in walk {
                 match entry {
                     Ok(e) if e.file_type().is_file() && is_spec_name(e.path()) => {
-                        files.push(e.into_path());
+                        match diag::path_problem(e.path()) {
+                            Some(problem) => errors.push(at_start(
+                                e.path(),
+                                format!("cannot use this spec file: {problem}"),
+                            )),
+                            None => files.push(e.into_path()),
+                        }
                     }
                     Ok(_) => {}
                     Err(e) => {
@@ -135,17 +146,26 @@ impl SpecSet {
     fn add(&mut self, path: &Path, source: &str) {
         self.files.push(path.to_path_buf());
         let mut sink = diag::Sink::new(path, source);
+        // Files given directly (not found by `spec_files`) are checked here.
+        if let Some(problem) = diag::path_problem(path) {
+            sink.error(
+                Pos::new(1, 1),
+                format!("cannot use this spec file: {problem}"),
+            );
+            self.problems.extend(sink.finish());
+            return;
+        }
         let root = match yaml::parse(source) {
             Ok(root) => root,
             Err((pos, message)) => {
                 sink.error(pos, message);
-                self.problems.extend(sink.diagnostics);
+                self.problems.extend(sink.finish());
                 return;
             }
         };
         let spec = spec::read(&root, &mut sink);
         let checked = model::check_file(&spec, &mut sink);
-        let mut duplicates = Vec::new();
+        let mut duplicates = std::collections::HashSet::new();
         for k in &spec.kernels {
             match self.declared.get(&k.name.value) {
                 Some(first) => {
@@ -156,7 +176,7 @@ impl SpecSet {
                             k.name.value
                         ),
                     );
-                    duplicates.push(k.name.value.clone());
+                    duplicates.insert(k.name.value.clone());
                 }
                 None => {
                     self.declared
@@ -169,9 +189,7 @@ impl SpecSet {
                 .into_iter()
                 .filter(|k| !duplicates.contains(&k.name)),
         );
-        // Stages find problems in their own order; report them in source order.
-        sink.diagnostics.sort_by_key(|d| d.location.pos);
-        self.problems.extend(sink.diagnostics);
+        self.problems.extend(sink.finish());
     }
 
     fn finish(self) -> Result<Model, Diagnostics> {

@@ -2,14 +2,15 @@
 //! resolved, named dims and template relations are merged into one dim each,
 //! and the STATIC specialisations to build are enumerated.
 
-use std::collections::BTreeMap;
+use std::cell::OnceCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::builtin::{self, AxisRef, Contract, Role};
-use crate::diag::{Location, Pos, Sink};
+use crate::diag::{Location, Pos, Sink, clip, display_path, path_problem};
 use crate::names::{did_you_mean, identifier_problem};
-use crate::spec::{self, KernelSpec, ParamSpec, Sp, SpecFile};
+use crate::spec::{self, KernelSpec, ParamSpec, QUOTED, Sp, SpecFile};
 use crate::yaml::{Node, Value};
 
 /// Highest tensor rank a kernel may take.
@@ -162,7 +163,8 @@ impl fmt::Display for Target {
 pub enum TemplateRef {
     /// `builtin/NAME`: one of the library's templates.
     Builtin(String),
-    /// A user template; the path is resolved against the spec's directory.
+    /// A user template; the path is the spec's directory joined with the
+    /// path written, and resolves inside the spec's package.
     File(PathBuf),
 }
 
@@ -170,7 +172,7 @@ impl fmt::Display for TemplateRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TemplateRef::Builtin(name) => write!(f, "builtin/{name}"),
-            TemplateRef::File(path) => write!(f, "{}", path.display()),
+            TemplateRef::File(path) => f.write_str(&display_path(path)),
         }
     }
 }
@@ -316,19 +318,20 @@ struct NamedDim {
 /// are known so that their uses do not cascade into "undefined" errors.
 struct FileDims {
     valid: BTreeMap<String, NamedDim>,
-    invalid: Vec<String>,
+    invalid: BTreeSet<String>,
 }
 
 /// Checks every kernel of one spec file. Kernels with errors are left out;
 /// the errors are in `sink`.
 pub(crate) fn check_file(spec: &SpecFile, sink: &mut Sink<'_>) -> Vec<Kernel> {
     let dims = check_dims(spec, sink);
+    let package = OnceCell::new();
     spec.kernels
         .iter()
         .filter_map(|k| {
-            let before = sink.diagnostics.len();
-            let kernel = check_kernel(k, &dims, sink);
-            kernel.filter(|_| sink.diagnostics.len() == before)
+            let before = sink.count();
+            let kernel = check_kernel(k, &dims, &package, sink);
+            kernel.filter(|_| sink.count() == before)
         })
         .collect()
 }
@@ -338,11 +341,11 @@ const MARKER_WORDS: [&str; 4] = ["DYNAMIC", "DYN", "STATIC", "..."];
 fn check_dims(spec: &SpecFile, sink: &mut Sink<'_>) -> FileDims {
     let mut dims = FileDims {
         valid: BTreeMap::new(),
-        invalid: Vec::new(),
+        invalid: BTreeSet::new(),
     };
     for decl in &spec.dims {
         let name = &decl.name;
-        let ctx = format!("dims, `{}`", name.value);
+        let ctx = format!("dims, `{}`", clip(&name.value, QUOTED));
         let mut ok = true;
         if MARKER_WORDS.contains(&name.value.as_str()) {
             sink.error(
@@ -383,7 +386,9 @@ fn check_dims(spec: &SpecFile, sink: &mut Sink<'_>) -> FileDims {
             Some(kind) if ok => {
                 dims.valid.insert(name.value.clone(), NamedDim { kind });
             }
-            _ => dims.invalid.push(name.value.clone()),
+            _ => {
+                dims.invalid.insert(name.value.clone());
+            }
         }
     }
     dims
@@ -422,16 +427,21 @@ struct Draft<'s> {
     axis_pos: Vec<Pos>,
 }
 
-fn check_kernel(k: &KernelSpec, dims: &FileDims, sink: &mut Sink<'_>) -> Option<Kernel> {
+fn check_kernel(
+    k: &KernelSpec,
+    dims: &FileDims,
+    package: &OnceCell<Option<PathBuf>>,
+    sink: &mut Sink<'_>,
+) -> Option<Kernel> {
     let name = &k.name.value;
-    let ctx = format!("kernel `{name}`");
+    let ctx = format!("kernel `{}`", clip(name, QUOTED));
     if let Some(problem) = identifier_problem(name) {
         sink.error(
             k.name.pos,
             format!("{ctx}: not a valid kernel name: {problem}"),
         );
     }
-    let template = check_template(k, &ctx, sink);
+    let template = check_template(k, &ctx, package, sink);
     let targets = check_targets(k, &ctx, sink);
 
     let mut drafts = Vec::new();
@@ -664,7 +674,7 @@ fn check_options(
     template: Option<&TemplateRef>,
     sink: &mut Sink<'_>,
 ) -> Option<Vec<(String, OptionValue)>> {
-    let before = sink.diagnostics.len();
+    let before = sink.count();
     let contract = match template? {
         TemplateRef::Builtin(name) => builtin::find(name),
         TemplateRef::File(_) => None,
@@ -757,7 +767,7 @@ fn check_options(
             }
         }
     }
-    (sink.diagnostics.len() == before).then_some(out)
+    (sink.count() == before).then_some(out)
 }
 
 /// Axes the template splits by an option (attention's hidden size by its
@@ -834,7 +844,24 @@ fn why_tied(name: &Option<String>, contract: Option<&Contract>) -> String {
     }
 }
 
-fn check_template(k: &KernelSpec, ctx: &str, sink: &mut Sink<'_>) -> Option<TemplateRef> {
+/// The package a spec belongs to: the directory of the nearest Cargo.toml
+/// above the spec file, else the spec file's own directory; canonical.
+fn package_of(spec: &Path) -> Option<PathBuf> {
+    let dir = match spec.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let dir = dir.canonicalize().ok()?;
+    let root = dir.ancestors().find(|d| d.join("Cargo.toml").is_file());
+    Some(root.unwrap_or(&dir).to_path_buf())
+}
+
+fn check_template(
+    k: &KernelSpec,
+    ctx: &str,
+    package: &OnceCell<Option<PathBuf>>,
+    sink: &mut Sink<'_>,
+) -> Option<TemplateRef> {
     let Some(t) = &k.template else {
         if k.given.iter().any(|g| g == "template") {
             return None; // given, but not a string: already reported
@@ -862,20 +889,72 @@ fn check_template(k: &KernelSpec, ctx: &str, sink: &mut Sink<'_>) -> Option<Temp
         );
         return None;
     }
+    let written = Path::new(&t.value);
+    if let Some(problem) = path_problem(written) {
+        sink.error(t.pos, format!("{ctx}, `template`: {problem}"));
+        return None;
+    }
+    // The template is pasted into generated C++: it must be the crate's own.
+    if written.has_root() || written.is_absolute() {
+        sink.error(
+            t.pos,
+            format!(
+                "{ctx}, `template`: `{}` is an absolute path; give a path relative to the spec \
+                 file, inside its package",
+                t.value
+            ),
+        );
+        return None;
+    }
     let dir = sink.path().parent().unwrap_or(Path::new(""));
-    let path = dir.join(&t.value);
+    let path = dir.join(written);
     if t.value.is_empty() || !path.is_file() {
         sink.error(
             t.pos,
             format!(
                 "{ctx}, `template`: template file `{}` does not exist (paths are relative to \
                  the spec file; builtins are written `builtin/NAME`)",
-                path.display()
+                display_path(&path)
             ),
         );
         return None;
     }
-    Some(TemplateRef::File(path))
+    let package = package.get_or_init(|| package_of(sink.path()));
+    let inside = match (package, path.canonicalize()) {
+        (Some(package), Ok(real)) if real.starts_with(package) => true,
+        (Some(package), Ok(real)) => {
+            sink.error(
+                t.pos,
+                format!(
+                    "{ctx}, `template`: `{}` resolves to `{}`, outside the spec's package `{}` \
+                     (the directory of the nearest Cargo.toml above the spec file); templates \
+                     must be inside it",
+                    t.value,
+                    display_path(&real),
+                    display_path(package)
+                ),
+            );
+            false
+        }
+        (_, Err(e)) => {
+            sink.error(
+                t.pos,
+                format!(
+                    "{ctx}, `template`: cannot resolve `{}`: {e}",
+                    display_path(&path)
+                ),
+            );
+            false
+        }
+        (None, Ok(_)) => {
+            sink.error(
+                t.pos,
+                format!("{ctx}, `template`: cannot resolve the spec file's directory"),
+            );
+            false
+        }
+    };
+    inside.then_some(TemplateRef::File(path))
 }
 
 fn check_targets(k: &KernelSpec, ctx: &str, sink: &mut Sink<'_>) -> Vec<Target> {
@@ -959,8 +1038,8 @@ fn check_param<'s>(
     targets: &[Target],
     sink: &mut Sink<'_>,
 ) -> Option<Draft<'s>> {
-    let ctx = format!("{kernel_ctx}, param `{}`", p.name.value);
-    let before = sink.diagnostics.len();
+    let ctx = format!("{kernel_ctx}, param `{}`", clip(&p.name.value, QUOTED));
+    let before = sink.count();
     if let Some(problem) = identifier_problem(&p.name.value) {
         sink.error(
             p.name.pos,
@@ -989,7 +1068,7 @@ fn check_param<'s>(
             );
         }
         let dtype = check_dtype(scalar, &format!("{ctx}, `scalar`"), targets, sink)?;
-        return (sink.diagnostics.len() == before).then(|| Draft {
+        return (sink.count() == before).then(|| Draft {
             spec: p,
             kind: ParamKind::Scalar(dtype),
             axis_pos: Vec::new(),
@@ -1020,7 +1099,7 @@ fn check_param<'s>(
     };
     let (axes, axis_pos) = check_shape(shape, p.rank.as_ref(), &ctx, dims, sink)?;
     let dtype = dtype?;
-    (sink.diagnostics.len() == before).then(|| Draft {
+    (sink.count() == before).then(|| Draft {
         spec: p,
         kind: ParamKind::Tensor {
             dtype,
@@ -1038,7 +1117,7 @@ fn check_shape(
     dims: &FileDims,
     sink: &mut Sink<'_>,
 ) -> Option<(Vec<Axis>, Vec<Pos>)> {
-    let before = sink.diagnostics.len();
+    let before = sink.count();
     let rank = match rank {
         None => None,
         Some(node) => match &node.value {
@@ -1068,7 +1147,6 @@ fn check_shape(
     let mut ellipsis: Option<Pos> = None;
     let mut uses_invalid_dim = false;
     let last = shape.value.len() - 1;
-    let dim_names: Vec<&str> = dims.valid.keys().map(String::as_str).collect();
     for (i, entry) in shape.value.iter().enumerate() {
         let at = format!("{ctx}, shape[{i}]");
         let axis = |written: &str, kind, name: Option<&str>| Axis {
@@ -1101,16 +1179,16 @@ fn check_shape(
                     uses_invalid_dim = true;
                     continue;
                 } else {
-                    let mut candidates: Vec<&str> = vec!["DYNAMIC", "DYN", "STATIC"];
-                    candidates.extend(dim_names.iter().copied());
-                    sink.error(
-                        entry.pos,
+                    // The search over every dim name runs only for kept messages.
+                    sink.error_with(entry.pos, || {
+                        let markers = ["DYNAMIC", "DYN", "STATIC"];
+                        let names = dims.valid.keys().map(String::as_str);
                         format!(
                             "{at}: unknown dim marker `{s}`; expected DYNAMIC, DYN, STATIC, a \
                              positive integer, `...` or a name from `dims`{}",
-                            did_you_mean(s, candidates)
-                        ),
-                    );
+                            did_you_mean(s, markers.into_iter().chain(names))
+                        )
+                    });
                     continue;
                 }
             }
@@ -1124,7 +1202,7 @@ fn check_shape(
         }
         positions.push(entry.pos);
     }
-    if sink.diagnostics.len() != before || uses_invalid_dim {
+    if sink.count() != before || uses_invalid_dim {
         return None;
     }
     match (ellipsis, rank) {
@@ -1431,21 +1509,26 @@ fn check_statics(
     sink: &mut Sink<'_>,
 ) -> BTreeMap<usize, StaticValues> {
     let mut by_root: BTreeMap<usize, StaticValues> = BTreeMap::new();
-    let param_names: Vec<&str> = drafts.iter().map(|d| d.spec.name.value.as_str()).collect();
+    // Lookups by name, so that many params and many entries stay linear.
+    let mut draft_of: HashMap<&str, usize> = HashMap::with_capacity(drafts.len());
+    for (i, d) in drafts.iter().enumerate() {
+        draft_of.entry(d.spec.name.value.as_str()).or_insert(i);
+    }
+    let declared: HashSet<&str> = k.params.iter().map(|p| p.name.value.as_str()).collect();
     for entry in &k.statics {
         let key = &entry.key.value;
-        let at = format!("{ctx}, `static` entry `{key}`");
+        let at = format!("{ctx}, `static` entry `{}`", clip(key, QUOTED));
         // Which axis or named dim the key refers to, and what it was declared as.
         let target: Option<(usize, AxisKind)> = if let Some((pname, axis)) = key.split_once('.') {
-            let Some(pi) = drafts.iter().position(|d| d.spec.name.value == pname) else {
-                if !k.params.iter().any(|p| p.name.value == pname) {
-                    sink.error(
-                        entry.key.pos,
+            let Some(&pi) = draft_of.get(pname) else {
+                if !declared.contains(pname) {
+                    sink.error_with(entry.key.pos, || {
+                        let names = drafts.iter().map(|d| d.spec.name.value.as_str());
                         format!(
                             "{at}: kernel has no param `{pname}`{}",
-                            did_you_mean(pname, param_names.iter().copied())
-                        ),
-                    );
+                            did_you_mean(pname, names)
+                        )
+                    });
                 }
                 continue;
             };
@@ -1482,28 +1565,27 @@ fn check_statics(
             }
         } else {
             if !dims.invalid.contains(key) {
-                let mut candidates: Vec<String> = dims
-                    .valid
-                    .keys()
-                    .filter(|n| dims.valid[*n].kind == AxisKind::Static)
-                    .cloned()
-                    .collect();
-                for d in drafts {
-                    if let ParamKind::Tensor { axes, .. } = &d.kind {
-                        for (ai, a) in axes.iter().enumerate() {
-                            if a.kind == AxisKind::Static && a.name.is_none() {
-                                candidates.push(format!("{}.{ai}", d.spec.name.value));
+                sink.error_with(entry.key.pos, || {
+                    let mut candidates: Vec<String> = dims
+                        .valid
+                        .iter()
+                        .filter(|(_, d)| d.kind == AxisKind::Static)
+                        .map(|(n, _)| n.clone())
+                        .collect();
+                    for d in drafts {
+                        if let ParamKind::Tensor { axes, .. } = &d.kind {
+                            for (ai, a) in axes.iter().enumerate() {
+                                if a.kind == AxisKind::Static && a.name.is_none() {
+                                    candidates.push(format!("{}.{ai}", d.spec.name.value));
+                                }
                             }
                         }
                     }
-                }
-                sink.error(
-                    entry.key.pos,
                     format!(
                         "{at}: expected `param.axis` or the name of a STATIC dim from `dims`{}",
                         did_you_mean(key, candidates.iter().map(String::as_str))
-                    ),
-                );
+                    )
+                });
             }
             continue;
         };
@@ -1528,10 +1610,11 @@ fn check_statics(
         }
         let root = uf.find(slot);
         let mut values: Vec<Sp<u64>> = Vec::new();
+        let mut listed: HashSet<u64> = HashSet::new();
         let mut ok = true;
         for v in &entry.values.value {
             match size(v) {
-                Ok(n) if values.iter().any(|x| x.value == n) => {
+                Ok(n) if !listed.insert(n) => {
                     sink.error(v.pos, format!("{at}: size {n} is listed twice"));
                     ok = false;
                 }

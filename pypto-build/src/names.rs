@@ -158,14 +158,24 @@ pub(crate) fn nearest<'a, I>(word: &str, candidates: I) -> Option<&'a str>
 where
     I: IntoIterator<Item = &'a str>,
 {
-    let word_lower = word.to_ascii_lowercase();
+    let word_lower: Vec<char> = word.chars().map(|c| c.to_ascii_lowercase()).collect();
     let limit = (word.chars().count() / 3).max(1);
-    candidates
-        .into_iter()
-        .map(|c| (edit_distance(&word_lower, &c.to_ascii_lowercase()), c))
-        .filter(|(d, _)| *d <= limit)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
+    let mut best: Option<(usize, &str)> = None;
+    let mut buffers = (Vec::new(), Vec::new(), Vec::new());
+    for c in candidates {
+        // Only a candidate nearer than the best so far can replace it.
+        let bound = best.map_or(limit, |(d, _)| d.saturating_sub(1));
+        let (lower, prev, cur) = &mut buffers;
+        lower.clear();
+        lower.extend(c.chars().map(|c| c.to_ascii_lowercase()));
+        if let Some(d) = bounded_distance(&word_lower, lower, bound, prev, cur) {
+            best = Some((d, c));
+            if d == 0 {
+                break;
+            }
+        }
+    }
+    best.map(|(_, c)| c)
 }
 
 /// ` — did you mean `X`?` when there is a near candidate, else nothing.
@@ -179,21 +189,47 @@ where
     }
 }
 
-/// Levenshtein distance over characters; inputs here are short words.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
+/// The Levenshtein distance of `a` and `b` if it is at most `bound`.
+/// Suggestions search every name of a spec, so the cheap cases come first:
+/// lengths too far apart, and the common prefix and suffix, which cost
+/// nothing; rows are abandoned once every entry exceeds `bound`.
+fn bounded_distance(
+    a: &[char],
+    b: &[char],
+    bound: usize,
+    prev: &mut Vec<usize>,
+    cur: &mut Vec<usize>,
+) -> Option<usize> {
+    if a.len().abs_diff(b.len()) > bound {
+        return None;
+    }
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let (a, b) = (&a[prefix..], &b[prefix..]);
+    let suffix = a
+        .iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let (a, b) = (&a[..a.len() - suffix], &b[..b.len() - suffix]);
+    prev.clear();
+    prev.extend(0..=b.len());
+    cur.clear();
+    cur.resize(b.len() + 1, 0);
     for (i, ca) in a.iter().enumerate() {
         cur[0] = i + 1;
+        let mut row_min = cur[0];
         for (j, cb) in b.iter().enumerate() {
             let substitution = prev[j] + usize::from(ca != cb);
             cur[j + 1] = substitution.min(prev[j + 1] + 1).min(cur[j] + 1);
+            row_min = row_min.min(cur[j + 1]);
         }
-        std::mem::swap(&mut prev, &mut cur);
+        if row_min > bound {
+            return None;
+        }
+        std::mem::swap(prev, cur);
     }
-    prev[b.len()]
+    Some(prev[b.len()]).filter(|&d| d <= bound)
 }
 
 #[cfg(test)]
@@ -251,5 +287,47 @@ mod tests {
             " — did you mean `shape`?"
         );
         assert_eq!(did_you_mean("zzz", ["shape", "dtype"]), "");
+        // The first of equally near candidates wins, as before.
+        assert_eq!(nearest("ab", ["ax", "ay", "ab"]), Some("ab"));
+        assert_eq!(nearest("abc", ["abx", "aby"]), Some("abx"));
+    }
+
+    #[test]
+    fn bounded_distance_agrees_with_the_plain_one() {
+        let words = [
+            "",
+            "a",
+            "ab",
+            "kitten",
+            "sitting",
+            "DIM_NUMBER_0X",
+            "DIM_NUMBER_10",
+            "xyz",
+        ];
+        let (mut p, mut c) = (Vec::new(), Vec::new());
+        for a in words {
+            for b in words {
+                let (ca, cb): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+                let exact = plain_distance(&ca, &cb);
+                for bound in 0..8 {
+                    let got = bounded_distance(&ca, &cb, bound, &mut p, &mut c);
+                    assert_eq!(got, (exact <= bound).then_some(exact), "{a} {b} {bound}");
+                }
+            }
+        }
+    }
+
+    fn plain_distance(a: &[char], b: &[char]) -> usize {
+        let mut prev: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.iter().enumerate() {
+            let mut cur = vec![i + 1; b.len() + 1];
+            for (j, cb) in b.iter().enumerate() {
+                cur[j + 1] = (prev[j] + usize::from(ca != cb))
+                    .min(prev[j + 1] + 1)
+                    .min(cur[j] + 1);
+            }
+            prev = cur;
+        }
+        prev[b.len()]
     }
 }

@@ -2,7 +2,9 @@
 //! value each holds) checked against the grammar, every item keeping its
 //! position. What the words mean (markers, dtypes, sizes) is the model's job.
 
-use crate::diag::{Pos, Sink};
+use std::collections::HashMap;
+
+use crate::diag::{Pos, Sink, clip};
 use crate::names::did_you_mean;
 use crate::yaml::{Node, Value};
 
@@ -61,6 +63,11 @@ pub(crate) struct StaticEntry {
     pub values: Sp<Vec<Node>>,
 }
 
+/// Names quoted in the context of every message about their contents are
+/// clipped to this length once, rather than each message copying a hostile
+/// name whole.
+pub(crate) const QUOTED: usize = crate::diag::QUOTED_CHARS;
+
 const TOP_KEYS: &[&str] = &["dims", "kernels"];
 const KERNEL_KEYS: &[&str] = &["doc", "template", "targets", "params", "static", "options"];
 const PARAM_KEYS: &[&str] = &["dtype", "shape", "rank", "output", "scalar"];
@@ -115,7 +122,7 @@ pub(crate) fn read(root: &Node, sink: &mut Sink<'_>) -> SpecFile {
 }
 
 fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<KernelSpec> {
-    let ctx = format!("kernel `{}`", name.value);
+    let ctx = format!("kernel `{}`", clip(&name.value, QUOTED));
     let entries = mapping(node, &ctx, sink)?;
     check_keys(&entries, KERNEL_KEYS, &ctx, sink);
     let doc = find(&entries, "doc").and_then(|(_, n)| string(n, &format!("{ctx}, `doc`"), sink));
@@ -152,7 +159,7 @@ fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<Ker
             && let Some(list) = mapping(n, &format!("{ctx}, `static`"), sink)
         {
             for (key, values) in list {
-                let what = format!("{ctx}, `static` entry `{}`", key.value);
+                let what = format!("{ctx}, `static` entry `{}`", clip(&key.value, QUOTED));
                 // A single value is accepted as a one-element list.
                 let values = match &values.value {
                     Value::Seq(items) => Sp {
@@ -204,7 +211,7 @@ fn read_param(
     node: &Node,
     sink: &mut Sink<'_>,
 ) -> Option<ParamSpec> {
-    let ctx = format!("{kernel_ctx}, param `{}`", name.value);
+    let ctx = format!("{kernel_ctx}, param `{}`", clip(&name.value, QUOTED));
     let entries = mapping(node, &ctx, sink)?;
     check_keys(&entries, PARAM_KEYS, &ctx, sink);
     let word = |key: &str, sink: &mut Sink<'_>| {
@@ -262,6 +269,8 @@ fn mapping<'n>(
         return None;
     };
     let mut out: Vec<(Sp<String>, &Node)> = Vec::with_capacity(pairs.len());
+    // Where each key was first given: a mapping may hold thousands of keys.
+    let mut first_at: HashMap<String, Pos> = HashMap::with_capacity(pairs.len());
     for (key, value) in pairs {
         let name = match &key.value {
             Value::Str(s) => s.clone(),
@@ -274,16 +283,17 @@ fn mapping<'n>(
                 continue;
             }
         };
-        if let Some((first, _)) = out.iter().find(|(k, _)| k.value == name) {
+        if let Some(first) = first_at.get(&name) {
             sink.error(
                 key.pos,
                 format!(
                     "{what}: `{name}` is given twice; first at line {}, column {}",
-                    first.pos.line, first.pos.column
+                    first.line, first.column
                 ),
             );
             continue;
         }
+        first_at.insert(name.clone(), key.pos);
         out.push((
             Sp {
                 value: name,

@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::{Budget, DuplicateKeyPolicy, Spanned};
 
-use crate::diag::{Diagnostic, Location, Pos};
+use crate::diag::{Diagnostic, Location, Pos, end_position};
 
 /// Spec files are small; anything larger is refused before parsing.
 pub const MAX_SPEC_BYTES: u64 = 1 << 20;
@@ -65,7 +65,7 @@ pub(crate) fn too_large(path: &Path) -> Diagnostic {
             "spec file is larger than {} KiB; split it into several files",
             MAX_SPEC_BYTES / 1024
         ),
-        source_line: None,
+        snippet: None,
     }
 }
 
@@ -77,7 +77,7 @@ pub(crate) fn read_text(path: &Path) -> Result<String, Diagnostic> {
             pos,
         },
         message,
-        source_line: None,
+        snippet: None,
     };
     let start = Pos::new(1, 1);
     let file = std::fs::File::open(path)
@@ -93,10 +93,8 @@ pub(crate) fn read_text(path: &Path) -> Result<String, Diagnostic> {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         // The prefix is valid UTF-8 by definition of `valid_up_to`.
         let prefix = std::str::from_utf8(valid).unwrap_or_default();
-        let line = prefix.matches('\n').count() + 1;
-        let column = prefix.rsplit('\n').next().unwrap_or("").chars().count() + 1;
         fail(
-            Pos::new(line as u32, column as u32),
+            end_position(prefix),
             "spec file is not valid UTF-8".to_owned(),
         )
     })

@@ -691,3 +691,26 @@ fn swiglu_halves_fixed_sizes_at_build_time() {
         ]
     );
 }
+
+#[test]
+fn line_numbers_and_snippets_agree_for_every_line_ending() {
+    let lf = relu("[DYNAMC]", "[DYNAMIC]", "");
+    let expected = "kernels/test.yaml:5:36: error: kernel `k`, param `x`, shape[0]: unknown dim marker `DYNAMC`; expected DYNAMIC, DYN, STATIC, a positive integer, `...` or a name from `dims` — did you mean `DYNAMIC`?\n  |\n5 |       x: { dtype: DT_FP32, shape: [DYNAMC] }\n  |                                    ^";
+    for ending in ["\n", "\r\n", "\r"] {
+        let src = lf.replace('\n', ending);
+        let err = pypto_build::check_source(Path::new(PATH), &src).unwrap_err();
+        assert_eq!(err.render(), expected, "{ending:?}");
+    }
+    // Not UTF-8 after lone CRs: the position counts them as line breaks too.
+    let dir = tempdir();
+    let bad = dir.join("cr.yaml");
+    std::fs::write(&bad, b"kernels:\r  k:\r    doc: \xff\r").unwrap();
+    let err = pypto_build::check_paths(&[&bad]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:3:10: error: spec file is not valid UTF-8",
+            bad.display()
+        )
+    );
+}

@@ -151,3 +151,48 @@ fn only_dynamic_dims_travel_at_run_time() {
     assert!(source("mixed").contains("pypto_tiling.dim[0]"));
     assert!(!source("mixed").contains("pypto_tiling.dim[1]"));
 }
+
+#[test]
+fn kernels_differing_only_in_case_write_distinct_files() {
+    let dir = tempdir("case");
+    let kernel = |name: &str| {
+        format!(
+            "  {name}:\n    template: builtin/relu\n    params:\n      x: {{ dtype: DT_FP32, shape: [STATIC] }}\n      y: {{ dtype: DT_FP32, shape: [STATIC], output: true }}\n    static: {{ x.0: [4, 8] }}\n"
+        )
+    };
+    let src = format!(
+        "kernels:\n{}{}{}{}",
+        kernel("same"),
+        kernel("Same"),
+        kernel("other"),
+        kernel("SAME")
+    );
+    std::fs::write(dir.join("k.yaml"), src).unwrap();
+    let generated = Builder::new()
+        .spec(dir.join("k.yaml"))
+        .symbol_prefix("p")
+        .generate()
+        .unwrap();
+    let names: Vec<&str> = generated
+        .sources
+        .iter()
+        .map(|s| s.file_name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "same_s0.cpp",
+            "same_s1.cpp",
+            "Same__2_s0.cpp",
+            "Same__2_s1.cpp",
+            "other_s0.cpp",
+            "other_s1.cpp",
+            "SAME__3_s0.cpp",
+            "SAME__3_s1.cpp"
+        ]
+    );
+    let mut folded: Vec<String> = names.iter().map(|n| n.to_ascii_lowercase()).collect();
+    folded.sort();
+    folded.dedup();
+    assert_eq!(folded.len(), names.len());
+}

@@ -2,6 +2,7 @@
 //! rendered with handlebars, between a generated preamble (the tiling data
 //! layout) and, for the host backend, a launch shim.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -18,7 +19,8 @@ use crate::model::{DimSize, ParamKind, Target, TemplateRef};
 pub struct Source {
     pub kernel: String,
     pub specialisation: usize,
-    /// File name under the sources directory, e.g. `add_bias_s0.cpp`.
+    /// File name under the sources directory, e.g. `add_bias_s0.cpp`;
+    /// unique within a build even on case-insensitive file systems.
     pub file_name: String,
     pub text: String,
 }
@@ -39,8 +41,18 @@ pub fn render(
             .map_err(|e| Error::Config(format!("builtin partial `{name}` is invalid: {e}")))?;
     }
     let mut sources = Vec::new();
+    // Kernels whose names differ only in case (`same`, `Same`) are distinct
+    // Rust functions but would write one file on a case-insensitive file
+    // system: after the first, each gets `__N`, which no kernel name holds.
+    let mut spellings: HashMap<String, usize> = HashMap::new();
     for plan in plans {
         let k = plan.kernel;
+        let nth = spellings.entry(k.name.to_ascii_lowercase()).or_insert(0);
+        *nth += 1;
+        let stem = match *nth {
+            1 => k.name.clone(),
+            n => format!("{}__{n}", k.name),
+        };
         let template_name = k.template.to_string();
         let template_error = |message: String| Error::Template {
             kernel: k.name.clone(),
@@ -68,7 +80,7 @@ pub fn render(
             sources.push(Source {
                 kernel: k.name.clone(),
                 specialisation: index,
-                file_name: format!("{}_s{index}.cpp", k.name),
+                file_name: format!("{stem}_s{index}.cpp"),
                 text: assemble(plan, index, &body),
             });
         }
@@ -171,7 +183,8 @@ fn template_data(plan: &Plan<'_>, index: usize) -> Value {
         "kernel": k.name,
         "options": options,
         "symbol": plan.entry_symbol(index),
-        "spec": plan.spec_path,
+        // Templates may write it into a comment: a path of one line.
+        "spec": crate::diag::display_path(&k.origin.path),
         "template": k.template.to_string(),
         "specialisation": plan.describe_specialisation(index),
         "dtype": first_dtype.unwrap_or("float"),
