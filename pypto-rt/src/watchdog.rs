@@ -11,7 +11,7 @@
 //! watchdog names the kernel and the blocks still running on stderr and
 //! ends the process.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -74,7 +74,15 @@ struct Entry {
 struct Watchdog {
     entries: Mutex<Vec<Entry>>,
     wake: Condvar,
+    /// Set while the watchdog waits with no deadline: only then does a new
+    /// launch need to wake it. Waking it on every launch would cost a
+    /// context switch per call.
+    parked: AtomicBool,
 }
+
+/// How long an idle watchdog keeps ticking before it parks, and the longest
+/// it sleeps between checks while launches run.
+const TICK: Duration = Duration::from_secs(1);
 
 /// The watchdog, started once; `None` when no thread could be started (the
 /// timeout is then not enforced, and that is said once on stderr).
@@ -84,6 +92,7 @@ fn watchdog() -> Option<&'static Watchdog> {
         let dog: &'static Watchdog = Box::leak(Box::new(Watchdog {
             entries: Mutex::new(Vec::new()),
             wake: Condvar::new(),
+            parked: AtomicBool::new(false),
         }));
         match std::thread::Builder::new()
             .name("pypto-watchdog".to_owned())
@@ -100,6 +109,7 @@ fn watchdog() -> Option<&'static Watchdog> {
 
 fn watch_forever(dog: &Watchdog) {
     let mut entries = dog.entries.lock().unwrap_or_else(|e| e.into_inner());
+    let mut idle_ticks = 0u32;
     loop {
         let now = Instant::now();
         let mut next: Option<Instant> = None;
@@ -116,8 +126,21 @@ fn watch_forever(dog: &Watchdog) {
             };
             next = Some(next.map_or(wake_at, |n| n.min(wake_at)));
         }
+        // Idle: tick once more (launches often come back to back), then park.
+        if next.is_none() && idle_ticks == 0 {
+            idle_ticks = 1;
+            next = Some(now + TICK);
+        } else if next.is_some() {
+            idle_ticks = 0;
+        }
         entries = match next {
-            None => dog.wake.wait(entries).unwrap_or_else(|e| e.into_inner()),
+            None => {
+                dog.parked.store(true, Ordering::SeqCst);
+                let guard = dog.wake.wait(entries).unwrap_or_else(|e| e.into_inner());
+                dog.parked.store(false, Ordering::SeqCst);
+                idle_ticks = 0;
+                guard
+            }
             Some(at) => {
                 dog.wake
                     .wait_timeout(entries, at.saturating_duration_since(now))
@@ -178,16 +201,16 @@ pub(crate) fn watch(kernel: &'static str) -> Result<Watch, Error> {
     {
         let entry_id = IDS.fetch_add(1, Ordering::Relaxed);
         let mut entries = dog.entries.lock().unwrap_or_else(|e| e.into_inner());
-        let was_idle = entries.is_empty();
         entries.push(Entry {
             id: entry_id,
             deadline: Instant::now() + timeout,
             cancelled_at: None,
             launch: launch.clone(),
         });
-        // Deadlines only grow (one timeout per process), so a busy
-        // watchdog already wakes early enough for the new entry.
-        if was_idle {
+        // Deadlines only grow (one timeout per process), so a ticking
+        // watchdog already wakes early enough for the new entry; a parked
+        // one (it parks under this lock) must be woken.
+        if dog.parked.load(Ordering::SeqCst) {
             dog.wake.notify_one();
         }
         id = Some(entry_id);

@@ -285,6 +285,35 @@ fn fingerprint(parts: &[&[u8]]) -> u64 {
     hash
 }
 
+/// cc prints compiler output as warnings only; to put it in the error, each
+/// source is checked again on its own, syntax only, capturing stderr.
+fn rejected_sources(build: &cc::Build, sources: &[PathBuf]) -> Vec<Rejected> {
+    let Ok(tool) = build.try_get_compiler() else {
+        return Vec::new();
+    };
+    sources
+        .iter()
+        .filter_map(|source| {
+            let output = tool
+                .to_command()
+                .arg("-fsyntax-only")
+                .arg(source)
+                .output()
+                .ok()?;
+            if output.status.success() {
+                return None;
+            }
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            // The first lines carry the first error; enough to act on.
+            let message: Vec<&str> = stderr.lines().take(30).collect();
+            Some(Rejected {
+                source: source.clone(),
+                message: message.join("\n"),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,33 +350,4 @@ mod tests {
         assert!(!cache_entry_is_whole(&cached));
         let _ = std::fs::remove_dir_all(&dir);
     }
-}
-
-/// cc prints compiler output as warnings only; to put it in the error, each
-/// source is checked again on its own, syntax only, capturing stderr.
-fn rejected_sources(build: &cc::Build, sources: &[PathBuf]) -> Vec<Rejected> {
-    let Ok(tool) = build.try_get_compiler() else {
-        return Vec::new();
-    };
-    sources
-        .iter()
-        .filter_map(|source| {
-            let output = tool
-                .to_command()
-                .arg("-fsyntax-only")
-                .arg(source)
-                .output()
-                .ok()?;
-            if output.status.success() {
-                return None;
-            }
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            // The first lines carry the first error; enough to act on.
-            let message: Vec<&str> = stderr.lines().take(30).collect();
-            Some(Rejected {
-                source: source.clone(),
-                message: message.join("\n"),
-            })
-        })
-        .collect()
 }
