@@ -4,6 +4,8 @@
 pub mod ascendc;
 pub mod rust;
 
+use std::fmt::Write;
+
 use heck::{ToShoutySnakeCase, ToUpperCamelCase};
 
 use crate::builtin::{self, Blocks};
@@ -14,7 +16,7 @@ use crate::toolchain::cann::{self, Arch};
 #[derive(Debug, Clone)]
 pub struct Plan<'k> {
     pub kernel: &'k Kernel,
-    /// Prefix of every C symbol of this kernel.
+    /// Prefix of every C symbol of this kernel: [`SymbolScope::base`].
     pub symbol_base: String,
     /// Per dim: the const generic carrying its size, for STATIC dims.
     pub generics: Vec<Option<String>>,
@@ -31,8 +33,9 @@ pub struct Plan<'k> {
 }
 
 impl<'k> Plan<'k> {
-    /// `prefix` keeps symbols of different crates apart (e.g. the package name).
-    pub fn new(kernel: &'k Kernel, prefix: &str) -> Self {
+    /// `scope` keeps symbols of different crates, and of different versions
+    /// of one crate, apart.
+    pub fn new(kernel: &'k Kernel, scope: &SymbolScope) -> Self {
         let contract = match &kernel.template {
             TemplateRef::Builtin(name) => builtin::find(name),
             TemplateRef::File(_) => None,
@@ -42,11 +45,13 @@ impl<'k> Plan<'k> {
             None => kernel.params.iter().map(|p| p.name.clone()).collect(),
         };
         let blocks = contract.map_or_else(|| default_blocks(kernel), |c| c.blocks);
-        let named: Vec<String> = kernel
-            .dims
-            .iter()
-            .filter_map(|d| d.name.as_ref().map(|n| n.to_shouty_snake_case()))
-            .collect();
+        // Case conversion is not injective (`h_dim` and `hDim` are both
+        // `H_DIM`), so each name is made unique against those already given,
+        // and const generics, which share the value namespace with the
+        // params, against the params' names too.
+        let mut taken_generics: Vec<String> =
+            kernel.params.iter().map(|p| p.name.clone()).collect();
+        let mut taken_traits: Vec<String> = Vec::new();
         let mut generics = Vec::new();
         let mut built_traits = Vec::new();
         for dim in &kernel.dims {
@@ -63,20 +68,22 @@ impl<'k> Plan<'k> {
                 None => {
                     let (p, a) = dim.axes[0];
                     let param = &kernel.params[p].name;
-                    let mut generic = format!("{}_{a}", param.to_shouty_snake_case());
-                    // A named dim may already be spelled like this.
-                    while named.contains(&generic) {
-                        generic.push('_');
-                    }
-                    (generic, format!("{}Axis{a}", param.to_upper_camel_case()))
+                    (
+                        format!("{}_{a}", param.to_shouty_snake_case()),
+                        format!("{}Axis{a}", param.to_upper_camel_case()),
+                    )
                 }
             };
+            let generic = unique(letter_first(generic), &taken_generics, "_");
+            let trait_name = unique(letter_first(trait_name), &taken_traits, "X");
+            taken_generics.push(generic.clone());
+            taken_traits.push(trait_name.clone());
             generics.push(Some(generic));
             built_traits.push(Some(trait_name));
         }
         Plan {
             kernel,
-            symbol_base: format!("pypto_{}_{}", sanitize(prefix), kernel.name),
+            symbol_base: scope.base(&kernel.name),
             generics,
             built_traits,
             roles,
@@ -145,6 +152,25 @@ impl<'k> Plan<'k> {
     }
 }
 
+/// `name`, or `name` followed by `extra` as often as needed to differ from
+/// every name in `taken`.
+fn unique(mut name: String, taken: &[String], extra: &str) -> String {
+    while taken.contains(&name) {
+        name.push_str(extra);
+    }
+    name
+}
+
+/// An identifier that starts with a letter: case conversion drops the `_`
+/// of names like `_1`, which would leave a digit first.
+fn letter_first(name: String) -> String {
+    if name.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        name
+    } else {
+        format!("N{name}")
+    }
+}
+
 /// User templates: a block per 8 Ki elements of the first output.
 fn default_blocks(kernel: &Kernel) -> Blocks {
     let param = kernel
@@ -158,11 +184,63 @@ fn default_blocks(kernel: &Kernel) -> Blocks {
     }
 }
 
-/// An identifier fragment from a package name: ASCII alphanumerics and `_`.
-pub fn sanitize(name: &str) -> String {
-    let s: String = name
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    if s.is_empty() { "crate".to_owned() } else { s }
+/// What a crate's kernel symbols are named after, so that kernels of
+/// different crates, and of different versions of one crate, linked into one
+/// binary never share a symbol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SymbolScope {
+    /// A Cargo package: its name and version (the default).
+    Package { name: String, version: String },
+    /// A prefix chosen by the user ([`crate::Builder::symbol_prefix`]).
+    Prefix(String),
+}
+
+impl SymbolScope {
+    /// The prefix of every symbol of kernel `kernel`:
+    /// `pypto_p<len>_<package>v<len>_<version>k<len>_<kernel>` or, for a
+    /// user prefix, `pypto_x<len>_<prefix>k<len>_<kernel>`, each component
+    /// [`escape`]d and preceded by a tag letter and its escaped length; e.g.
+    /// `pypto_p4_kx_2dav5_0_2e1_2e0k1_b` for kernel `b` of `kx-a` 0.1.0.
+    ///
+    /// Injective: the tag letter says which component follows, its length
+    /// says where it ends, and the escape is reversible, so no two (scope,
+    /// kernel) pairs share a base. The suffixes appended to it (`_s<i>`,
+    /// `_host_s<i>`, `_npu_s<i>`, then an optional `_<arch>`) parse back
+    /// uniquely too. Nothing here depends on paths, so objects stay reusable
+    /// across target directories. (An empty kernel name, which checking
+    /// rejects, would make a `__` that C++ reserves.)
+    pub fn base(&self, kernel: &str) -> String {
+        let mut out = String::from("pypto_");
+        match self {
+            SymbolScope::Package { name, version } => {
+                push_component(&mut out, 'p', name);
+                push_component(&mut out, 'v', version);
+            }
+            SymbolScope::Prefix(prefix) => push_component(&mut out, 'x', prefix),
+        }
+        push_component(&mut out, 'k', kernel);
+        out
+    }
+}
+
+/// `<tag><len>_<escaped>`: the tag, the escaped text's length, `_`, the text.
+fn push_component(out: &mut String, tag: char, text: &str) {
+    let escaped = escape(text);
+    let _ = write!(out, "{tag}{}_{escaped}", escaped.len());
+}
+
+/// A reversible spelling of `text` in C identifier characters: ASCII letters
+/// and digits stay, every other byte (`_` included) becomes `_` and two
+/// lowercase hex digits. So `kx-a`, `kx_a` and `kx.a` stay apart
+/// (`kx_2da`, `kx_5fa`, `kx_2ea`), and the result never holds `__`.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() {
+            out.push(char::from(byte));
+        } else {
+            let _ = write!(out, "_{byte:02x}");
+        }
+    }
+    out
 }
