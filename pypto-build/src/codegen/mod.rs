@@ -244,3 +244,180 @@ pub fn escape(text: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn package(name: &str, version: &str) -> SymbolScope {
+        SymbolScope::Package {
+            name: name.to_owned(),
+            version: version.to_owned(),
+        }
+    }
+
+    #[test]
+    fn symbol_bases_spell_out_package_version_and_kernel() {
+        assert_eq!(
+            package("kx", "0.1.0").base("a_b"),
+            "pypto_p2_kxv9_0_2e1_2e0k5_a_5fb"
+        );
+        assert_eq!(
+            package("kx_a", "0.1.0").base("b"),
+            "pypto_p6_kx_5fav9_0_2e1_2e0k1_b"
+        );
+        assert_eq!(
+            package("kx-a", "0.2.0-rc.1+x").base("b"),
+            "pypto_p6_kx_2dav22_0_2e2_2e0_2drc_2e1_2bxk1_b"
+        );
+        assert_eq!(
+            SymbolScope::Prefix("kx".to_owned()).base("b"),
+            "pypto_x2_kxk1_b"
+        );
+    }
+
+    /// Every symbol a plan defines or renames for an architecture.
+    fn symbols(plan: &Plan<'_>) -> Vec<String> {
+        let mut out = Vec::new();
+        for i in 0..plan.kernel.specialisations.len() {
+            for symbol in [plan.entry_symbol(i), plan.npu_symbol(i)] {
+                for &arch in &plan.npu_arches {
+                    out.push(Plan::for_arch(&symbol, arch));
+                }
+                out.push(symbol);
+            }
+            out.push(plan.host_symbol(i));
+        }
+        out
+    }
+
+    #[test]
+    fn kernels_named_like_symbol_suffixes_get_distinct_symbols() {
+        let spec = "kernels:\n".to_owned()
+            + &[
+                "k",
+                "k_host",
+                "k_s0",
+                "k_npu",
+                "k_npu_s0",
+                "k_s0_dav2201",
+                "k_dav2201",
+            ]
+            .map(|name| {
+                format!(
+                    "  {name}:\n    template: builtin/relu\n    params:\n      \
+                         x: {{ dtype: DT_FP32, shape: [STATIC] }}\n      \
+                         y: {{ dtype: DT_FP32, shape: [STATIC], output: true }}\n    \
+                         static: {{ x.0: [8, 16] }}\n"
+                )
+            })
+            .concat();
+        let model = crate::check_source(Path::new("k.yaml"), &spec).unwrap();
+        let scope = package("p", "1.0.0");
+        let mut all: Vec<String> = model
+            .kernels
+            .iter()
+            .flat_map(|k| symbols(&Plan::new(k, &scope).with_npu()))
+            .collect();
+        // 7 kernels × 2 specialisations × (entry, NPU stub: each bare and for
+        // 2 architectures; host shim).
+        assert_eq!(all.len(), 7 * 2 * 7);
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), 7 * 2 * 7);
+        assert!(all.iter().all(|s| !s.contains("__")), "{all:?}");
+    }
+
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    enum Kind {
+        Entry,
+        Npu,
+        Host,
+    }
+
+    /// Names from a small alphabet, so that near-collisions are common.
+    fn word() -> impl Strategy<Value = String> {
+        proptest::string::string_regex("[abkpvx_.\\-0-9]{0,5}").unwrap()
+    }
+
+    type SymbolInput = (SymbolScope, String, Kind, usize, Option<Arch>);
+
+    /// One string cut into scope and kernel at two points: inputs that
+    /// differ only in where the cuts fall are what a scheme that merely
+    /// concatenates would confuse.
+    fn symbol_input(text: String) -> impl Strategy<Value = SymbolInput> {
+        let n = text.len();
+        (
+            0..=n,
+            0..=n,
+            any::<bool>(),
+            prop_oneof![Just(Kind::Entry), Just(Kind::Npu), Just(Kind::Host)],
+            0usize..12,
+            prop_oneof![
+                Just(None),
+                Just(Some(Arch::Dav2201)),
+                Just(Some(Arch::Dav3510))
+            ],
+        )
+            .prop_map(move |(i, j, prefix, kind, index, arch)| {
+                let (i, j) = (i.min(j), i.max(j));
+                let scope = if prefix {
+                    SymbolScope::Prefix(text[..j].to_owned())
+                } else {
+                    package(&text[..i], &text[i..j])
+                };
+                (scope, text[j..].to_owned(), kind, index, arch)
+            })
+    }
+
+    fn symbol_pair() -> impl Strategy<Value = (SymbolInput, SymbolInput)> {
+        proptest::string::string_regex("[abkpvx_.\\-0-9]{0,8}")
+            .unwrap()
+            .prop_flat_map(|text| (symbol_input(text.clone()), symbol_input(text)))
+    }
+
+    /// The symbol a plan for `kernel` in `scope` gives, through `Plan`'s own
+    /// methods (on a stand-in kernel: only the base depends on the name).
+    fn symbol((scope, kernel, kind, index, arch): &SymbolInput) -> String {
+        static MODEL: std::sync::OnceLock<crate::Model> = std::sync::OnceLock::new();
+        let model = MODEL.get_or_init(|| {
+            crate::check_source(
+                Path::new("k.yaml"),
+                "kernels:\n  k: { template: builtin/relu, params: { x: { dtype: DT_FP32, \
+                 shape: [DYNAMIC] }, y: { dtype: DT_FP32, shape: [DYNAMIC], output: true } } }\n",
+            )
+            .unwrap()
+        });
+        let plan = Plan {
+            symbol_base: scope.base(kernel),
+            ..Plan::new(&model.kernels[0], scope)
+        };
+        let symbol = match kind {
+            Kind::Entry => plan.entry_symbol(*index),
+            Kind::Npu => plan.npu_symbol(*index),
+            Kind::Host => plan.host_symbol(*index),
+        };
+        match arch {
+            Some(arch) => Plan::for_arch(&symbol, *arch),
+            None => symbol,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+        #[test]
+        fn distinct_inputs_give_distinct_symbols((a, b) in symbol_pair()) {
+            prop_assert_eq!(symbol(&a) == symbol(&b), a == b, "{} {}", symbol(&a), symbol(&b));
+        }
+
+        #[test]
+        fn escaping_is_injective(a in word(), b in word()) {
+            prop_assert_eq!(escape(&a) == escape(&b), a == b);
+            prop_assert!(escape(&a).bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_'));
+        }
+    }
+}
