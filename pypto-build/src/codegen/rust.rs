@@ -534,3 +534,69 @@ fn code(text: &str) -> String {
     };
     format!("{fence}{pad}{text}{pad}{fence}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codegen::SymbolScope;
+
+    #[test]
+    fn doc_lines_cannot_open_code_blocks_or_hold_controls() {
+        let doc = "Adds `x`.\r\n```rust\n    let a = 1;\n\tb\r~~~\n- item\n12. twelve\n> quote\n\
+                   <pre>\nplain 1. text\nbidi \u{202e}x\u{2066} cr\u{0}";
+        assert_eq!(
+            user_doc_lines(doc),
+            [
+                "Adds `x`.",
+                "\\```rust",
+                "let a = 1;",
+                "b",
+                "\\~~~",
+                "\\- item",
+                "12\\. twelve",
+                "\\> quote",
+                "\\<pre>",
+                "plain 1. text",
+                "bidi \\u{202e}x\\u{2066} cr\\u{0}",
+            ]
+        );
+    }
+
+    #[test]
+    fn code_spans_hold_any_text() {
+        assert_eq!(code("x.1"), "`x.1`");
+        assert_eq!(code("a`b"), "``a`b``");
+        assert_eq!(code("`a``"), "``` `a`` ```");
+        assert_eq!(code("p\nq"), "`p\\u{a}q`");
+    }
+
+    #[test]
+    fn names_that_case_conversion_merges_stay_apart() {
+        let spec = "dims: { h_dim: STATIC, hDim: STATIC, HDim: STATIC }\n\
+                    kernels:\n  k:\n    template: t.hbs\n    params:\n      \
+                    x: { dtype: DT_FP32, shape: [h_dim, hDim, HDim, STATIC] }\n      \
+                    X: { dtype: DT_FP32, shape: [STATIC], output: true }\n      \
+                    X_3: { scalar: DT_FP32 }\n    \
+                    static: { h_dim: 1, hDim: 2, HDim: 3, x.3: 4, X.0: 5 }\n";
+        let dir =
+            std::env::temp_dir().join(format!("pypto-case-collisions-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("t.hbs"), "").unwrap();
+        let model = crate::check_source(&dir.join("k.yaml"), spec).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let plan = Plan::new(&model.kernels[0], &SymbolScope::Prefix("p".to_owned()));
+        let generics: Vec<&str> = plan.generics.iter().flatten().map(|s| s.as_str()).collect();
+        let traits: Vec<&str> = plan
+            .built_traits
+            .iter()
+            .flatten()
+            .map(|s| s.as_str())
+            .collect();
+        // `X_3` is a param, so `x.3`'s generic steps aside too.
+        assert_eq!(generics, ["H_DIM", "H_DIM_", "H_DIM__", "X_3_", "X_0"]);
+        assert_eq!(
+            traits,
+            ["HDimDim", "HDimDimX", "HDimDimXX", "XAxis3", "XAxis0"]
+        );
+    }
+}
