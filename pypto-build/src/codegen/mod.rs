@@ -113,7 +113,9 @@ impl<'k> Plan<'k> {
     }
 
     /// A symbol as compiled for `arch`: the NPU sources rename the entry and
-    /// stub per architecture so that one binary holds them all.
+    /// stub per architecture so that one binary holds them all. The suffix
+    /// follows a complete `_s<i>`/`_npu_s<i>`, so renamed symbols cannot
+    /// meet another kernel's (whose base is length-delimited) or each other.
     pub fn for_arch(symbol: &str, arch: Arch) -> String {
         format!("{symbol}_{}", arch.suffix())
     }

@@ -132,7 +132,7 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
         for &d in &statics {
             let _ = writeln!(
                 out,
-                "    ::pypto_rt::Const<{}>: self::{}::{},",
+                "    ::pypto_rt::Const<{}>: {}::{},",
                 plan.generics[d].as_deref().unwrap_or("_"),
                 k.name,
                 plan.built_traits[d].as_deref().unwrap_or("_")
@@ -176,7 +176,7 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
             continue;
         };
         let term = format!(
-            "<::pypto_rt::Const<{}> as self::{}::{}>::INDEX",
+            "<::pypto_rt::Const<{}> as {}::{}>::INDEX",
             plan.generics[d].as_deref().unwrap_or("_"),
             k.name,
             plan.built_traits[d].as_deref().unwrap_or("_")
