@@ -231,6 +231,25 @@ fn every_accepted_spec_generates_rust_that_compiles_with_inert_docs() {
                 let scope = SymbolScope::Prefix(format!("case{i}"));
                 let plans: Vec<Plan<'_>> =
                     model.kernels.iter().map(|k| Plan::new(k, &scope)).collect();
+                // Beyond the compiled sample: generics share the value
+                // namespace with params, traits a module with each other.
+                for plan in &plans {
+                    let mut values: Vec<&str> =
+                        plan.generics.iter().flatten().map(String::as_str).collect();
+                    values.extend(plan.kernel.params.iter().map(|p| p.name.as_str()));
+                    let mut traits: Vec<&str> = plan
+                        .built_traits
+                        .iter()
+                        .flatten()
+                        .map(String::as_str)
+                        .collect();
+                    let (n, t) = (values.len(), traits.len());
+                    values.sort_unstable();
+                    values.dedup();
+                    traits.sort_unstable();
+                    traits.dedup();
+                    assert_eq!((values.len(), traits.len()), (n, t), "case {i}:\n{text}");
+                }
                 let rust = codegen::rust::generate(&plans);
                 // What rustc rejects in any comment, whatever the lints.
                 assert!(!rust.contains('\r'), "case {i}: a CR in\n{rust}");
