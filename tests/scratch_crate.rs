@@ -272,3 +272,99 @@ fn a_user_crate_builds_runs_rebuilds_only_on_change_and_reports_spec_errors() {
         "{stderr}"
     );
 }
+
+/// A user template filling its output `y` with the option `value`, so that
+/// each kernel's result says which compiled code ran.
+const FILL: &str = "extern \"C\" __global__ __aicore__ void {{symbol}}({{entry_params}})\n{\n    \
+     {{load_tiling}}\n    AscendC::GlobalTensor<float> out;\n    \
+     out.SetGlobalBuffer(reinterpret_cast<__gm__ float*>({{args.y.name}}), {{args.y.numel}});\n    \
+     for (uint64_t i = AscendC::GetBlockIdx(); i < {{args.y.numel}}; i += AscendC::GetBlockNum()) {\n        \
+     out.SetValue(i, {{options.value}}.0f);\n    }\n}\n";
+
+/// A spec of `fill` kernels: (name, value) pairs.
+fn fill_spec(kernels: &[(&str, u32)]) -> String {
+    let mut spec = String::from("kernels:\n");
+    for (name, value) in kernels {
+        spec.push_str(&format!(
+            "  {name}: {{ template: fill.hbs, options: {{ value: {value} }}, \
+             params: {{ y: {{ dtype: DT_FP32, shape: [DYNAMIC], output: true }} }} }}\n"
+        ));
+    }
+    spec
+}
+
+/// A library crate `name` at `version` whose `run` calls its fill kernel
+/// `kernel` and returns what it wrote.
+fn fill_library(dir: &Path, name: &str, version: &str, kernel: &str, value: u32) {
+    pypto_examples::user_crate(dir, name, "").unwrap();
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    write(
+        &dir.join("Cargo.toml"),
+        &manifest.replace("version = \"0.1.0\"", &format!("version = \"{version}\"")),
+    );
+    write(&dir.join("kernels/fill.hbs"), FILL);
+    write(&dir.join("kernels/k.yaml"), &fill_spec(&[(kernel, value)]));
+    write(
+        &dir.join("src/lib.rs"),
+        &format!(
+            "pypto_rt::include_kernels!();\n\n\
+             pub fn run(dev: &pypto_rt::Device) -> Result<Vec<f32>, pypto_rt::Error> {{\n    \
+             let mut y = dev.zeros((3usize,))?;\n    kernels::{kernel}(&mut y)?;\n    y.to_vec()\n}}\n"
+        ),
+    );
+}
+
+// Kernels whose symbols used to collide: `k` and `k_host` in one spec (`k`'s
+// host shim was `k_host`'s entry); kernel `a_b` of package `kx` and kernel
+// `b` of package `kx_a`; and one kernel in two versions of one package. All
+// link into one binary, and each call runs its own kernel.
+#[test]
+fn kernels_whose_old_symbols_collided_each_run_their_own_code() {
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("symbols");
+    fill_library(&root.join("kx_a"), "kx_a", "0.1.0", "b", 2);
+    fill_library(&root.join("kdep1"), "kdep", "0.1.0", "f", 5);
+    fill_library(&root.join("kdep2"), "kdep", "0.2.0", "f", 6);
+    let dir = root.join("kx");
+    pypto_examples::user_crate(
+        &dir,
+        "kx",
+        "[dependencies.kx_a]\npath = \"../kx_a\"\n\n\
+         [dependencies.kdep1]\npackage = \"kdep\"\npath = \"../kdep1\"\n\n\
+         [dependencies.kdep2]\npackage = \"kdep\"\npath = \"../kdep2\"\n\n",
+    )
+    .unwrap();
+    write(&dir.join("kernels/fill.hbs"), FILL);
+    write(
+        &dir.join("kernels/k.yaml"),
+        &fill_spec(&[("k", 3), ("k_host", 4), ("a_b", 1)]),
+    );
+    write(
+        &dir.join("src/main.rs"),
+        r#"pypto_rt::include_kernels!();
+
+fn main() -> Result<(), pypto_rt::Error> {
+    let dev = pypto_rt::Device::default();
+    for (name, kernel) in [
+        ("k", kernels::k as fn(&mut pypto_rt::Tensor<f32, (usize,)>) -> Result<(), pypto_rt::Error>),
+        ("k_host", kernels::k_host),
+        ("a_b", kernels::a_b),
+    ] {
+        let mut y = dev.zeros((3usize,))?;
+        kernel(&mut y)?;
+        println!("kx::{name} {:?}", y.to_vec()?);
+    }
+    println!("kx_a::b {:?}", kx_a::run(&dev)?);
+    println!("kdep 0.1.0 f {:?}", kdep1::run(&dev)?);
+    println!("kdep 0.2.0 f {:?}", kdep2::run(&dev)?);
+    Ok(())
+}
+"#,
+    );
+    let (ok, stdout, stderr) = cargo(&dir, &["run", "-q"]);
+    assert!(ok, "the crates did not build or run:\n{stderr}");
+    assert_eq!(
+        stdout,
+        "kx::k [3.0, 3.0, 3.0]\nkx::k_host [4.0, 4.0, 4.0]\nkx::a_b [1.0, 1.0, 1.0]\n\
+         kx_a::b [2.0, 2.0, 2.0]\nkdep 0.1.0 f [5.0, 5.0, 5.0]\nkdep 0.2.0 f [6.0, 6.0, 6.0]\n"
+    );
+}

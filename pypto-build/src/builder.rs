@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::codegen::ascendc::{self, Source};
-use crate::codegen::{self, Plan};
+use crate::codegen::{self, Plan, SymbolScope};
 use crate::error::Error;
 use crate::library;
 use crate::model::Model;
@@ -103,8 +103,11 @@ impl Builder {
         self
     }
 
-    /// Prefix of the kernels' C symbols, keeping crates apart when several
-    /// link into one binary; defaults to the package name.
+    /// What the kernels' C symbols are named after, in place of the package
+    /// name and version (the default, which keeps apart crates, and versions
+    /// of one crate, linked into one binary). Distinct prefixes give distinct
+    /// symbols, and never those of a package; a crate that sets one must
+    /// change it between versions that may link together.
     pub fn symbol_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.symbol_prefix = Some(prefix.into());
         self
@@ -123,11 +126,17 @@ impl Builder {
         self
     }
 
-    fn prefix(&self) -> String {
-        self.symbol_prefix
-            .clone()
-            .or_else(|| std::env::var("CARGO_PKG_NAME").ok())
-            .unwrap_or_else(|| "crate".to_owned())
+    fn scope(&self) -> SymbolScope {
+        if let Some(prefix) = &self.symbol_prefix {
+            return SymbolScope::Prefix(prefix.clone());
+        }
+        match std::env::var("CARGO_PKG_NAME") {
+            Ok(name) => SymbolScope::Package {
+                name,
+                version: std::env::var("CARGO_PKG_VERSION").unwrap_or_default(),
+            },
+            Err(_) => SymbolScope::Prefix("crate".to_owned()),
+        }
     }
 
     /// Checks the specs and renders the Rust and Ascend C code for the host
@@ -141,12 +150,12 @@ impl Builder {
     pub fn generate_for(&self, npu: bool) -> Result<Generated, Error> {
         let files = crate::spec_files(&self.specs)?;
         let model = crate::check_files(&files)?;
-        let prefix = self.prefix();
+        let scope = self.scope();
         let plans: Vec<Plan<'_>> = model
             .kernels
             .iter()
             .map(|k| {
-                let plan = Plan::new(k, &prefix);
+                let plan = Plan::new(k, &scope);
                 if npu { plan.with_npu() } else { plan }
             })
             .collect();

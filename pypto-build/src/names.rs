@@ -10,6 +10,17 @@ const RUST_KEYWORDS: &[&str] = &[
     "typeof", "union", "unsafe", "unsized", "use", "virtual", "where", "while", "yield",
 ];
 
+/// Rust's primitive types: a kernel's module of that name (holding its
+/// STATIC-size traits) would shadow the type in the generated wrappers.
+const PRIMITIVE_TYPES: &[&str] = &[
+    "bool", "char", "str", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32", "i64",
+    "i128", "isize", "f16", "f32", "f64", "f128",
+];
+
+/// Names a plain binding cannot take in Rust: in a parameter, `None` is
+/// matched as the variant, and the tuple variants are an error.
+const PRELUDE_PATTERNS: &[&str] = &["None", "Some", "Ok", "Err"];
+
 /// C++ keywords (C++23), alternative operator spellings, and the Ascend C
 /// qualifiers and macros that kernel sources rely on.
 const CPP_KEYWORDS: &[&str] = &[
@@ -135,6 +146,18 @@ pub(crate) fn identifier_problem(name: &str) -> Option<String> {
     }
     if RUST_KEYWORDS.contains(&name) {
         return Some("it is a Rust keyword".to_owned());
+    }
+    if PRIMITIVE_TYPES.contains(&name) {
+        return Some(
+            "it is a Rust primitive type, which generated code must be able to name".to_owned(),
+        );
+    }
+    if PRELUDE_PATTERNS.contains(&name) {
+        return Some(
+            "Rust's prelude uses it for a variant of `Option` or `Result`, so a generated \
+             parameter of that name would not compile"
+                .to_owned(),
+        );
     }
     if CPP_KEYWORDS.contains(&name) {
         return Some("it is a C++ keyword or a name Ascend C reserves".to_owned());
@@ -270,6 +293,17 @@ mod tests {
         assert!(identifier_problem("_X").is_some());
         assert!(identifier_problem("_").is_some());
         assert!(identifier_problem("é").is_some());
+        assert_eq!(
+            identifier_problem("f32").as_deref(),
+            Some("it is a Rust primitive type, which generated code must be able to name")
+        );
+        assert_eq!(
+            identifier_problem("None").as_deref(),
+            Some(
+                "Rust's prelude uses it for a variant of `Option` or `Result`, so a generated \
+                 parameter of that name would not compile"
+            )
+        );
         assert_eq!(
             identifier_problem("pypto_tiling").as_deref(),
             Some("names starting with `pypto_` are reserved for generated code")

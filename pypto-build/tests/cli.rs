@@ -88,7 +88,7 @@ fn emit_prints_generated_rust_and_ascendc() {
     assert_eq!((code, err.as_str()), (0, ""));
     assert!(out.starts_with("// ===== add_bias_s0.cpp =====\n"), "{out}");
     assert!(out.contains(
-        "extern \"C\" __global__ __aicore__ void pypto_crate_add_bias_s0(GM_ADDR x, GM_ADDR bias, \
+        "extern \"C\" __global__ __aicore__ void pypto_x5_cratek10_add_5fbias_s0(GM_ADDR x, GM_ADDR bias, \
          GM_ADDR out, GM_ADDR pypto_tiling_gm)"
     ), "{out}");
     // The fixed hidden size is a constant in the source, the batch a launch-time size.

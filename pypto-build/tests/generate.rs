@@ -52,7 +52,7 @@ fn user_templates_see_the_documented_variables() {
     let text = &generated.sources[0].text;
     assert!(
         text.contains(
-            "// k pypto_p_k_s0 half | GM_ADDR x, GM_ADDR y, GM_ADDR pypto_tiling_gm | x: x half rank 2 axes pypto_tiling.dim[0],8u numel (static_cast<uint64_t>(pypto_tiling.dim[0]) * static_cast<uint64_t>(8u)) outer (static_cast<uint64_t>(pypto_tiling.dim[0])) inner 8u | alpha: pypto_scalar<float>(pypto_tiling.scalar[0]) | y output true index 1 | options 4 true | dims 0=pypto_tiling.dim[0] 1=8u 2=pypto_tiling.dim[1] 3=8u\n"
+            "// k pypto_x1_pk1_k_s0 half | GM_ADDR x, GM_ADDR y, GM_ADDR pypto_tiling_gm | x: x half rank 2 axes pypto_tiling.dim[0],8u numel (static_cast<uint64_t>(pypto_tiling.dim[0]) * static_cast<uint64_t>(8u)) outer (static_cast<uint64_t>(pypto_tiling.dim[0])) inner 8u | alpha: pypto_scalar<float>(pypto_tiling.scalar[0]) | y output true index 1 | options 4 true | dims 0=pypto_tiling.dim[0] 1=8u 2=pypto_tiling.dim[1] 3=8u\n"
         ),
         "{text}"
     );

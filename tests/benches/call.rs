@@ -14,9 +14,13 @@ use pypto_examples::kernels;
 use pypto_rt::launch::HostLaunch;
 use pypto_rt::{Const, Device};
 
+// The host entries of package `pypto-examples` 0.1.0's kernels `add_f32` and
+// `add_fixed` (see `pypto_build::codegen::SymbolScope::base`).
 unsafe extern "C" {
-    fn pypto_pypto_examples_add_f32_host_s0(launch: *mut HostLaunch) -> i32;
-    fn pypto_pypto_examples_add_fixed_host_s0(launch: *mut HostLaunch) -> i32;
+    #[link_name = "pypto_p16_pypto_2dexamplesv9_0_2e1_2e0k9_add_5ff32_host_s0"]
+    fn add_f32_host_s0(launch: *mut HostLaunch) -> i32;
+    #[link_name = "pypto_p16_pypto_2dexamplesv9_0_2e1_2e0k11_add_5ffixed_host_s0"]
+    fn add_fixed_host_s0(launch: *mut HostLaunch) -> i32;
 }
 
 const N: usize = 1024;
@@ -86,8 +90,8 @@ fn main() -> anyhow::Result<()> {
 
     let mut wrapper_dyn = || kernels::add_f32(&ta, &tb, &mut tout).expect("add_f32");
     let mut wrapper_fixed = || kernels::add_fixed(&fa, &fb, &mut fout).expect("add_fixed");
-    let mut direct_dyn = direct(pypto_pypto_examples_add_f32_host_s0, &a, &b, &mut raw_a);
-    let mut direct_fixed = direct(pypto_pypto_examples_add_fixed_host_s0, &a, &b, &mut raw_b);
+    let mut direct_dyn = direct(add_f32_host_s0, &a, &b, &mut raw_a);
+    let mut direct_fixed = direct(add_fixed_host_s0, &a, &b, &mut raw_b);
     let [wd, dd, wf, df] = compare(
         ROUNDS,
         RUNS,

@@ -163,7 +163,7 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
         .collect();
     let _ = writeln!(
         out,
-        "    const ENTRIES: [::pypto_rt::launch::Entries; {}] = [{}\n    ];",
+        "    const __PYPTO_ENTRIES: [::pypto_rt::launch::Entries; {}] = [{}\n    ];",
         entries.len(),
         entries.concat()
     );
@@ -194,7 +194,7 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
     } else {
         terms.join(" + ")
     };
-    let _ = writeln!(out, "    let index: usize = {index};");
+    let _ = writeln!(out, "    let __pypto_index: usize = {index};");
     let args: Vec<String> = k
         .params
         .iter()
@@ -208,12 +208,12 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
         })
         .collect();
     out.push_str(
-        "    // SAFETY: ENTRIES holds the kernel compiled from this spec, taking the\n    \
+        "    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the\n    \
          // tensors in spec order; outputs are borrowed mutably, so they alias nothing.\n",
     );
     let _ = writeln!(
         out,
-        "    unsafe {{\n        ::pypto_rt::launch::launch(\n            &DESC,\n            ENTRIES[index],\n            &[{}],\n        )\n    }}",
+        "    unsafe {{\n        ::pypto_rt::launch::launch(\n            &__PYPTO_DESC,\n            __PYPTO_ENTRIES[__pypto_index],\n            &[{}],\n        )\n    }}",
         args.join(", ")
     );
     out.push_str("}\n");
@@ -225,7 +225,7 @@ fn descriptor(out: &mut String, plan: &Plan<'_>) {
     let names: Vec<String> = k.params.iter().map(|p| format!("{:?}", p.name)).collect();
     let _ = writeln!(
         out,
-        "    static DESC: ::pypto_rt::launch::KernelDesc = ::pypto_rt::launch::KernelDesc {{"
+        "    static __PYPTO_DESC: ::pypto_rt::launch::KernelDesc = ::pypto_rt::launch::KernelDesc {{"
     );
     let _ = writeln!(out, "        name: {:?},", k.name);
     let _ = writeln!(out, "        params: &[{}],", names.join(", "));
@@ -334,7 +334,8 @@ fn built_traits(out: &mut String, plan: &Plan<'_>, statics: &[usize]) {
     }
     let _ = writeln!(
         out,
-        "\n/// The STATIC sizes kernel [`{}`] was built for.\npub mod {} {{",
+        "\n/// The STATIC sizes kernel [`{}()`] was built for.\n\
+         #[allow(non_snake_case, non_camel_case_types)]\npub mod {} {{",
         k.name, k.name
     );
     for &d in statics {
@@ -346,14 +347,19 @@ fn built_traits(out: &mut String, plan: &Plan<'_>, statics: &[usize]) {
         let trait_name = plan.built_traits[d].as_deref().unwrap_or("_");
         let _ = writeln!(
             out,
-            "    /// Implemented for the sizes `{label}` was built for: {}.",
+            "    /// Implemented for the sizes {} was built for: {}.",
+            code(&label),
             list.join(", ")
         );
         let _ = writeln!(
             out,
             "    #[diagnostic::on_unimplemented(\n        message = \"kernel `{}` was not built for `{label}` = `{{Self}}`\",\n        label = \"this STATIC size is not listed in the spec\",\n        note = \"{} builds `{label}` for {}; add the size under `static:` and rebuild\"\n    )]",
             k.name,
-            plan.spec_path.escape_default(),
+            // Braces would be format parameters of the attribute.
+            plan.spec_path
+                .replace('{', "{{")
+                .replace('}', "}}")
+                .escape_default(),
             list.join(", ")
         );
         let _ = writeln!(
@@ -374,14 +380,14 @@ fn docs(out: &mut String, plan: &Plan<'_>) {
     let k = plan.kernel;
     let mut lines: Vec<String> = Vec::new();
     if let Some(doc) = &k.doc {
-        lines.extend(doc.lines().map(str::to_owned));
+        lines.extend(user_doc_lines(doc));
         lines.push(String::new());
     }
     lines.push(format!(
-        "Kernel `{}` from `{}` (template `{}`), built for {}.",
-        k.name,
-        k.origin,
-        k.template,
+        "Kernel {} from {} (template {}), built for {}.",
+        code(&k.name),
+        code(&k.origin.to_string()),
+        code(&k.template.to_string()),
         k.targets
             .iter()
             .map(|t| t.spec_name())
@@ -394,7 +400,7 @@ fn docs(out: &mut String, plan: &Plan<'_>) {
     for p in &k.params {
         match &p.kind {
             ParamKind::Scalar(dtype) => {
-                lines.push(format!("| `{}` | scalar | `{dtype}` | |", p.name));
+                lines.push(format!("| {} | scalar | `{dtype}` | |", code(&p.name)));
             }
             ParamKind::Tensor {
                 dtype,
@@ -403,10 +409,10 @@ fn docs(out: &mut String, plan: &Plan<'_>) {
             } => {
                 let written: Vec<&str> = axes.iter().map(|a| a.written.as_str()).collect();
                 lines.push(format!(
-                    "| `{}` | {} | `{dtype}` | `[{}]` |",
-                    p.name,
+                    "| {} | {} | `{dtype}` | {} |",
+                    code(&p.name),
                     if *output { "output" } else { "input" },
-                    written.join(", ")
+                    code(&format!("[{}]", written.join(", ")))
                 ));
             }
         }
@@ -418,21 +424,21 @@ fn docs(out: &mut String, plan: &Plan<'_>) {
         let axes: Vec<String> = d
             .axes
             .iter()
-            .map(|&(p, a)| format!("`{}`", k.axis_label(p, a)))
+            .map(|&(p, a)| code(&k.axis_label(p, a)))
             .collect();
         let size = match &d.size {
             DimSize::Dynamic => "DYNAMIC: any size, checked to agree at run time".to_owned(),
             DimSize::Fixed(n) => format!("fixed at {n} by the types"),
             DimSize::Static(v) => format!(
-                "STATIC `{}`: built for {}",
-                plan.generics[i].as_deref().unwrap_or("_"),
+                "STATIC {}: built for {}",
+                code(plan.generics[i].as_deref().unwrap_or("_")),
                 v.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
             ),
         };
         let name = d
             .name
             .as_ref()
-            .map(|n| format!(" (`{n}`)"))
+            .map(|n| format!(" ({})", code(n)))
             .unwrap_or_default();
         lines.push(format!("- {}{name}: {size}", axes.join(" = ")));
     }
@@ -454,5 +460,143 @@ fn docs(out: &mut String, plan: &Plan<'_>) {
         } else {
             let _ = writeln!(out, "/// {line}");
         }
+    }
+}
+
+/// A spec's `doc:` as rustdoc lines that are plain paragraph text, so that
+/// no doc can open a code block (which `cargo test --doc` would run) or
+/// break out of its comment. Each line (`\n`, `\r\n` or a lone `\r` ends
+/// one) loses its leading whitespace, so it cannot be an indented code
+/// block, and a leading block marker (fence, list, quote, heading, HTML,
+/// table) is backslash-escaped; without a marker no container opens, so no
+/// code block can nest either. Inline markdown (`code`, emphasis, links)
+/// still renders.
+pub fn user_doc_lines(doc: &str) -> Vec<String> {
+    let doc = doc.replace("\r\n", "\n").replace('\r', "\n");
+    doc.split('\n')
+        .map(|line| {
+            let line = plain(line.trim_start());
+            let digits = line.len() - line.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            let marker = if digits > 0 {
+                // `1.` and `1)` start ordered lists.
+                line[digits..].starts_with(['.', ')']).then_some(digits)
+            } else {
+                line.starts_with(|c: char| c.is_ascii_punctuation())
+                    .then_some(0)
+            };
+            match marker {
+                Some(at) => format!("{}\\{}", &line[..at], &line[at..]),
+                None => line,
+            }
+        })
+        .collect()
+}
+
+/// `text` with every character a doc comment must not hold spelled out as
+/// `\u{..}`: control characters (a bare CR is a rustc error), the
+/// bidirectional controls rustc denies in comments, and other invisible
+/// format characters.
+fn plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let invisible = matches!(
+            c,
+            '\u{061c}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{2069}'
+                | '\u{feff}'
+        );
+        if (c.is_control() && c != '\t') || invisible {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `text` as one markdown code span: fenced by more backticks than it
+/// holds in a row, padded when it starts or ends with one.
+fn code(text: &str) -> String {
+    let text = plain(text);
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{text}{pad}{fence}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codegen::SymbolScope;
+
+    #[test]
+    fn doc_lines_cannot_open_code_blocks_or_hold_controls() {
+        let doc = "Adds `x`.\r\n```rust\n    let a = 1;\n\tb\r~~~\n- item\n12. twelve\n> quote\n\
+                   <pre>\nplain 1. text\nbidi \u{202e}x\u{2066} cr\u{0}";
+        assert_eq!(
+            user_doc_lines(doc),
+            [
+                "Adds `x`.",
+                "\\```rust",
+                "let a = 1;",
+                "b",
+                "\\~~~",
+                "\\- item",
+                "12\\. twelve",
+                "\\> quote",
+                "\\<pre>",
+                "plain 1. text",
+                "bidi \\u{202e}x\\u{2066} cr\\u{0}",
+            ]
+        );
+    }
+
+    #[test]
+    fn code_spans_hold_any_text() {
+        assert_eq!(code("x.1"), "`x.1`");
+        assert_eq!(code("a`b"), "``a`b``");
+        assert_eq!(code("`a``"), "``` `a`` ```");
+        assert_eq!(code("p\nq"), "`p\\u{a}q`");
+    }
+
+    #[test]
+    fn names_that_case_conversion_merges_stay_apart() {
+        let spec = "dims: { h_dim: STATIC, hDim: STATIC, HDim: STATIC }\n\
+                    kernels:\n  k:\n    template: t.hbs\n    params:\n      \
+                    x: { dtype: DT_FP32, shape: [h_dim, hDim, HDim, STATIC] }\n      \
+                    X: { dtype: DT_FP32, shape: [STATIC], output: true }\n      \
+                    X_3: { scalar: DT_FP32 }\n    \
+                    static: { h_dim: 1, hDim: 2, HDim: 3, x.3: 4, X.0: 5 }\n";
+        let dir =
+            std::env::temp_dir().join(format!("pypto-case-collisions-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("t.hbs"), "").unwrap();
+        let model = crate::check_source(&dir.join("k.yaml"), spec).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let plan = Plan::new(&model.kernels[0], &SymbolScope::Prefix("p".to_owned()));
+        let generics: Vec<&str> = plan.generics.iter().flatten().map(|s| s.as_str()).collect();
+        let traits: Vec<&str> = plan
+            .built_traits
+            .iter()
+            .flatten()
+            .map(|s| s.as_str())
+            .collect();
+        // `X_3` is a param, so `x.3`'s generic steps aside too.
+        assert_eq!(generics, ["H_DIM", "H_DIM_", "H_DIM__", "X_3_", "X_0"]);
+        assert_eq!(
+            traits,
+            ["HDimDim", "HDimDimX", "HDimDimXX", "XAxis3", "XAxis0"]
+        );
     }
 }
