@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use proptest::prelude::*;
-use pypto_build::codegen::{Plan, ascendc, rust};
+use pypto_build::codegen::{Plan, SymbolScope, ascendc, rust};
 
 /// The valid specs the mutations start from.
 fn seeds() -> Vec<String> {
@@ -169,7 +169,7 @@ fn generate(model: &pypto_build::Model) -> Result<(), TestCaseError> {
     let plans: Vec<Plan<'_>> = model
         .kernels
         .iter()
-        .map(|k| Plan::new(k, "m").with_npu())
+        .map(|k| Plan::new(k, &SymbolScope::Prefix("m".to_owned())).with_npu())
         .collect();
     let _ = rust::generate(&plans);
     let mut read = |p: &Path| {

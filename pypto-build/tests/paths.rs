@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use pypto_build::Builder;
-use pypto_build::codegen::{Plan, ascendc, rust};
+use pypto_build::codegen::{Plan, SymbolScope, ascendc, rust};
 
 /// `DIR/pkg/` with a Cargo.toml, its `kernels/` and `templates/ok.hbs`,
 /// and `DIR/outside.hbs` next to the package.
@@ -152,7 +152,11 @@ fn spec_paths_are_escaped_in_generated_rust_and_cpp() {
     let mut model = pypto_build::check_source(&spec, &src).unwrap();
     let evil = "k\nfn injected() {}\n#error injected\n.yaml";
     model.kernels[0].origin.path = dir.join(evil);
-    let plans: Vec<Plan<'_>> = model.kernels.iter().map(|k| Plan::new(k, "p")).collect();
+    let plans: Vec<Plan<'_>> = model
+        .kernels
+        .iter()
+        .map(|k| Plan::new(k, &SymbolScope::Prefix("p".to_owned())))
+        .collect();
     let sources = ascendc::render(&plans, &mut |p: &Path| {
         std::fs::read_to_string(p).map_err(|source| pypto_build::Error::Io {
             path: p.to_path_buf(),
