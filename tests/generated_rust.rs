@@ -174,13 +174,9 @@ fn spec() -> impl Strategy<Value = String> {
 }
 
 /// Spec file names: the path shows up in generated docs and attributes.
-const SPEC_NAMES: &[&str] = &[
-    "k.yaml",
-    "a`b.yaml",
-    "{x}.yaml",
-    "\u{202e}x.yaml",
-    "t\"q.yaml",
-];
+/// (Names with control or bidi characters are refused before codegen; see
+/// pypto-build/tests/paths.rs.)
+const SPEC_NAMES: &[&str] = &["k.yaml", "a`b.yaml", "{x}.yaml", "t\"q.yaml", "é x.yaml"];
 
 fn cargo(dir: &Path, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
