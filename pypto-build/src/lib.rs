@@ -15,6 +15,7 @@
 //! ```
 
 mod builder;
+mod contract;
 pub mod builtin;
 pub mod cli;
 pub mod codegen;
