@@ -26,6 +26,7 @@ mod library;
 pub mod model;
 mod names;
 mod spec;
+mod tables;
 pub mod toolchain;
 mod yaml;
 

@@ -50,22 +50,7 @@ pub fn generate(plans: &[Plan<'_>]) -> String {
 
 /// The Rust element type of a dtype.
 pub fn rust_type(dtype: DType) -> &'static str {
-    match dtype {
-        DType::Fp32 => "f32",
-        DType::Fp16 => "::pypto_rt::f16",
-        DType::Bf16 => "::pypto_rt::bf16",
-        DType::Int8 => "i8",
-        DType::Int16 => "i16",
-        DType::Int32 => "i32",
-        DType::Int64 => "i64",
-        DType::Uint8 => "u8",
-        DType::Uint16 => "u16",
-        DType::Uint32 => "u32",
-        DType::Uint64 => "u64",
-        DType::Bool => "bool",
-        DType::Fp8E4M3 => "::pypto_rt::Fp8E4M3",
-        DType::Fp8E5M2 => "::pypto_rt::Fp8E5M2",
-    }
+    dtype.rust_type()
 }
 
 /// The Rust type of one param, e.g. `&::pypto_rt::Tensor<f32, (usize,)>`.

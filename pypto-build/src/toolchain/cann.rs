@@ -10,7 +10,6 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::model::Target;
 
 /// The environment variables detection reads, in the order it reads them.
 pub const ENV_VARS: [&str; 3] = ["PYPTO_BACKEND", "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"];
@@ -94,41 +93,7 @@ pub enum DetectError {
     },
 }
 
-/// The NPU architecture a kernel is compiled for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Arch {
-    /// Atlas A2 and A3.
-    Dav2201,
-    /// Ascend 950PR.
-    Dav3510,
-}
-
-impl Arch {
-    /// The suffix of this architecture's symbols and directories.
-    pub fn suffix(self) -> &'static str {
-        match self {
-            Arch::Dav2201 => "dav2201",
-            Arch::Dav3510 => "dav3510",
-        }
-    }
-
-    /// The matching `pypto_rt::NpuArch` variant.
-    pub fn rust_variant(self) -> &'static str {
-        match self {
-            Arch::Dav2201 => "Dav2201",
-            Arch::Dav3510 => "Dav3510",
-        }
-    }
-}
-
-impl fmt::Display for Arch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Arch::Dav2201 => "dav-2201 (Atlas A2/A3)",
-            Arch::Dav3510 => "dav-3510 (Ascend 950)",
-        })
-    }
-}
+pub use crate::tables::{Arch, arches};
 
 /// The libraries an NPU build links from `<home>/lib64`: the ACL runtime
 /// and those bisheng links by default for kernel launches.
@@ -144,36 +109,20 @@ pub const RUNTIME_LIBS: [&str; 9] = [
     "error_manager",
 ];
 
-/// The architectures a kernel's targets need, each once.
-pub fn arches(targets: &[Target]) -> Vec<Arch> {
-    let mut out: Vec<Arch> = targets
-        .iter()
-        .map(|t| match t {
-            Target::A2 | Target::A3 => Arch::Dav2201,
-            Target::Ascend950PR => Arch::Dav3510,
-        })
-        .collect();
-    out.sort();
-    out.dedup();
-    out
-}
 
 /// The bisheng flags selecting the language and architecture; `cube` picks
 /// the cube core's flag on toolkits before 8.5, which name vector and cube
 /// cores separately.
 pub fn arch_flags(toolkit: &Toolkit, arch: Arch, cube: bool) -> Vec<String> {
     if toolkit.version.has_asc_frontend() {
-        let npu_arch = match arch {
-            Arch::Dav2201 => "dav-2201",
-            Arch::Dav3510 => "dav-3510",
-        };
-        vec!["-x".into(), "asc".into(), format!("--npu-arch={npu_arch}")]
+        vec![
+            "-x".into(),
+            "asc".into(),
+            format!("--npu-arch={}", arch.npu_arch_flag()),
+        ]
     } else {
         let core = if cube { "cube" } else { "vec" };
-        let family = match arch {
-            Arch::Dav2201 => "c220",
-            Arch::Dav3510 => "c310",
-        };
+        let family = arch.core_family();
         let mut flags = vec![
             "-xcce".into(),
             format!("--cce-aicore-arch=dav-{family}-{core}"),
@@ -296,6 +245,7 @@ fn toolkit_at(home: &Path, found_by: &str) -> Result<Toolkit, DetectError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tables::Target;
     use std::collections::BTreeMap;
 
     /// A directory laid out like a CANN install (labelled fake: it holds no

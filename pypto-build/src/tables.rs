@@ -1,0 +1,268 @@
+//! The two tables every stage reads: element types and NPU targets. Each
+//! fact about a dtype (its spec name, C++ and Rust types, size, targets)
+//! or a target (its architecture, symbol suffix, runtime variant) is written
+//! once, here.
+
+use std::fmt;
+
+/// Element types, by PyPTO's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DType {
+    Fp32,
+    Fp16,
+    Bf16,
+    Int8,
+    Int16,
+    Int32,
+    Int64,
+    Uint8,
+    Uint16,
+    Uint32,
+    Uint64,
+    Bool,
+    Fp8E4M3,
+    Fp8E5M2,
+}
+
+/// One row of the dtype table.
+struct DTypeRow {
+    dtype: DType,
+    spec: &'static str,
+    cpp: &'static str,
+    rust: &'static str,
+    bytes: usize,
+    only_950: bool,
+}
+
+const fn row(
+    dtype: DType,
+    spec: &'static str,
+    cpp: &'static str,
+    rust: &'static str,
+    bytes: usize,
+) -> DTypeRow {
+    DTypeRow {
+        dtype,
+        spec,
+        cpp,
+        rust,
+        bytes,
+        only_950: false,
+    }
+}
+
+/// Spec name, Ascend C type, Rust type (as generated code writes it), size.
+/// The Rust types of half and fp8 floats are pypto-rt's.
+const DTYPES: [DTypeRow; 14] = [
+    row(DType::Fp32, "DT_FP32", "float", "f32", 4),
+    row(DType::Fp16, "DT_FP16", "half", "::pypto_rt::f16", 2),
+    row(DType::Bf16, "DT_BF16", "bfloat16_t", "::pypto_rt::bf16", 2),
+    row(DType::Int8, "DT_INT8", "int8_t", "i8", 1),
+    row(DType::Int16, "DT_INT16", "int16_t", "i16", 2),
+    row(DType::Int32, "DT_INT32", "int32_t", "i32", 4),
+    row(DType::Int64, "DT_INT64", "int64_t", "i64", 8),
+    row(DType::Uint8, "DT_UINT8", "uint8_t", "u8", 1),
+    row(DType::Uint16, "DT_UINT16", "uint16_t", "u16", 2),
+    row(DType::Uint32, "DT_UINT32", "uint32_t", "u32", 4),
+    row(DType::Uint64, "DT_UINT64", "uint64_t", "u64", 8),
+    row(DType::Bool, "DT_BOOL", "bool", "bool", 1),
+    DTypeRow {
+        only_950: true,
+        ..row(
+            DType::Fp8E4M3,
+            "DT_FP8E4M3",
+            "fp8_e4m3fn_t",
+            "::pypto_rt::Fp8E4M3",
+            1,
+        )
+    },
+    DTypeRow {
+        only_950: true,
+        ..row(
+            DType::Fp8E5M2,
+            "DT_FP8E5M2",
+            "fp8_e5m2_t",
+            "::pypto_rt::Fp8E5M2",
+            1,
+        )
+    },
+];
+
+impl DType {
+    pub const ALL: [DType; 14] = {
+        let mut all = [DType::Fp32; 14];
+        let mut i = 0;
+        while i < 14 {
+            all[i] = DTYPES[i].dtype;
+            i += 1;
+        }
+        all
+    };
+
+    fn row(self) -> &'static DTypeRow {
+        // The table is in declaration order (checked by a test).
+        &DTYPES[self as usize]
+    }
+
+    /// The spec (PyPTO) name, e.g. `DT_FP32`.
+    pub fn spec_name(self) -> &'static str {
+        self.row().spec
+    }
+
+    /// The Ascend C element type.
+    pub fn cpp_type(self) -> &'static str {
+        self.row().cpp
+    }
+
+    /// The Rust element type, as generated code spells it.
+    pub fn rust_type(self) -> &'static str {
+        self.row().rust
+    }
+
+    pub fn size_bytes(self) -> usize {
+        self.row().bytes
+    }
+
+    /// The targets that have this dtype.
+    pub fn targets(self) -> &'static [Target] {
+        if self.row().only_950 {
+            &[Target::Ascend950PR]
+        } else {
+            &Target::ALL
+        }
+    }
+
+    pub(crate) fn from_spec_name(name: &str) -> Option<DType> {
+        DTYPES.iter().find(|r| r.spec == name).map(|r| r.dtype)
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.spec_name())
+    }
+}
+
+/// The NPU generations a kernel can be built for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Target {
+    A2,
+    A3,
+    Ascend950PR,
+}
+
+/// The NPU architecture a kernel is compiled for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Arch {
+    /// Atlas A2 and A3.
+    Dav2201,
+    /// Ascend 950PR.
+    Dav3510,
+}
+
+/// Target: spec name and architecture.
+const TARGETS: [(Target, &str, Arch); 3] = [
+    (Target::A2, "A2", Arch::Dav2201),
+    (Target::A3, "A3", Arch::Dav2201),
+    (Target::Ascend950PR, "950PR", Arch::Dav3510),
+];
+
+/// Architecture: symbol suffix, `pypto_rt::NpuArch` variant, bisheng's
+/// `--npu-arch` name, the pre-8.5 `--cce-aicore-arch` family, description.
+const ARCHES: [(Arch, &str, &str, &str, &str, &str); 2] = [
+    (
+        Arch::Dav2201,
+        "dav2201",
+        "Dav2201",
+        "dav-2201",
+        "c220",
+        "dav-2201 (Atlas A2/A3)",
+    ),
+    (
+        Arch::Dav3510,
+        "dav3510",
+        "Dav3510",
+        "dav-3510",
+        "c310",
+        "dav-3510 (Ascend 950)",
+    ),
+];
+
+impl Target {
+    pub const ALL: [Target; 3] = [Target::A2, Target::A3, Target::Ascend950PR];
+
+    /// The spec name: `A2`, `A3` or `950PR`.
+    pub fn spec_name(self) -> &'static str {
+        TARGETS[self as usize].1
+    }
+
+    /// The architecture this target's kernels are compiled for.
+    pub fn arch(self) -> Arch {
+        TARGETS[self as usize].2
+    }
+
+    pub(crate) fn from_spec_name(name: &str) -> Option<Target> {
+        TARGETS.iter().find(|t| t.1 == name).map(|t| t.0)
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.spec_name())
+    }
+}
+
+impl Arch {
+    /// The suffix of this architecture's symbols and directories.
+    pub fn suffix(self) -> &'static str {
+        ARCHES[self as usize].1
+    }
+
+    /// The matching `pypto_rt::NpuArch` variant.
+    pub fn rust_variant(self) -> &'static str {
+        ARCHES[self as usize].2
+    }
+
+    /// The `--npu-arch` value of CANN 8.5 and later.
+    pub fn npu_arch_flag(self) -> &'static str {
+        ARCHES[self as usize].3
+    }
+
+    /// The core family of `--cce-aicore-arch=dav-<family>-vec|cube` before 8.5.
+    pub fn core_family(self) -> &'static str {
+        ARCHES[self as usize].4
+    }
+}
+
+impl fmt::Display for Arch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(ARCHES[*self as usize].5)
+    }
+}
+
+/// The architectures a kernel's targets need, each once.
+pub fn arches(targets: &[Target]) -> Vec<Arch> {
+    let mut out: Vec<Arch> = targets.iter().map(|t| t.arch()).collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_are_in_declaration_order() {
+        for (i, r) in DTYPES.iter().enumerate() {
+            assert_eq!(r.dtype as usize, i, "{}", r.spec);
+            assert_eq!(DType::from_spec_name(r.spec), Some(r.dtype));
+        }
+        for (i, t) in TARGETS.iter().enumerate() {
+            assert_eq!(t.0 as usize, i);
+        }
+        for (i, a) in ARCHES.iter().enumerate() {
+            assert_eq!(a.0 as usize, i);
+        }
+    }
+}
