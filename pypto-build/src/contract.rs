@@ -1,9 +1,163 @@
 //! Template contracts: the front-matter block a template may open with,
 //! declaring its params by role, the relations between their axes, its
-//! options, block rule, core kind and dtypes.
+//! options, block rule, core kind and dtypes. The reference is in
+//! `templates/README.md`; the builtins declare theirs the same way.
+//!
+//! ```text
+//! ---
+//! summary: out = x + bias, bias broadcast over every row of x
+//! params:
+//!   - { name: x }
+//!   - { name: bias, rank: 1 }
+//!   - { name: out, output: true }
+//! relations:
+//!   - same_shape: [x, out]
+//!   - same_dim: [bias.0, x.last]
+//! dtypes: [DT_FP32, DT_FP16, DT_BF16]
+//! blocks: { rule: rows, param: x }
+//! cores: vector
+//! ---
+//! ```
+//!
+//! Parsing checks the contract on its own (names, references, ranges) with
+//! errors at the template's `LINE:COL`; the model checks specs against it.
 
-// Used by the renderer and the model as they adopt contracts.
-#![allow(dead_code)]
+use std::path::Path;
+
+use crate::diag::{Diagnostic, Pos, Sink, clip};
+use crate::names::{did_you_mean, identifier_problem};
+use crate::spec::one_of;
+use crate::tables::DType;
+use crate::yaml::{self, Node, Value};
+
+/// What a param of a contract is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Input,
+    Output,
+    Scalar,
+}
+
+impl Role {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Role::Input => "an input tensor",
+            Role::Output => "an output tensor",
+            Role::Scalar => "a scalar",
+        }
+    }
+}
+
+/// One param a template expects, in call order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleSpec {
+    /// The name the template uses (`args.NAME`); spec names may differ.
+    pub name: String,
+    pub role: Role,
+    /// Exact rank required, or `None` for any rank.
+    pub rank: Option<usize>,
+    /// A scalar's required dtype, if any.
+    pub dtype: Option<DType>,
+}
+
+/// An axis of a param: `Last` is the innermost axis, whatever the rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AxisRef {
+    Index(usize),
+    Last,
+}
+
+/// An axis of the param at this position.
+pub type ParamAxis = (usize, AxisRef);
+
+/// How a launch is split into blocks; the runtime caps the count at the
+/// core count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Blocks {
+    /// One block per row of a param: the product of all but its last axis.
+    Rows { param: usize },
+    /// One block per `per_block` elements of a param.
+    Elements { param: usize, per_block: u32 },
+    /// One block per index of a param's leading `axes` axes, times the
+    /// value of an integer option when given (e.g. attention heads).
+    Leading {
+        param: usize,
+        axes: usize,
+        option: Option<String>,
+    },
+}
+
+/// Which AI-core units a kernel runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CoreKind {
+    #[default]
+    Vector,
+    Cube,
+    /// Cube and vector parts in one kernel.
+    Mixed,
+}
+
+impl CoreKind {
+    pub fn spec_name(self) -> &'static str {
+        match self {
+            CoreKind::Vector => "vector",
+            CoreKind::Cube => "cube",
+            CoreKind::Mixed => "mixed",
+        }
+    }
+}
+
+/// A template option (`options:` in a spec), its type and default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptionSpec {
+    pub name: String,
+    pub kind: OptionKind,
+    pub doc: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptionKind {
+    Int { min: i64, max: i64, default: i64 },
+    Bool { default: bool },
+}
+
+/// A template's contract. A template without front matter has none: its
+/// roles are the spec's param names, its options untyped, its blocks one
+/// per 8 Ki output elements, its core the vector core. A template with
+/// front matter takes exactly the options it declares.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Contract {
+    pub summary: Option<String>,
+    /// The params in call order; `None` when the contract does not declare
+    /// them (roles are then the spec's names and no relation can be given).
+    pub params: Option<Vec<RoleSpec>>,
+    /// Pairs of params (by position) whose shapes are identical.
+    pub same_shape: Vec<(usize, usize)>,
+    /// Pairs of (param, axis) that are one dim.
+    pub same_axis: Vec<(ParamAxis, ParamAxis)>,
+    /// The dtypes the template is written for; all tensors share one.
+    /// Empty: any dtypes, mixed freely.
+    pub dtypes: Vec<DType>,
+    /// `None`: the default rule.
+    pub blocks: Option<Blocks>,
+    /// The options the template takes; a spec may give no others.
+    pub options: Vec<OptionSpec>,
+    /// Axes whose size must be a multiple of an integer option's value.
+    pub divisible_by_option: Vec<(ParamAxis, String)>,
+    /// Axes whose size must be a multiple of a constant, and why.
+    pub multiple_of: Vec<(ParamAxis, u64, String)>,
+    /// `(big, small)`: the small param has the big one's leading axes and
+    /// half its last axis (swiglu's split).
+    pub halved_last: Option<(usize, usize)>,
+    pub cores: CoreKind,
+}
+
+impl Contract {
+    /// The declared option named `name`.
+    pub fn option(&self, name: &str) -> Option<&OptionSpec> {
+        self.options.iter().find(|o| o.name == name)
+    }
+}
 
 /// A template split into its front matter and the handlebars body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +218,774 @@ fn strip_marker_line(text: &str) -> Option<&str> {
 /// Whether `text` opens a front-matter block it never closes.
 pub(crate) fn unclosed(text: &str) -> bool {
     strip_marker_line(text).is_some() && split(text).front.is_none()
+}
+
+/// Most params a contract may declare (as many as a kernel may take).
+const MAX_PARAMS: usize = crate::model::MAX_PARAMS;
+const TOP_KEYS: &[&str] = &[
+    "summary",
+    "params",
+    "relations",
+    "options",
+    "blocks",
+    "cores",
+    "dtypes",
+];
+const PARAM_KEYS: &[&str] = &["name", "kind", "output", "rank", "dtype"];
+const RELATIONS: &[&str] = &[
+    "same_shape",
+    "same_dim",
+    "halved_last",
+    "multiple_of",
+    "divisible_by",
+];
+const OPTION_KEYS: &[&str] = &["type", "default", "min", "max", "doc"];
+const BLOCK_KEYS: &[&str] = &["rule", "param", "per_block", "axes", "times"];
+
+/// Reads the contract of the template at `path` (named so in messages) with
+/// text `text`: `Ok(None)` when it has no front matter, else the contract or
+/// every problem found, located in the template.
+pub(crate) fn read(path: &Path, text: &str) -> Result<Option<Contract>, Vec<Diagnostic>> {
+    let mut sink = Sink::new(path, text);
+    if unclosed(text) {
+        sink.error(
+            Pos::new(1, 1),
+            "the front matter opened by `---` on line 1 is never closed; end it with a line \
+             holding only `---`",
+        );
+        return Err(sink.finish());
+    }
+    let Some(front) = split(text).front else {
+        return Ok(None);
+    };
+    // One blank line stands for the opening `---`, so YAML positions are
+    // template positions.
+    let root = match yaml::parse(&format!("\n{front}")) {
+        Ok(root) => root,
+        Err((pos, message)) => {
+            sink.error(pos, format!("template contract: {message}"));
+            return Err(sink.finish());
+        }
+    };
+    let contract = Reader { sink: &mut sink }.contract(&root);
+    match sink.count() {
+        0 => Ok(Some(contract)),
+        _ => Err(sink.finish()),
+    }
+}
+
+struct Reader<'r, 'a> {
+    sink: &'r mut Sink<'a>,
+}
+
+/// A key of a mapping, and its value.
+type Entry<'n> = (&'n str, &'n Node, &'n Node);
+
+impl Reader<'_, '_> {
+    fn error(&mut self, pos: Pos, message: impl Into<String>) {
+        self.sink
+            .error(pos, format!("template contract: {}", message.into()));
+    }
+
+    /// The entries of a mapping whose keys are all in `allowed`; unknown
+    /// and repeated keys are reported.
+    fn mapping<'n>(&mut self, node: &'n Node, what: &str, allowed: &[&str]) -> Vec<Entry<'n>> {
+        let Value::Map(pairs) = &node.value else {
+            self.error(
+                node.pos,
+                format!("{what}: expected a mapping, found {}", node.value.kind()),
+            );
+            return Vec::new();
+        };
+        let mut out: Vec<Entry<'n>> = Vec::new();
+        for (key, value) in pairs {
+            let Value::Str(name) = &key.value else {
+                self.error(
+                    key.pos,
+                    format!("{what}: keys are names, not {}", key.value.kind()),
+                );
+                continue;
+            };
+            if !allowed.contains(&name.as_str()) {
+                self.error(
+                    key.pos,
+                    format!(
+                        "{what}: unknown key `{}`; expected {}{}",
+                        clip(name, 40),
+                        one_of(allowed),
+                        did_you_mean(name, allowed.iter().copied())
+                    ),
+                );
+            } else if out.iter().any(|(n, _, _)| n == name) {
+                self.error(key.pos, format!("{what}: `{name}` is given twice"));
+            } else {
+                out.push((name, key, value));
+            }
+        }
+        out
+    }
+
+    fn string(&mut self, node: &Node, what: &str) -> Option<String> {
+        match &node.value {
+            Value::Str(s) => Some(s.clone()),
+            other => {
+                self.error(
+                    node.pos,
+                    format!("{what}: expected a string, found {}", other.kind()),
+                );
+                None
+            }
+        }
+    }
+
+    fn int(&mut self, node: &Node, what: &str, min: i128, max: i128) -> Option<i128> {
+        match &node.value {
+            Value::Int(i) if (min..=max).contains(i) => Some(*i),
+            Value::Int(i) => {
+                self.error(node.pos, format!("{what}: {i} is not from {min} to {max}"));
+                None
+            }
+            other => {
+                self.error(
+                    node.pos,
+                    format!("{what}: expected an integer, found {}", other.kind()),
+                );
+                None
+            }
+        }
+    }
+
+    fn seq<'n>(&mut self, node: &'n Node, what: &str) -> &'n [Node] {
+        match &node.value {
+            Value::Seq(items) => items,
+            other => {
+                self.error(
+                    node.pos,
+                    format!("{what}: expected a list, found {}", other.kind()),
+                );
+                &[]
+            }
+        }
+    }
+
+    fn contract(&mut self, root: &Node) -> Contract {
+        let mut c = Contract::default();
+        if root.value == Value::Null {
+            return c;
+        }
+        let entries = self.mapping(root, "front matter", TOP_KEYS);
+        let get = |key: &str| entries.iter().find(|(n, _, _)| *n == key).map(|e| e.2);
+        if let Some(node) = get("summary") {
+            c.summary = self.string(node, "`summary`");
+        }
+        if let Some(node) = get("params") {
+            c.params = Some(self.params(node));
+        }
+        if let Some(node) = get("dtypes") {
+            c.dtypes = self.dtypes(node);
+        }
+        if let Some(node) = get("options") {
+            c.options = self.options(node);
+        }
+        if let Some(node) = get("cores")
+            && let Some(word) = self.string(node, "`cores`")
+        {
+            match [CoreKind::Vector, CoreKind::Cube, CoreKind::Mixed]
+                .into_iter()
+                .find(|k| k.spec_name() == word)
+            {
+                Some(kind) => c.cores = kind,
+                None => self.error(
+                    node.pos,
+                    format!(
+                        "`cores`: unknown core kind `{}`; expected vector, cube or mixed{}",
+                        clip(&word, 40),
+                        did_you_mean(&word, ["vector", "cube", "mixed"])
+                    ),
+                ),
+            }
+        }
+        if let Some(node) = get("relations") {
+            self.relations(node, &mut c);
+        }
+        if let Some(node) = get("blocks") {
+            c.blocks = self.blocks(node, &c);
+        }
+        c
+    }
+
+    fn params(&mut self, node: &Node) -> Vec<RoleSpec> {
+        let mut out: Vec<RoleSpec> = Vec::new();
+        let items = self.seq(node, "`params`");
+        if items.len() > MAX_PARAMS {
+            self.error(
+                node.pos,
+                format!(
+                    "`params`: {} params; at most {MAX_PARAMS} are supported",
+                    items.len()
+                ),
+            );
+            return out;
+        }
+        for item in items {
+            let entries = self.mapping(item, "`params` entry", PARAM_KEYS);
+            let get = |key: &str| entries.iter().find(|(n, _, _)| *n == key).map(|e| e.2);
+            let Some(name_node) = get("name") else {
+                self.error(
+                    item.pos,
+                    "`params` entry: needs a `name`, e.g. `{ name: x }`",
+                );
+                continue;
+            };
+            let Some(name) = self.string(name_node, "`params` entry, `name`") else {
+                continue;
+            };
+            if let Some(problem) = identifier_problem(&name) {
+                self.error(
+                    name_node.pos,
+                    format!("param `{}`: not a valid name: {problem}", clip(&name, 40)),
+                );
+                continue;
+            }
+            if out.iter().any(|p| p.name == name) {
+                self.error(name_node.pos, format!("param `{name}` is declared twice"));
+                continue;
+            }
+            let ctx = format!("param `{name}`");
+            let scalar = match get("kind") {
+                None => false,
+                Some(kind) => match self.string(kind, &format!("{ctx}, `kind`")).as_deref() {
+                    Some("tensor") => false,
+                    Some("scalar") => true,
+                    Some(other) => {
+                        self.error(
+                            kind.pos,
+                            format!(
+                                "{ctx}, `kind`: expected `tensor` or `scalar`, found `{}`",
+                                clip(other, 40)
+                            ),
+                        );
+                        false
+                    }
+                    None => false,
+                },
+            };
+            let output = match get("output") {
+                None => false,
+                Some(n) => match n.value {
+                    Value::Bool(b) => b,
+                    ref other => {
+                        self.error(
+                            n.pos,
+                            format!(
+                                "{ctx}, `output`: expected `true` or `false`, found {}",
+                                other.kind()
+                            ),
+                        );
+                        false
+                    }
+                },
+            };
+            let rank = match get("rank") {
+                Some(n) if scalar => {
+                    self.error(n.pos, format!("{ctx}: a scalar has no `rank`"));
+                    None
+                }
+                Some(n) => self
+                    .int(
+                        n,
+                        &format!("{ctx}, `rank`"),
+                        1,
+                        crate::model::MAX_RANK as i128,
+                    )
+                    .map(|r| r as usize),
+                None => None,
+            };
+            let dtype = match get("dtype") {
+                Some(n) if !scalar => {
+                    self.error(
+                        n.pos,
+                        format!("{ctx}: only scalars take a `dtype`; tensor dtypes are given by `dtypes:`"),
+                    );
+                    None
+                }
+                Some(n) => self.dtype(n),
+                None => None,
+            };
+            if scalar && output {
+                self.error(item.pos, format!("{ctx}: a scalar cannot be an output"));
+            }
+            let role = match (scalar, output) {
+                (true, _) => Role::Scalar,
+                (false, true) => Role::Output,
+                (false, false) => Role::Input,
+            };
+            out.push(RoleSpec {
+                name,
+                role,
+                rank,
+                dtype,
+            });
+        }
+        if !items.is_empty()
+            && !out.iter().any(|p| p.role == Role::Output)
+            && self.sink.count() == 0
+        {
+            self.error(
+                node.pos,
+                "`params`: no param is an output; mark one with `output: true`",
+            );
+        }
+        out
+    }
+
+    fn dtype(&mut self, node: &Node) -> Option<DType> {
+        let word = self.string(node, "dtype")?;
+        let found = DType::from_spec_name(&word);
+        if found.is_none() {
+            let names: Vec<&str> = DType::ALL.iter().map(|d| d.spec_name()).collect();
+            self.error(
+                node.pos,
+                format!(
+                    "unknown dtype `{}`; expected {}{}",
+                    clip(&word, 40),
+                    one_of(&names),
+                    did_you_mean(&word, names.iter().copied())
+                ),
+            );
+        }
+        found
+    }
+
+    fn dtypes(&mut self, node: &Node) -> Vec<DType> {
+        let mut out = Vec::new();
+        for item in self.seq(node, "`dtypes`") {
+            if let Some(d) = self.dtype(item) {
+                if out.contains(&d) {
+                    self.error(item.pos, format!("`dtypes`: {d} is listed twice"));
+                } else {
+                    out.push(d);
+                }
+            }
+        }
+        out
+    }
+
+    fn options(&mut self, node: &Node) -> Vec<OptionSpec> {
+        let mut out: Vec<OptionSpec> = Vec::new();
+        if node.value == Value::Null {
+            return out;
+        }
+        let Value::Map(pairs) = &node.value else {
+            self.error(
+                node.pos,
+                format!("`options`: expected a mapping, found {}", node.value.kind()),
+            );
+            return out;
+        };
+        for (key, value) in pairs {
+            let Some(name) = self.string(key, "`options`") else {
+                continue;
+            };
+            if let Some(problem) = identifier_problem(&name) {
+                self.error(
+                    key.pos,
+                    format!("option `{}`: not a valid name: {problem}", clip(&name, 40)),
+                );
+                continue;
+            }
+            if out.iter().any(|o| o.name == name) {
+                self.error(key.pos, format!("option `{name}` is declared twice"));
+                continue;
+            }
+            let ctx = format!("option `{name}`");
+            let entries = self.mapping(value, &ctx, OPTION_KEYS);
+            let get = |key: &str| entries.iter().find(|(n, _, _)| *n == key).map(|e| e.2);
+            let doc = match get("doc") {
+                Some(n) => self.string(n, &format!("{ctx}, `doc`")).unwrap_or_default(),
+                None => String::new(),
+            };
+            let Some(type_node) = get("type") else {
+                self.error(value.pos, format!("{ctx}: needs a `type`: `int` or `bool`"));
+                continue;
+            };
+            let Some(default_node) = get("default") else {
+                self.error(value.pos, format!("{ctx}: needs a `default`"));
+                continue;
+            };
+            let kind = match self.string(type_node, &format!("{ctx}, `type`")).as_deref() {
+                Some("int") => {
+                    let (lo, hi) = (i64::MIN as i128, i64::MAX as i128);
+                    let min = get("min")
+                        .map_or(Some(lo), |n| self.int(n, &format!("{ctx}, `min`"), lo, hi));
+                    let max = get("max")
+                        .map_or(Some(hi), |n| self.int(n, &format!("{ctx}, `max`"), lo, hi));
+                    let (Some(min), Some(max)) = (min, max) else {
+                        continue;
+                    };
+                    if min > max {
+                        self.error(
+                            value.pos,
+                            format!("{ctx}: `min` {min} is above `max` {max}"),
+                        );
+                        continue;
+                    }
+                    let Some(default) =
+                        self.int(default_node, &format!("{ctx}, `default`"), min, max)
+                    else {
+                        continue;
+                    };
+                    OptionKind::Int {
+                        min: min as i64,
+                        max: max as i64,
+                        default: default as i64,
+                    }
+                }
+                Some("bool") => {
+                    for key in ["min", "max"] {
+                        if let Some(n) = get(key) {
+                            self.error(n.pos, format!("{ctx}: a bool option has no `{key}`"));
+                        }
+                    }
+                    match default_node.value {
+                        Value::Bool(b) => OptionKind::Bool { default: b },
+                        ref other => {
+                            self.error(
+                                default_node.pos,
+                                format!(
+                                    "{ctx}, `default`: expected `true` or `false`, found {}",
+                                    other.kind()
+                                ),
+                            );
+                            continue;
+                        }
+                    }
+                }
+                Some(other) => {
+                    self.error(
+                        type_node.pos,
+                        format!(
+                            "{ctx}, `type`: expected `int` or `bool`, found `{}`",
+                            clip(other, 40)
+                        ),
+                    );
+                    continue;
+                }
+                None => continue,
+            };
+            out.push(OptionSpec { name, kind, doc });
+        }
+        out
+    }
+
+    /// The position of the param named by `node` among the declared ones.
+    fn param_ref(&mut self, node: &Node, c: &Contract, what: &str, tensor: bool) -> Option<usize> {
+        let name = self.string(node, what)?;
+        let Some(params) = &c.params else {
+            self.error(
+                node.pos,
+                format!(
+                    "{what}: names param `{}`, but the contract declares no `params`",
+                    clip(&name, 40)
+                ),
+            );
+            return None;
+        };
+        let Some(i) = params.iter().position(|p| p.name == name) else {
+            self.error(
+                node.pos,
+                format!(
+                    "{what}: no param `{}`; the params are {}{}",
+                    clip(&name, 40),
+                    one_of(&params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>()),
+                    did_you_mean(&name, params.iter().map(|p| p.name.as_str()))
+                ),
+            );
+            return None;
+        };
+        if tensor && params[i].role == Role::Scalar {
+            self.error(
+                node.pos,
+                format!("{what}: `{name}` is a scalar; this needs a tensor"),
+            );
+            return None;
+        }
+        Some(i)
+    }
+
+    /// `param.N` or `param.last`.
+    fn axis_ref(&mut self, node: &Node, c: &Contract, what: &str) -> Option<ParamAxis> {
+        let Value::Str(text) = &node.value else {
+            self.error(
+                node.pos,
+                format!(
+                    "{what}: expected an axis such as `x.0` or `x.last`, found {}",
+                    node.value.kind()
+                ),
+            );
+            return None;
+        };
+        let Some((param, axis)) = text.rsplit_once('.') else {
+            self.error(
+                node.pos,
+                format!(
+                    "{what}: `{}` is not an axis; write `PARAM.INDEX` or `PARAM.last`",
+                    clip(text, 40)
+                ),
+            );
+            return None;
+        };
+        let name = Node {
+            pos: node.pos,
+            value: Value::Str(param.to_owned()),
+        };
+        let p = self.param_ref(&name, c, what, true)?;
+        let rank = c.params.as_ref().and_then(|ps| ps[p].rank);
+        let axis = match axis {
+            "last" => AxisRef::Last,
+            digits => match digits.parse::<usize>() {
+                Ok(i) if i < rank.unwrap_or(crate::model::MAX_RANK) => AxisRef::Index(i),
+                Ok(i) => {
+                    self.error(
+                        node.pos,
+                        format!(
+                            "{what}: `{param}` has {} axes; there is no axis {i}",
+                            rank.unwrap_or(crate::model::MAX_RANK)
+                        ),
+                    );
+                    return None;
+                }
+                Err(_) => {
+                    self.error(
+                        node.pos,
+                        format!(
+                            "{what}: `{}` is not an axis; write `PARAM.INDEX` or `PARAM.last`",
+                            clip(text, 40)
+                        ),
+                    );
+                    return None;
+                }
+            },
+        };
+        Some((p, axis))
+    }
+
+    /// An int option that can divide or multiply: at least 1, at most `u32::MAX`.
+    fn factor_option(&mut self, node: &Node, c: &Contract, what: &str) -> Option<String> {
+        let name = self.string(node, what)?;
+        match c.option(&name).map(|o| o.kind) {
+            Some(OptionKind::Int { min, max, .. }) if min >= 1 && max <= i64::from(u32::MAX) => {
+                Some(name)
+            }
+            Some(OptionKind::Int { .. }) => {
+                self.error(
+                    node.pos,
+                    format!("{what}: option `{name}` must be declared with `min` of at least 1 and `max` of at most {}", u32::MAX),
+                );
+                None
+            }
+            Some(OptionKind::Bool { .. }) => {
+                self.error(
+                    node.pos,
+                    format!("{what}: option `{name}` is a bool; this needs an int option"),
+                );
+                None
+            }
+            None => {
+                let names: Vec<&str> = c.options.iter().map(|o| o.name.as_str()).collect();
+                self.error(
+                    node.pos,
+                    format!(
+                        "{what}: no option `{}`; declare it under `options:`{}",
+                        clip(&name, 40),
+                        did_you_mean(&name, names.iter().copied())
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn relations(&mut self, node: &Node, c: &mut Contract) {
+        for item in self.seq(node, "`relations`") {
+            let entries = self.mapping(item, "`relations` entry", RELATIONS);
+            if entries.len() != 1 {
+                if entries.len() > 1 {
+                    self.error(item.pos, "`relations` entry: give one relation per entry");
+                }
+                continue;
+            }
+            let (kind, _, value) = entries[0];
+            let what = format!("`{kind}`");
+            match kind {
+                "same_shape" | "same_dim" | "halved_last" => {
+                    let items = self.seq(value, &what);
+                    let need = if kind == "halved_last" {
+                        2..=2
+                    } else {
+                        2..=MAX_PARAMS * crate::model::MAX_RANK
+                    };
+                    if !need.contains(&items.len()) {
+                        let n = if kind == "halved_last" {
+                            "exactly two params, `[big, small]`"
+                        } else {
+                            "at least two"
+                        };
+                        self.error(value.pos, format!("{what}: needs {n}"));
+                        continue;
+                    }
+                    if kind == "same_dim" {
+                        let axes: Vec<Option<ParamAxis>> =
+                            items.iter().map(|n| self.axis_ref(n, c, &what)).collect();
+                        if let Some(Some(first)) = axes.first().copied() {
+                            for other in axes.into_iter().skip(1).flatten() {
+                                c.same_axis.push((first, other));
+                            }
+                        }
+                        continue;
+                    }
+                    let params: Vec<Option<usize>> = items
+                        .iter()
+                        .map(|n| self.param_ref(n, c, &what, true))
+                        .collect();
+                    let [Some(first), ..] = params[..] else {
+                        continue;
+                    };
+                    let rank = |c: &Contract, p: usize| c.params.as_ref().and_then(|ps| ps[p].rank);
+                    for (other, node) in params.iter().zip(items).skip(1) {
+                        let Some(other) = *other else { continue };
+                        if let (Some(a), Some(b)) = (rank(c, first), rank(c, other))
+                            && a != b
+                        {
+                            self.error(
+                                node.pos,
+                                format!("{what}: the params are declared with ranks {a} and {b}"),
+                            );
+                            continue;
+                        }
+                        if kind == "halved_last" {
+                            if c.halved_last.is_some() {
+                                self.error(item.pos, "`halved_last` is given twice");
+                            }
+                            c.halved_last = Some((first, other));
+                        } else {
+                            c.same_shape.push((first, other));
+                        }
+                    }
+                }
+                "multiple_of" => {
+                    let entries = self.mapping(value, &what, &["axis", "of", "why"]);
+                    let get = |key: &str| entries.iter().find(|(n, _, _)| *n == key).map(|e| e.2);
+                    let (Some(axis), Some(of)) = (get("axis"), get("of")) else {
+                        self.error(
+                            value.pos,
+                            format!(
+                                "{what}: needs `axis` and `of`, e.g. `{{ axis: x.last, of: 16 }}`"
+                            ),
+                        );
+                        continue;
+                    };
+                    let axis = self.axis_ref(axis, c, &format!("{what}, `axis`"));
+                    let of = self.int(of, &format!("{what}, `of`"), 1, i128::from(u32::MAX));
+                    let why = match get("why") {
+                        Some(n) => self.string(n, &format!("{what}, `why`")),
+                        None => Some("the template requires it".to_owned()),
+                    };
+                    if let (Some(axis), Some(of), Some(why)) = (axis, of, why) {
+                        c.multiple_of.push((axis, of as u64, why));
+                    }
+                }
+                _ => {
+                    let entries = self.mapping(value, &what, &["axis", "option"]);
+                    let get = |key: &str| entries.iter().find(|(n, _, _)| *n == key).map(|e| e.2);
+                    let (Some(axis), Some(option)) = (get("axis"), get("option")) else {
+                        self.error(value.pos, format!("{what}: needs `axis` and `option`, e.g. `{{ axis: x.last, option: heads }}`"));
+                        continue;
+                    };
+                    let axis = self.axis_ref(axis, c, &format!("{what}, `axis`"));
+                    let option = self.factor_option(option, c, &format!("{what}, `option`"));
+                    if let (Some(axis), Some(option)) = (axis, option) {
+                        c.divisible_by_option.push((axis, option));
+                    }
+                }
+            }
+        }
+    }
+
+    fn blocks(&mut self, node: &Node, c: &Contract) -> Option<Blocks> {
+        let entries = self.mapping(node, "`blocks`", BLOCK_KEYS);
+        let get = |key: &str| entries.iter().find(|(n, _, _)| *n == key).map(|e| e.2);
+        let (Some(rule), Some(param)) = (get("rule"), get("param")) else {
+            self.error(
+                node.pos,
+                "`blocks`: needs `rule` (rows, elements or leading) and `param`",
+            );
+            return None;
+        };
+        let param = self.param_ref(param, c, "`blocks`, `param`", true);
+        let allowed: &[&str] = match self.string(rule, "`blocks`, `rule`")?.as_str() {
+            "rows" => &["rule", "param"],
+            "elements" => &["rule", "param", "per_block"],
+            "leading" => &["rule", "param", "axes", "times"],
+            other => {
+                self.error(
+                    rule.pos,
+                    format!(
+                        "`blocks`, `rule`: unknown rule `{}`; expected rows, elements or leading{}",
+                        clip(other, 40),
+                        did_you_mean(other, ["rows", "elements", "leading"])
+                    ),
+                );
+                return None;
+            }
+        };
+        for (key, key_node, _) in &entries {
+            if !allowed.contains(key) {
+                self.error(
+                    key_node.pos,
+                    format!(
+                        "`blocks`: this rule takes no `{key}`; it takes {}",
+                        one_of(allowed)
+                    ),
+                );
+            }
+        }
+        let param = param?;
+        match allowed.len() {
+            2 => Some(Blocks::Rows { param }),
+            3 => {
+                let Some(n) = get("per_block") else {
+                    self.error(node.pos, "`blocks`: the elements rule needs `per_block`");
+                    return None;
+                };
+                let per_block = self.int(n, "`blocks`, `per_block`", 1, i128::from(u32::MAX))?;
+                Some(Blocks::Elements {
+                    param,
+                    per_block: per_block as u32,
+                })
+            }
+            _ => {
+                let rank = c
+                    .params
+                    .as_ref()
+                    .and_then(|ps| ps[param].rank)
+                    .unwrap_or(crate::model::MAX_RANK);
+                let axes = match get("axes") {
+                    Some(n) => self.int(n, "`blocks`, `axes`", 1, rank as i128)? as usize,
+                    None => 1,
+                };
+                let option = match get("times") {
+                    Some(n) => Some(self.factor_option(n, c, "`blocks`, `times`")?),
+                    None => None,
+                };
+                Some(Blocks::Leading {
+                    param,
+                    axes,
+                    option,
+                })
+            }
+        }
+    }
 }
 
 #[cfg(test)]

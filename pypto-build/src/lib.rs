@@ -15,10 +15,9 @@
 //! ```
 
 mod builder;
-mod contract;
-pub mod builtin;
 pub mod cli;
 pub mod codegen;
+mod contract;
 pub mod diag;
 pub mod dump;
 mod error;
@@ -142,6 +141,8 @@ struct SpecSet {
     problems: Vec<Diagnostic>,
     /// Every kernel name declared so far, valid or not, and where.
     declared: BTreeMap<String, Location>,
+    /// The templates' contracts, read once for the whole set.
+    templates: model::Templates,
 }
 
 impl SpecSet {
@@ -166,7 +167,7 @@ impl SpecSet {
             }
         };
         let spec = spec::read(&root, &mut sink);
-        let checked = model::check_file(&spec, &mut sink);
+        let checked = model::check_file(&spec, &mut self.templates, &mut sink);
         let mut duplicates = std::collections::HashSet::new();
         for k in &spec.kernels {
             match self.declared.get(&k.name.value) {
@@ -194,7 +195,8 @@ impl SpecSet {
         self.problems.extend(sink.finish());
     }
 
-    fn finish(self) -> Result<Model, Diagnostics> {
+    fn finish(mut self) -> Result<Model, Diagnostics> {
+        self.problems.append(&mut self.templates.problems);
         if self.problems.is_empty() {
             Ok(Model {
                 kernels: self.kernels,

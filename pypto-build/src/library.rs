@@ -89,16 +89,29 @@ mod tests {
 
     #[test]
     fn every_builtin_has_a_template_and_every_template_a_contract() {
-        let mut contracts: Vec<&str> = crate::builtin::BUILTINS.iter().map(|c| c.name).collect();
-        contracts.sort_unstable();
-        let templates: Vec<&str> = BUILTIN_TEMPLATES.iter().map(|(n, _)| *n).collect();
-        assert_eq!(contracts, templates);
+        for (name, text) in BUILTIN_TEMPLATES {
+            let path = format!("builtin/{name}.hbs");
+            match crate::contract::read(Path::new(&path), text) {
+                Ok(Some(c)) => {
+                    let params = c.params.as_ref().expect("builtins declare their params");
+                    assert!(!params.is_empty(), "{name}");
+                    assert!(c.summary.is_some(), "{name}");
+                    assert!(c.blocks.is_some(), "{name}");
+                }
+                Ok(None) => panic!("{path} has no contract"),
+                Err(problems) => panic!("{path}: {problems:?}"),
+            }
+        }
+        let names: Vec<&str> = BUILTIN_TEMPLATES.iter().map(|(n, _)| *n).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted);
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../templates/builtin");
         let on_disk: Vec<String> = files_under(&dir, "hbs")
             .into_iter()
             .filter(|f| !f.starts_with("partials/"))
             .collect();
-        let expected: Vec<String> = templates.iter().map(|t| format!("{t}.hbs")).collect();
+        let expected: Vec<String> = names.iter().map(|t| format!("{t}.hbs")).collect();
         assert_eq!(on_disk, expected);
     }
 }

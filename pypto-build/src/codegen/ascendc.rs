@@ -68,8 +68,10 @@ pub fn render(
                     .to_owned(),
                 TemplateRef::File(path) => read(path)?,
             };
+            // The front matter is the model's; only the body is rendered.
+            let body = crate::contract::split(&text).body;
             registry
-                .register_template_string(&template_name, &text)
+                .register_template_string(&template_name, body)
                 .map_err(|e| template_error(e.to_string()))?;
         }
         for index in 0..k.specialisations.len() {

@@ -8,8 +8,7 @@ use std::fmt::Write;
 
 use heck::{ToShoutySnakeCase, ToUpperCamelCase};
 
-use crate::builtin::{self, Blocks};
-use crate::model::{DimSize, Kernel, ParamKind, TemplateRef};
+use crate::model::{BlockRule, CoreKind, DimSize, Kernel};
 use crate::toolchain::cann::{self, Arch};
 
 /// Names and choices derived from one kernel, shared by both generators.
@@ -22,10 +21,9 @@ pub struct Plan<'k> {
     pub generics: Vec<Option<String>>,
     /// Per dim: the trait marking the sizes built, for STATIC dims.
     pub built_traits: Vec<Option<String>>,
-    /// Per param: the name templates use for it (the builtin's role name, or
-    /// the spec's param name for user templates).
+    /// Per param: the name templates use for it ([`Kernel::roles`]).
     pub roles: Vec<String>,
-    pub blocks: Blocks,
+    pub blocks: BlockRule,
     /// The spec file, as it appears in messages and comments.
     pub spec_path: String,
     /// The NPU architectures compiled for (empty without a CANN toolkit).
@@ -36,15 +34,6 @@ impl<'k> Plan<'k> {
     /// `scope` keeps symbols of different crates, and of different versions
     /// of one crate, apart.
     pub fn new(kernel: &'k Kernel, scope: &SymbolScope) -> Self {
-        let contract = match &kernel.template {
-            TemplateRef::Builtin(name) => builtin::find(name),
-            TemplateRef::File(_) => None,
-        };
-        let roles = match contract {
-            Some(c) => c.params.iter().map(|r| r.name.to_owned()).collect(),
-            None => kernel.params.iter().map(|p| p.name.clone()).collect(),
-        };
-        let blocks = contract.map_or_else(|| default_blocks(kernel), |c| c.blocks);
         // Case conversion is not injective (`h_dim` and `hDim` are both
         // `H_DIM`), so each name is made unique against those already given,
         // and const generics, which share the value namespace with the
@@ -86,8 +75,8 @@ impl<'k> Plan<'k> {
             symbol_base: scope.base(&kernel.name),
             generics,
             built_traits,
-            roles,
-            blocks,
+            roles: kernel.roles.clone(),
+            blocks: kernel.blocks,
             spec_path: kernel.origin.path.display().to_string(),
             npu_arches: Vec::new(),
         }
@@ -101,9 +90,10 @@ impl<'k> Plan<'k> {
 
     /// Whether the kernel runs on the cube core (matters for toolkits
     /// before CANN 8.5, which name the core in the architecture flag).
+    /// A mixed kernel is compiled with the cube flag (unverified on
+    /// hardware).
     pub fn uses_cube(&self) -> bool {
-        matches!(&self.kernel.template, TemplateRef::Builtin(name)
-            if name == "matmul" || name == "batch_matmul")
+        self.kernel.cores != CoreKind::Vector
     }
 
     /// The NPU launch stub of specialisation `index`, before the
@@ -170,19 +160,6 @@ fn letter_first(name: String) -> String {
         name
     } else {
         format!("N{name}")
-    }
-}
-
-/// User templates: a block per 8 Ki elements of the first output.
-fn default_blocks(kernel: &Kernel) -> Blocks {
-    let param = kernel
-        .params
-        .iter()
-        .position(|p| matches!(p.kind, ParamKind::Tensor { output: true, .. }))
-        .unwrap_or(0);
-    Blocks::Elements {
-        param,
-        per_block: 8192,
     }
 }
 

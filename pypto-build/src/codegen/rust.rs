@@ -5,17 +5,8 @@
 
 use std::fmt::Write;
 
-use crate::builtin::{self, AxisRef, Blocks};
 use crate::codegen::Plan;
-use crate::model::{DType, DimSize, Kernel, OptionValue, ParamKind, TemplateRef};
-
-/// An integer option's value as the runtime's `u32`.
-fn int_option(k: &Kernel, name: &str) -> Option<u32> {
-    k.options.iter().find_map(|(n, v)| match v {
-        OptionValue::Int(i) if n == name => u32::try_from(*i).ok(),
-        _ => None,
-    })
-}
+use crate::model::{BlockRule, DType, DimSize, ParamKind};
 
 /// The generated Rust for every kernel, as one file for `include!`.
 pub fn generate(plans: &[Plan<'_>]) -> String {
@@ -236,79 +227,43 @@ fn descriptor(out: &mut String, plan: &Plan<'_>) {
     }
     out.push_str("        ],\n");
     let blocks = match plan.blocks {
-        Blocks::Rows { param } => format!("Rows {{ param: {param} }}"),
-        Blocks::Elements { param, per_block } => {
+        BlockRule::Rows { param } => format!("Rows {{ param: {param} }}"),
+        BlockRule::Elements { param, per_block } => {
             format!("Elements {{ param: {param}, per_block: {per_block} }}")
         }
-        Blocks::Leading {
+        BlockRule::Leading {
             param,
             axes,
-            option,
-        } => format!(
-            "Leading {{ param: {param}, axes: {axes}, factor: {} }}",
-            option.and_then(|o| int_option(k, o)).unwrap_or(1)
-        ),
+            factor,
+        } => format!("Leading {{ param: {param}, axes: {axes}, factor: {factor} }}"),
     };
     let _ = writeln!(
         out,
         "        blocks: ::pypto_rt::launch::BlockRule::{blocks},"
     );
-    // Divisibility the types cannot show: DYNAMIC axes split by an option.
-    let mut multiples = Vec::new();
-    if let TemplateRef::Builtin(name) = &k.template
-        && let Some(contract) = builtin::find(name)
-    {
-        let by_option = contract
-            .divisible_by_option
-            .iter()
-            .filter_map(|&(axis, option)| {
-                let of = int_option(k, option)?;
-                let doc = contract
-                    .options
-                    .iter()
-                    .find(|o| o.name == option)
-                    .map_or("", |o| o.doc);
-                Some((axis, of, format!("{option} = {of}: {doc}")))
-            });
-        let by_constant = contract
-            .multiple_of
-            .iter()
-            .filter_map(|&(axis, by, why)| Some((axis, u32::try_from(by).ok()?, why.to_owned())));
-        for ((param, axis), of, why) in by_option.chain(by_constant) {
-            let ParamKind::Tensor { axes, .. } = &k.params[param].kind else {
-                continue;
-            };
-            let ai = match axis {
-                AxisRef::Index(i) => i,
-                AxisRef::Last => axes.len() - 1,
-            };
-            if k.dims[axes[ai].dim].size == DimSize::Dynamic {
-                multiples.push(format!(
-                    "::pypto_rt::launch::Multiple {{ axis: ({param}, {ai}), of: {of}, why: {why:?} }}"
-                ));
-            }
-        }
-    }
+    // Divisibility and halving the types cannot show: DYNAMIC axes,
+    // checked at run time (the model resolved which).
+    let multiples: Vec<String> = k
+        .multiples
+        .iter()
+        .map(|m| {
+            format!(
+                "::pypto_rt::launch::Multiple {{ axis: ({}, {}), of: {}, why: {:?} }}",
+                m.param, m.axis, m.of, m.why
+            )
+        })
+        .collect();
     let _ = writeln!(out, "        multiples: &[{}],", multiples.join(", "));
-    // Halving the types cannot show (swiglu): a DYNAMIC side is checked at run time.
-    let mut halves = Vec::new();
-    if let TemplateRef::Builtin(name) = &k.template
-        && let Some(contract) = builtin::find(name)
-        && let Some((big, small)) = contract.halved_last
-    {
-        let last = |p: usize| match &k.params[p].kind {
-            ParamKind::Tensor { axes, .. } => Some((axes.len() - 1, axes[axes.len() - 1].dim)),
-            ParamKind::Scalar(_) => None,
-        };
-        if let (Some((ab, db)), Some((small_axis, ds))) = (last(big), last(small))
-            && (k.dims[db].size == DimSize::Dynamic || k.dims[ds].size == DimSize::Dynamic)
-        {
-            halves.push(format!(
-                "::pypto_rt::launch::Halves {{ big: ({big}, {ab}), small: ({small}, {small_axis}), why: {:?} }}",
-                format!("{} splits it into two halves", k.template)
-            ));
-        }
-    }
+    let halves: Vec<String> = k
+        .halves
+        .iter()
+        .map(|h| {
+            format!(
+                "::pypto_rt::launch::Halves {{ big: ({}, {}), small: ({}, {}), why: {:?} }}",
+                h.big.0, h.big.1, h.small.0, h.small.1, h.why
+            )
+        })
+        .collect();
     let _ = writeln!(out, "        halves: &[{}],\n    }};", halves.join(", "));
 }
 

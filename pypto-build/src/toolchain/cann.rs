@@ -10,7 +10,6 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-
 /// The environment variables detection reads, in the order it reads them.
 pub const ENV_VARS: [&str; 3] = ["PYPTO_BACKEND", "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"];
 
@@ -108,7 +107,6 @@ pub const RUNTIME_LIBS: [&str; 9] = [
     "c_sec",
     "error_manager",
 ];
-
 
 /// The bisheng flags selecting the language and architecture; `cube` picks
 /// the cube core's flag on toolkits before 8.5, which name vector and cube

@@ -1,0 +1,393 @@
+//! The model stage: spec structures turned into checked kernels. Markers are
+//! resolved, named dims and template relations are merged into one dim each,
+//! and the STATIC specialisations to build are enumerated. A template's
+//! contract is applied here, once: code generation reads only the model.
+//!
+//! - [`params`]: targets, dtypes, each param's markers;
+//! - [`dims`]: module-level dims, axes merged into dims, STATIC sizes,
+//!   specialisations;
+//! - [`template`]: the kernel's template and its contract;
+//! - [`contract`]: the contract applied to the kernel.
+
+mod contract;
+mod dims;
+mod params;
+mod template;
+
+use std::cell::OnceCell;
+use std::fmt;
+use std::path::PathBuf;
+
+pub use crate::contract::CoreKind;
+use crate::diag::{Location, Pos, Sink, clip, display_path};
+use crate::names::identifier_problem;
+use crate::spec::{KernelSpec, ParamSpec, QUOTED, SpecFile};
+use dims::FileDims;
+pub(crate) use template::Templates;
+
+/// Highest tensor rank a kernel may take.
+pub const MAX_RANK: usize = 8;
+/// Largest size of one axis: kernels receive each size as a `uint32_t`.
+pub const MAX_SIZE: u64 = u32::MAX as u64;
+/// Most params one kernel may take (tensors and scalars).
+pub const MAX_PARAMS: usize = 64;
+/// Most STATIC specialisations one kernel may build.
+pub const MAX_SPECIALISATIONS: usize = 64;
+
+pub use crate::tables::{DType, Target};
+
+/// Where a kernel's template comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum TemplateRef {
+    /// `builtin/NAME`: one of the library's templates.
+    Builtin(String),
+    /// A user template; the path is the spec's directory joined with the
+    /// path written, and resolves inside the spec's package.
+    File(PathBuf),
+}
+
+impl fmt::Display for TemplateRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TemplateRef::Builtin(name) => write!(f, "builtin/{name}"),
+            TemplateRef::File(path) => f.write_str(&display_path(path)),
+        }
+    }
+}
+
+/// The kind one axis was declared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AxisKind {
+    Dynamic,
+    Static,
+    Fixed(u64),
+}
+
+impl fmt::Display for AxisKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AxisKind::Dynamic => f.write_str("DYNAMIC"),
+            AxisKind::Static => f.write_str("STATIC"),
+            AxisKind::Fixed(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// One axis of a tensor param.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Axis {
+    /// The marker as written (`DYNAMIC`, `128`, `HIDDEN`, `...`).
+    pub written: String,
+    /// What the marker declared for this axis.
+    pub kind: AxisKind,
+    /// The module-level dim this axis names, if any.
+    pub name: Option<String>,
+    /// Index into [`Kernel::dims`]: the dim this axis belongs to.
+    pub dim: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParamKind {
+    Scalar(DType),
+    Tensor {
+        dtype: DType,
+        output: bool,
+        axes: Vec<Axis>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Param {
+    pub name: String,
+    pub kind: ParamKind,
+}
+
+/// What one dim resolved to once all its axes are taken together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DimSize {
+    /// Passed at launch; one compiled kernel serves every size.
+    Dynamic,
+    /// Baked in; one object per listed size.
+    Static(Vec<u64>),
+    /// Only this size is accepted.
+    Fixed(u64),
+}
+
+/// A set of axes that must have the same size: axes sharing a name, or axes a
+/// template ties together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dim {
+    /// The module-level name, when the dim has one.
+    pub name: Option<String>,
+    pub size: DimSize,
+    /// Every (param index, axis index) in this dim, in declaration order.
+    pub axes: Vec<(usize, usize)>,
+}
+
+/// One combination of STATIC sizes to build: (dim index, size) pairs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Specialisation(pub Vec<(usize, u64)>);
+
+/// Every checked kernel of a set of spec files, in file then declaration order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Model {
+    pub kernels: Vec<Kernel>,
+    /// The spec files read, in the order they were read.
+    pub files: Vec<PathBuf>,
+}
+
+/// A checked kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kernel {
+    pub name: String,
+    pub doc: Option<String>,
+    pub template: TemplateRef,
+    pub targets: Vec<Target>,
+    pub params: Vec<Param>,
+    pub dims: Vec<Dim>,
+    /// Every combination of STATIC sizes, in a stable order; a kernel without
+    /// STATIC dims has exactly one, the empty one.
+    pub specialisations: Vec<Specialisation>,
+    /// Template options with defaults filled in: a builtin's in its declared
+    /// order, a user template's as written.
+    pub options: Vec<(String, OptionValue)>,
+    /// Where the kernel's name was written.
+    pub origin: Location,
+    /// Per param: the name its template knows it by (`args.NAME`): the
+    /// contract's role name, or the spec's name when the contract declares
+    /// no params.
+    pub roles: Vec<String>,
+    /// How a launch is split into blocks.
+    pub blocks: BlockRule,
+    /// The AI-core units the kernel runs on.
+    pub cores: CoreKind,
+    /// Divisibility the contract requires of DYNAMIC axes: checked at run
+    /// time (fixed and STATIC sizes were checked here).
+    pub multiples: Vec<Multiple>,
+    /// Halvings the contract requires where a side is DYNAMIC.
+    pub halves: Vec<Halves>,
+}
+
+/// How a launch is split into blocks, with option values filled in (the
+/// runtime's `BlockRule`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockRule {
+    /// One block per row of a param: the product of all but its last axis.
+    Rows { param: usize },
+    /// One block per `per_block` elements of a param, rounded up.
+    Elements { param: usize, per_block: u32 },
+    /// `factor` blocks per index of a param's leading `axes` axes.
+    Leading {
+        param: usize,
+        axes: usize,
+        factor: u32,
+    },
+}
+
+/// A run-time check: axis `axis` of param `param` is a multiple of `of`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Multiple {
+    pub param: usize,
+    pub axis: usize,
+    pub of: u32,
+    /// Why, for the error message.
+    pub why: String,
+}
+
+/// A run-time check: the `big` (param, axis) is twice the `small` one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Halves {
+    pub big: (usize, usize),
+    pub small: (usize, usize),
+    pub why: String,
+}
+
+/// The value of a template option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptionValue {
+    Int(i64),
+    Bool(bool),
+}
+
+impl fmt::Display for OptionValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OptionValue::Int(i) => write!(f, "{i}"),
+            OptionValue::Bool(b) => write!(f, "{b}"),
+        }
+    }
+}
+
+impl Kernel {
+    /// `param.axis`, for messages and listings.
+    pub fn axis_label(&self, param: usize, axis: usize) -> String {
+        format!("{}.{axis}", self.params[param].name)
+    }
+
+    /// A dim's name, or the first axis it appears on.
+    pub fn dim_label(&self, dim: usize) -> String {
+        let d = &self.dims[dim];
+        match &d.name {
+            Some(name) => name.clone(),
+            None => self.axis_label(d.axes[0].0, d.axes[0].1),
+        }
+    }
+}
+
+/// Checks every kernel of one spec file. Kernels with errors are left out;
+/// the errors are in `sink`.
+/// Template contracts are read through `templates`, once per template.
+pub(crate) fn check_file(
+    spec: &SpecFile,
+    templates: &mut Templates,
+    sink: &mut Sink<'_>,
+) -> Vec<Kernel> {
+    let dims = dims::check_dims(spec, sink);
+    let package = OnceCell::new();
+    spec.kernels
+        .iter()
+        .filter_map(|k| {
+            let before = sink.count();
+            let kernel = check_kernel(k, &dims, &package, templates, sink);
+            kernel.filter(|_| sink.count() == before)
+        })
+        .collect()
+}
+
+/// A param while it is being checked: spec position kept for later errors.
+struct Draft<'s> {
+    spec: &'s ParamSpec,
+    kind: ParamKind,
+    /// Position of each axis's marker (for `...`, of the `...`).
+    axis_pos: Vec<Pos>,
+}
+
+fn check_kernel(
+    k: &KernelSpec,
+    dims: &FileDims,
+    package: &OnceCell<Option<PathBuf>>,
+    templates: &mut Templates,
+    sink: &mut Sink<'_>,
+) -> Option<Kernel> {
+    let name = &k.name.value;
+    let ctx = format!("kernel `{}`", clip(name, QUOTED));
+    if let Some(problem) = identifier_problem(name) {
+        sink.error(
+            k.name.pos,
+            format!("{ctx}: not a valid kernel name: {problem}"),
+        );
+    }
+    let template = template::check_template(k, &ctx, package, sink);
+    // Read once per template; a contract with errors (reported at the
+    // template's lines) fails every kernel that uses it.
+    let contract = match &template {
+        Some(t) => templates.contract(t, k, &ctx, sink).ok()?,
+        None => None,
+    };
+    let targets = params::check_targets(k, &ctx, sink);
+
+    let mut drafts = Vec::new();
+    for p in &k.params {
+        if let Some(d) = params::check_param(p, &ctx, dims, &targets, sink) {
+            drafts.push(d);
+        }
+    }
+    let all_params_ok = drafts.len() == k.params.len();
+    // Judged on what was written, so it is reported even when params have
+    // other errors; an `output:` with a bad value was reported already.
+    let marks_output = k.params.iter().any(|p| {
+        p.output.as_ref().is_some_and(|o| o.value)
+            || (p.output.is_none() && p.given.iter().any(|g| g == "output"))
+    });
+    if !k.params.is_empty() && !marks_output {
+        sink.error(
+            k.name.pos,
+            format!("{ctx}: has no output; mark the tensor it writes with `output: true`"),
+        );
+    }
+    if k.params.len() > MAX_PARAMS {
+        sink.error(
+            k.name.pos,
+            format!(
+                "{ctx}: has {} params; at most {MAX_PARAMS} are supported",
+                k.params.len()
+            ),
+        );
+    }
+    if k.params.is_empty() {
+        sink.error(
+            k.name.pos,
+            format!("{ctx}: has no `params`; a kernel needs at least one output tensor"),
+        );
+    }
+
+    let template_name = template.as_ref().map(ToString::to_string);
+    // A contract's relations apply only to params that match it.
+    let applied = match (contract, &template_name) {
+        (Some(c), Some(t)) if all_params_ok => {
+            contract::check_params(k, c, t, &drafts, &ctx, sink).then_some((c, t.as_str()))
+        }
+        _ => None,
+    };
+
+    let mut sets = dims::AxisSets::new(&drafts);
+    if let Some((c, _)) = applied {
+        contract::tie_axes(c, &drafts, &mut sets);
+    }
+    let statics = dims::check_statics(k, &ctx, &drafts, dims, &mut sets, sink);
+    let tied_by = applied.map(|(_, t)| t);
+    let kernel_dims = dims::resolve(&ctx, &drafts, &mut sets, &statics, tied_by, sink);
+    let specialisations = dims::enumerate_specialisations(k, &ctx, &kernel_dims, &drafts, sink);
+    if let Some((c, t)) = applied {
+        contract::check_halved(k, &ctx, c, t, &drafts, &kernel_dims, &specialisations, sink);
+    }
+    let options = contract::check_options(k, &ctx, contract, template_name.as_deref(), sink);
+    if let (Some((c, _)), Some(options)) = (applied, &options) {
+        contract::check_divisible(k, &ctx, c, options, &drafts, &kernel_dims, sink);
+    }
+
+    // Attach dim indices to axes.
+    let mut params: Vec<Param> = drafts
+        .iter()
+        .map(|d| Param {
+            name: d.spec.name.value.clone(),
+            kind: d.kind.clone(),
+        })
+        .collect();
+    for (di, dim) in kernel_dims.iter().enumerate() {
+        for &(pi, ai) in &dim.axes {
+            if let ParamKind::Tensor { axes, .. } = &mut params[pi].kind {
+                axes[ai].dim = di;
+            }
+        }
+    }
+    let template = template?;
+    let options = options?;
+    let resolved = contract::resolve(
+        k,
+        &ctx,
+        applied.map(|(c, _)| c),
+        &template,
+        &params,
+        &kernel_dims,
+        &options,
+        sink,
+    )?;
+
+    Some(Kernel {
+        name: name.clone(),
+        doc: k.doc.as_ref().map(|d| d.value.clone()),
+        template,
+        targets,
+        params,
+        dims: kernel_dims,
+        specialisations,
+        options,
+        origin: sink.location(k.name.pos),
+        roles: resolved.roles,
+        blocks: resolved.blocks,
+        cores: contract.map_or(CoreKind::Vector, |c| c.cores),
+        multiples: resolved.multiples,
+        halves: resolved.halves,
+    })
+}
