@@ -631,10 +631,22 @@ impl Reader<'_, '_> {
                         continue;
                     }
                     let Some(default) =
-                        self.int(default_node, &format!("{ctx}, `default`"), min, max)
+                        self.int(default_node, &format!("{ctx}, `default`"), lo, hi)
                     else {
                         continue;
                     };
+                    if !(min..=max).contains(&default) {
+                        let (side, bound) = if default < min {
+                            ("below `min`", min)
+                        } else {
+                            ("above `max`", max)
+                        };
+                        self.error(
+                            default_node.pos,
+                            format!("{ctx}: `default` {default} is {side} {bound}"),
+                        );
+                        continue;
+                    }
                     OptionKind::Int {
                         min: min as i64,
                         max: max as i64,

@@ -1,0 +1,221 @@
+//! Template contracts: front matter parsed with errors located in the
+//! template, and a user template's relations, options, block rule and core
+//! kind applied by the model exactly as a builtin's are.
+
+use std::path::{Path, PathBuf};
+
+use pypto_build::model::{BlockRule, CoreKind, Model};
+
+const CONTRACT: &str = "---
+summary: out = x * w * scale
+params:
+  - { name: x, rank: 2 }
+  - { name: w, rank: 1 }
+  - { name: out, rank: 2, output: true }
+options:
+  scale: { type: int, default: 1, min: 1, max: 1000, doc: an integer factor }
+  split: { type: int, default: 1, min: 1, max: 8, doc: blocks per row }
+relations:
+  - same_shape: [x, out]
+  - same_dim: [w.0, x.last]
+  - multiple_of: { axis: x.last, of: 4, why: columns are read four at a time }
+  - divisible_by: { axis: x.last, option: split }
+dtypes: [DT_FP32]
+blocks: { rule: leading, param: x, axes: 1, times: split }
+cores: cube
+---
+// body
+";
+
+/// A fresh directory under the target dir holding `t.hbs`.
+fn with_template(text: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "contracts-{}",
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("t.hbs"), text).unwrap();
+    dir
+}
+
+fn check(dir: &Path, spec: &str) -> Result<Model, Vec<String>> {
+    pypto_build::check_source(&dir.join("k.yaml"), spec).map_err(|d| {
+        d.iter()
+            .map(|d| {
+                let file = d.location.path.file_name().unwrap().to_string_lossy();
+                format!("{file}:{}: {}", d.location.pos, d.message)
+            })
+            .collect()
+    })
+}
+
+fn spec(x: &str, w: &str, out: &str, options: &str) -> String {
+    format!(
+        "kernels:\n  k:\n    template: t.hbs\n    options: {options}\n    params:\n      \
+         a: {{ dtype: DT_FP32, shape: {x} }}\n      b: {{ dtype: DT_FP32, shape: {w} }}\n      \
+         c: {{ dtype: DT_FP32, shape: {out}, output: true }}\n"
+    )
+}
+
+#[test]
+fn a_user_contract_is_resolved_into_the_model() {
+    let dir = with_template(CONTRACT);
+    let model = check(
+        &dir,
+        &spec(
+            "[DYNAMIC, DYNAMIC]",
+            "[DYNAMIC]",
+            "[DYNAMIC, DYNAMIC]",
+            "{ split: 2 }",
+        ),
+    )
+    .unwrap();
+    let k = &model.kernels[0];
+    assert_eq!(k.roles, ["x", "w", "out"]);
+    assert_eq!(k.cores, CoreKind::Cube);
+    assert_eq!(
+        k.blocks,
+        BlockRule::Leading {
+            param: 0,
+            axes: 1,
+            factor: 2
+        }
+    );
+    // Defaults filled in, in declared order.
+    let options: Vec<String> = k.options.iter().map(|(n, v)| format!("{n}={v}")).collect();
+    assert_eq!(options, ["scale=1", "split=2"]);
+    // a.1, b.0 and c.1 are one dim; a.0 and c.0 another.
+    assert_eq!(k.dims.len(), 2);
+    assert_eq!(k.dims[0].axes, [(0, 0), (2, 0)]);
+    assert_eq!(k.dims[1].axes, [(0, 1), (1, 0), (2, 1)]);
+    // Left for run time: the DYNAMIC column count's two divisors.
+    let multiples: Vec<(usize, usize, u32, &str)> = k
+        .multiples
+        .iter()
+        .map(|m| (m.param, m.axis, m.of, m.why.as_str()))
+        .collect();
+    assert_eq!(
+        multiples,
+        [
+            (0, 1, 2, "split = 2: blocks per row"),
+            (0, 1, 4, "columns are read four at a time")
+        ]
+    );
+}
+
+#[test]
+fn a_user_contract_is_checked_at_build_time_like_a_builtin() {
+    let dir = with_template(CONTRACT);
+    let t = format!("{}", pypto_build::display_path(&dir.join("t.hbs")));
+    let errors = |x: &str, w: &str, out: &str, options: &str| {
+        check(&dir, &spec(x, w, out, options)).unwrap_err()
+    };
+    assert_eq!(
+        errors("[8, 8]", "[5]", "[8, 8]", "{}"),
+        [format!(
+            "k.yaml:7:36: kernel `k`: `b.0` is fixed at 5 but must equal `a.1`, fixed at 8 ({t} requires them to be equal)"
+        )]
+    );
+    assert_eq!(
+        errors("[8, 6]", "[6]", "[8, 6]", "{}"),
+        [
+            "k.yaml:2:3: kernel `k`: `a.1` is 6, not a multiple of 4: columns are read four at a time"
+        ]
+    );
+    assert_eq!(
+        errors("[8, 12]", "[12]", "[8, 12]", "{ split: 8 }"),
+        ["k.yaml:4:16: kernel `k`: `a.1` is 12, which split = 8 does not divide"]
+    );
+    assert_eq!(
+        errors("[8, 8]", "[8, 8]", "[8, 8]", "{}"),
+        [format!(
+            "k.yaml:7:35: kernel `k`, param `b`: {t} expects `w` to have rank 1, not 2"
+        )]
+    );
+    assert_eq!(
+        errors("[8, 8]", "[8]", "[8, 8]", "{ scale: 0, heads: 2 }"),
+        [
+            format!(
+                "k.yaml:4:23: kernel `k`, option `scale`: expected an integer from 1 to 1000 (an integer factor)"
+            ),
+            format!(
+                "k.yaml:4:26: kernel `k`, `options`: unknown option `heads`; {t} takes `scale` or `split`"
+            ),
+        ]
+    );
+    let wrong_dtype = spec("[8, 8]", "[8]", "[8, 8]", "{}").replacen("DT_FP32", "DT_FP16", 1);
+    assert_eq!(
+        check(&dir, &wrong_dtype).unwrap_err(),
+        [format!(
+            "k.yaml:6:19: kernel `k`, param `a`: {t} is written for DT_FP32, not DT_FP16"
+        )]
+    );
+}
+
+#[test]
+fn a_malformed_contract_is_located_in_the_template() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "---\nparams:\n  - { name: x }\n  - { nme: out, output: true }\n---\n",
+            "t.hbs:4:5: template contract: `params` entry: needs a `name`, e.g. `{ name: x }`\n\
+             t.hbs:4:7: template contract: `params` entry: unknown key `nme`; expected `name`, `kind`, `output`, `rank` or `dtype` — did you mean `name`?",
+        ),
+        (
+            "---\nparams:\n  - { name: x }\n  - { name: out, output: true }\nrelations:\n  - same_dim: [x.last, y.0]\n---\n",
+            "t.hbs:6:24: template contract: `same_dim`: no param `y`; the params are `x` or `out` — did you mean `x`?",
+        ),
+        (
+            "---\nparams:\n  - { name: x, rank: 2 }\n  - { name: out, output: true }\nrelations:\n  - same_dim: [x.2, out.0]\n---\n",
+            "t.hbs:6:16: template contract: `same_dim`: `x` has 2 axes; there is no axis 2",
+        ),
+        (
+            "---\nparams:\n  - { name: x }\n  - { name: out, output: true }\nblocks: { rule: leading, param: x, times: heads }\n---\n",
+            "t.hbs:5:43: template contract: `blocks`, `times`: no option `heads`; declare it under `options:`",
+        ),
+        (
+            "---\ncores: gpu\n---\n",
+            "t.hbs:2:8: template contract: `cores`: unknown core kind `gpu`; expected vector, cube or mixed",
+        ),
+        (
+            "---\noptions:\n  n: { type: int, default: 9, max: 4 }\n---\n",
+            "t.hbs:3:28: template contract: option `n`: `default` 9 is above `max` 4",
+        ),
+        (
+            "---\nparams: [\n---\n",
+            "t.hbs:2:9: template contract: invalid YAML: unclosed bracket '['",
+        ),
+        (
+            "---\nsummary: never closed\n",
+            "t.hbs:1:1: the front matter opened by `---` on line 1 is never closed; end it with a line holding only `---`",
+        ),
+    ];
+    for (template, want) in cases {
+        let dir = with_template(template);
+        let got = check(&dir, &spec("[4, 4]", "[4]", "[4, 4]", "{}")).unwrap_err();
+        assert_eq!(got.join("\n"), *want, "{template}");
+    }
+}
+
+#[test]
+fn a_template_without_front_matter_keeps_the_default_contract() {
+    let dir = with_template("// no contract\n");
+    let model = check(
+        &dir,
+        &spec("[4, 4]", "[7]", "[4, 4]", "{ anything: 3, flag: true }"),
+    )
+    .unwrap();
+    let k = &model.kernels[0];
+    assert_eq!(k.roles, ["a", "b", "c"]);
+    assert_eq!(k.cores, CoreKind::Vector);
+    assert_eq!(
+        k.blocks,
+        BlockRule::Elements {
+            param: 2,
+            per_block: 8192
+        }
+    );
+    assert!(k.multiples.is_empty() && k.halves.is_empty());
+}

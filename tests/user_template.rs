@@ -1,0 +1,73 @@
+//! A user template that declares a contract (tests/kernels/user/row_scale.hbs)
+//! runs end to end on the host backend: its roles, typed options, block
+//! rule and cube core kind are taken from its front matter, and its
+//! relations are checked at run time with the messages builtins give.
+
+use pypto_examples::{data, kernels};
+use pypto_rt::{Device, launch::last_launch};
+
+/// result = input * weights * 3, weights broadcast over rows.
+fn reference(input: &[f32], weights: &[f32]) -> Vec<f32> {
+    let cols = weights.len();
+    input
+        .iter()
+        .enumerate()
+        .map(|(i, x)| x * weights[i % cols] * 3.0)
+        .collect()
+}
+
+#[test]
+fn computes_with_its_options_and_block_rule() {
+    let dev = Device::host();
+    for (rows, cols) in [(1, 4), (3, 8), (17, 12), (40, 100)] {
+        let input = data(rows * cols, 1);
+        let weights = data(cols, 2);
+        let x = dev.tensor_from(&input, (rows, cols)).unwrap();
+        let w = dev.tensor_from(&weights, (cols,)).unwrap();
+        let mut out = dev.zeros((rows, cols)).unwrap();
+        kernels::row_scale(&x, &w, &mut out).unwrap();
+        assert_eq!(
+            out.to_vec().unwrap(),
+            reference(&input, &weights),
+            "{rows}x{cols}"
+        );
+        // `blocks: { rule: leading, axes: 1, times: split }` with split = 2:
+        // two blocks per row, capped at the core count.
+        let blocks = last_launch().unwrap().blocks;
+        assert_eq!(blocks, (2 * rows as u32).min(48), "{rows}x{cols}");
+    }
+}
+
+#[test]
+fn its_relations_are_checked_at_run_time() {
+    let dev = Device::host();
+    let run = |rows: usize, cols: usize, wlen: usize, out_rows: usize| {
+        let x = dev.zeros::<f32, _>((rows, cols)).unwrap();
+        let w = dev.zeros::<f32, _>((wlen,)).unwrap();
+        let mut out = dev.zeros::<f32, _>((out_rows, cols)).unwrap();
+        kernels::row_scale(&x, &w, &mut out)
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        run(2, 8, 4, 2),
+        "kernel `row_scale`: `weights.0` is 4 but `input.1` is 8; they must be equal because \
+         user/row_scale.hbs ties these axes together"
+            .replace("user/row_scale.hbs", &template_path())
+    );
+    assert_eq!(
+        run(2, 8, 8, 3),
+        "kernel `row_scale`: `result.0` is 3 but `input.0` is 2; they must be equal because \
+         user/row_scale.hbs ties these axes together"
+            .replace("user/row_scale.hbs", &template_path())
+    );
+    assert_eq!(
+        run(2, 6, 6, 2),
+        "kernel `row_scale`: `input.1` is 6, not a multiple of 4 (columns are read four at a time)"
+    );
+}
+
+/// The template as the spec's dim messages name it.
+fn template_path() -> String {
+    "tests/kernels/user/row_scale.hbs".to_owned()
+}
