@@ -71,3 +71,28 @@ fn its_relations_are_checked_at_run_time() {
 fn template_path() -> String {
     "tests/kernels/user/row_scale.hbs".to_owned()
 }
+
+/// The fenced block of kind `lang` that follows `heading` in `text`.
+fn block_after<'t>(text: &'t str, heading: &str, lang: &str) -> &'t str {
+    let section = &text[text.find(heading).expect("heading in the README")..];
+    let fence = format!("```{lang}\n");
+    let start = section.find(&fence).expect("block in the section") + fence.len();
+    let len = section[start..].find("```\n").expect("closed block");
+    &section[start..start + len]
+}
+
+#[test]
+fn the_readme_holds_this_template_and_spec_unchanged() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let read = |p: &str| std::fs::read_to_string(format!("{root}/{p}")).unwrap();
+    let readme = read("templates/README.md");
+    let heading = "## A complete user template";
+    assert_eq!(
+        block_after(&readme, heading, "handlebars"),
+        read("tests/kernels/user/row_scale.hbs")
+    );
+    assert_eq!(
+        block_after(&readme, heading, "yaml"),
+        read("tests/kernels/user.yaml")
+    );
+}

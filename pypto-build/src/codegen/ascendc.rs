@@ -285,12 +285,7 @@ fn assemble(plan: &Plan<'_>, index: usize, body: &str) -> String {
 
 /// The source compiled for `arch`: `source` with its entry and stub renamed
 /// to their per-architecture symbols.
-pub fn for_arch(
-    plan: &Plan<'_>,
-    index: usize,
-    arch: crate::toolchain::cann::Arch,
-    source: &str,
-) -> String {
+pub fn for_arch(plan: &Plan<'_>, index: usize, arch: crate::tables::Arch, source: &str) -> String {
     let mut out = String::new();
     for symbol in [plan.entry_symbol(index), plan.npu_symbol(index)] {
         let _ = writeln!(out, "#define {symbol} {}", Plan::for_arch(&symbol, arch));

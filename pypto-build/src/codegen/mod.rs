@@ -9,7 +9,7 @@ use std::fmt::Write;
 use heck::{ToShoutySnakeCase, ToUpperCamelCase};
 
 use crate::model::{BlockRule, CoreKind, DimSize, Kernel};
-use crate::toolchain::cann::{self, Arch};
+use crate::tables::{self, Arch};
 
 /// Names and choices derived from one kernel, shared by both generators.
 #[derive(Debug, Clone)]
@@ -84,7 +84,7 @@ impl<'k> Plan<'k> {
 
     /// The same plan, also compiled for the NPU architectures its targets need.
     pub fn with_npu(mut self) -> Self {
-        self.npu_arches = cann::arches(&self.kernel.targets);
+        self.npu_arches = tables::arches(&self.kernel.targets);
         self
     }
 
