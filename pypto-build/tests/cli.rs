@@ -1,14 +1,13 @@
 //! The `pypto-build` binary: exit statuses and output streams.
 
-use std::path::Path;
 use std::process::Command;
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    // Run from the workspace root so that example paths are short and stable.
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    // Run from this package's directory so that fixture paths are short and
+    // stable, and no file outside the package is read.
     let out = Command::new(env!("CARGO_BIN_EXE_pypto-build"))
         .args(args)
-        .current_dir(root)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("pypto-build runs");
     (
@@ -21,7 +20,7 @@ fn run(args: &[&str]) -> (i32, String, String) {
 #[test]
 fn check_succeeds_with_a_summary() {
     assert_eq!(
-        run(&["check", "examples/kernels"]),
+        run(&["check", "tests/specs/examples"]),
         (0, "ok: 2 kernels in 2 spec files\n".into(), String::new())
     );
 }
@@ -45,7 +44,7 @@ fn check_fails_with_located_diagnostics_on_stderr() {
 
 #[test]
 fn dump_prints_the_model() {
-    let (code, out, err) = run(&["dump", "examples/kernels/add_bias.yaml"]);
+    let (code, out, err) = run(&["dump", "tests/specs/examples/add_bias.yaml"]);
     assert_eq!((code, err.as_str()), (0, ""));
     assert!(out.starts_with("kernel add_bias\n"), "{out}");
     assert!(out.contains("    d1  fixed 128           x.1 bias.0 out.1  (HIDDEN_SIZE)\n"));
@@ -76,7 +75,7 @@ fn missing_path_is_a_spec_error() {
 
 #[test]
 fn emit_prints_generated_rust_and_ascendc() {
-    let (code, out, err) = run(&["emit", "rust", "examples/kernels/add_bias.yaml"]);
+    let (code, out, err) = run(&["emit", "rust", "tests/specs/examples/add_bias.yaml"]);
     assert_eq!((code, err.as_str()), (0, ""));
     assert!(out.contains(
         "pub fn add_bias(\n    x: &::pypto_rt::Tensor<f32, (usize, ::pypto_rt::Const<128>)>,\n    \
@@ -84,7 +83,7 @@ fn emit_prints_generated_rust_and_ascendc() {
          out: &mut ::pypto_rt::Tensor<f32, (usize, ::pypto_rt::Const<128>)>,\n) -> \
          ::core::result::Result<(), ::pypto_rt::Error>\n"
     ), "{out}");
-    let (code, out, err) = run(&["emit", "ascendc", "examples/kernels/add_bias.yaml"]);
+    let (code, out, err) = run(&["emit", "ascendc", "tests/specs/examples/add_bias.yaml"]);
     assert_eq!((code, err.as_str()), (0, ""));
     assert!(out.starts_with("// ===== add_bias_s0.cpp =====\n"), "{out}");
     assert!(out.contains(
@@ -96,7 +95,7 @@ fn emit_prints_generated_rust_and_ascendc() {
         out.contains("op.Init(x, bias, out, (static_cast<uint64_t>(pypto_tiling.dim[0])), 128u);"),
         "{out}"
     );
-    let (code, _, err) = run(&["emit", "python", "examples/kernels"]);
+    let (code, _, err) = run(&["emit", "python", "tests/specs/examples"]);
     assert_eq!(code, 2);
     assert!(err.starts_with("error: `emit` takes `rust` or `ascendc`"));
 }

@@ -12,8 +12,9 @@ fn tempdir(name: &str) -> PathBuf {
     dir
 }
 
+/// This package's copy of the workspace's `examples/kernels/`.
 fn examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/kernels")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/specs/examples")
 }
 
 #[test]

@@ -1,10 +1,26 @@
 //! The spec fixtures under `tests/specs/`: every invalid file fails with
 //! exactly the problems its `# expect:` lines list, every valid one passes,
 //! and the PyPTO examples pass and resolve as documented.
+//!
+//! Paths are relative to this package's directory, where Cargo runs the
+//! test. `tests/specs/examples/` holds copies of the workspace's
+//! `examples/kernels/` (a published crate's tests read only its own files);
+//! the workspace's `tests/golden.rs` checks that the copies are current.
 
 use std::path::{Path, PathBuf};
 
-use pypto_examples::run_cli;
+/// Runs the `pypto-build` command line in-process and returns
+/// (exit status, stdout, stderr).
+fn run_cli(args: &[&str]) -> (i32, String, String) {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = pypto_build::cli::run(&args, &mut out, &mut err);
+    (
+        code,
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&err).into_owned(),
+    )
+}
 
 fn fixtures(dir: &str) -> Vec<PathBuf> {
     let files = pypto_build::spec_files(&[Path::new(dir)]).expect("fixture dir readable");
@@ -105,14 +121,14 @@ fn every_valid_spec_passes() {
             panic!("{} should be valid:\n{}", file.display(), e.render());
         }
     }
-    let (code, out, err) = run_cli(&["check", "tests/specs/valid", "examples/kernels"]);
+    let (code, out, err) = run_cli(&["check", "tests/specs/valid", "tests/specs/examples"]);
     assert_eq!((code, err.as_str()), (0, ""));
     assert_eq!(out, "ok: 7 kernels in 5 spec files\n");
 }
 
 #[test]
 fn pypto_examples_dump_as_documented() {
-    let (code, out, err) = run_cli(&["dump", "examples/kernels"]);
+    let (code, out, err) = run_cli(&["dump", "tests/specs/examples"]);
     assert_eq!((code, err.as_str()), (0, ""));
     let expected = std::fs::read_to_string("tests/specs/examples.dump").unwrap();
     assert_eq!(out, expected);

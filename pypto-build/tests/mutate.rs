@@ -2,8 +2,8 @@
 //! each result is a clean pass or errors located inside the file, and each
 //! spec that passes also goes through code generation without panicking.
 //!
-//! `PYPTO_MUTATE_CASES=100000 cargo test --release --test mutate` runs a
-//! longer search than the default.
+//! `PYPTO_MUTATE_CASES=100000 cargo test -p pypto-build --release --test mutate`
+//! runs a longer search than the default.
 
 use std::path::Path;
 
@@ -13,8 +13,8 @@ use pypto_build::codegen::{Plan, SymbolScope, ascendc, rust};
 /// The valid specs the mutations start from.
 fn seeds() -> Vec<String> {
     [
-        "examples/kernels/add_bias.yaml",
-        "examples/kernels/attention.yaml",
+        "tests/specs/examples/add_bias.yaml",
+        "tests/specs/examples/attention.yaml",
         "tests/specs/valid/named_dims.yaml",
         "tests/specs/valid/user_template.yaml",
         "tests/specs/valid/anchors.yml",
