@@ -11,7 +11,7 @@ use std::process::Command;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRng, TestRunner};
-use pypto_build::codegen::{self, Plan, SymbolScope};
+use pypto_build::unstable::codegen::{self, Plan, SymbolScope};
 
 /// Names valid in specs, chosen to collide once converted or to shadow what
 /// generated code declares or uses.

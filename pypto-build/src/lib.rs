@@ -1,9 +1,13 @@
 //! `pypto-build`: Ascend NPU kernels declared in YAML with PyPTO-style dim
 //! markers, checked at build time.
 //!
-//! Data flows one way: YAML → spec structure → checked [`model`] →
-//! generated Rust and Ascend C ([`codegen`]) → compiled objects. Every problem in
-//! a spec is a located [`Diagnostic`].
+//! Data flows one way: YAML → spec structure → checked [`model`] (each
+//! template's contract applied) → generated Rust and Ascend C → compiled
+//! objects. Every problem in a spec or a template's contract is a located
+//! [`Diagnostic`]. The public API is what a build script and the CLI need:
+//! [`Builder`] and its outputs, [`Error`], the diagnostics and the `check_*`
+//! functions; everything else is crate-private or under the unstable
+//! `unstable` module.
 //!
 //! In a build script:
 //!
@@ -15,19 +19,19 @@
 //! ```
 
 mod builder;
-pub mod cli;
-pub mod codegen;
 mod contract;
 pub mod diag;
-pub mod dump;
 mod error;
 mod library;
 pub mod model;
 mod names;
 mod spec;
 mod tables;
-pub mod toolchain;
+#[doc(hidden)]
+pub mod unstable;
 mod yaml;
+
+use unstable::{codegen, dump, toolchain};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

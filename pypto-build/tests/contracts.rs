@@ -109,7 +109,7 @@ fn a_user_contract_is_resolved_into_the_model() {
 #[test]
 fn a_user_contract_is_checked_at_build_time_like_a_builtin() {
     let dir = with_template(CONTRACT);
-    let t = format!("{}", pypto_build::display_path(&dir.join("t.hbs")));
+    let t = pypto_build::display_path(&dir.join("t.hbs"));
     let errors = |x: &str, w: &str, out: &str, options: &str| {
         check(&dir, &spec(x, w, out, options)).unwrap_err()
     };
@@ -138,9 +138,7 @@ fn a_user_contract_is_checked_at_build_time_like_a_builtin() {
     assert_eq!(
         errors("[8, 8]", "[8]", "[8, 8]", "{ scale: 0, heads: 2 }"),
         [
-            format!(
-                "k.yaml:4:23: kernel `k`, option `scale`: expected an integer from 1 to 1000 (an integer factor)"
-            ),
+            "k.yaml:4:23: kernel `k`, option `scale`: expected an integer from 1 to 1000 (an integer factor)".to_owned(),
             format!(
                 "k.yaml:4:26: kernel `k`, `options`: unknown option `heads`; {t} takes `scale` or `split`"
             ),

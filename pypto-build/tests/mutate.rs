@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use proptest::prelude::*;
-use pypto_build::codegen::{Plan, SymbolScope, ascendc, rust};
+use pypto_build::unstable::codegen::{Plan, SymbolScope, ascendc, rust};
 
 /// The valid specs the mutations start from.
 fn seeds() -> Vec<String> {

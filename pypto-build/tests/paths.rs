@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use pypto_build::Builder;
-use pypto_build::codegen::{Plan, SymbolScope, ascendc, rust};
+use pypto_build::unstable::codegen::{Plan, SymbolScope, ascendc, rust};
 
 /// `DIR/pkg/` with a Cargo.toml, its `kernels/` and `templates/ok.hbs`,
 /// and `DIR/outside.hbs` next to the package.

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 fn run_cli(args: &[&str]) -> (i32, String, String) {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = pypto_build::cli::run(&args, &mut out, &mut err);
+    let code = pypto_build::unstable::cli::run(&args, &mut out, &mut err);
     (
         code,
         String::from_utf8_lossy(&out).into_owned(),

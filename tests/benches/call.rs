@@ -15,7 +15,7 @@ use pypto_rt::launch::HostLaunch;
 use pypto_rt::{Const, Device};
 
 // The host entries of package `pypto-examples` 0.1.0's kernels `add_f32` and
-// `add_fixed` (see `pypto_build::codegen::SymbolScope::base`).
+// `add_fixed` (see `pypto_build::unstable::codegen::SymbolScope::base`).
 unsafe extern "C" {
     #[link_name = "pypto_p16_pypto_2dexamplesv9_0_2e1_2e0k9_add_5ff32_host_s0"]
     fn add_f32_host_s0(launch: *mut HostLaunch) -> i32;

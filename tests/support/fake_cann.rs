@@ -121,7 +121,7 @@ impl FakeCann {
             "/* FAKE: an empty stand-in for a CANN library. */\n",
         )?;
         // The other libraries an NPU build links: present, and empty.
-        for lib in pypto_build::toolchain::cann::RUNTIME_LIBS
+        for lib in pypto_build::unstable::toolchain::cann::RUNTIME_LIBS
             .iter()
             .filter(|l| **l != "ascendcl")
         {

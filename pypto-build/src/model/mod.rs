@@ -3,11 +3,11 @@
 //! and the STATIC specialisations to build are enumerated. A template's
 //! contract is applied here, once: code generation reads only the model.
 //!
-//! - [`params`]: targets, dtypes, each param's markers;
-//! - [`dims`]: module-level dims, axes merged into dims, STATIC sizes,
+//! - `params`: targets, dtypes, each param's markers;
+//! - `dims`: module-level dims, axes merged into dims, STATIC sizes,
 //!   specialisations;
-//! - [`template`]: the kernel's template and its contract;
-//! - [`contract`]: the contract applied to the kernel.
+//! - `template`: the kernel's template and its contract;
+//! - `contract`: the contract applied to the kernel.
 
 mod contract;
 mod dims;
