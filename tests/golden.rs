@@ -1,6 +1,7 @@
 //! Golden files: the Rust wrappers and Ascend C sources that pypto-build
 //! generates for the example specs (`examples/kernels/`, which
-//! `examples/build.rs` builds) are compared whole with the files under
+//! `examples/build.rs` builds, under `examples/`) and for a user template
+//! with a contract (`tests/kernels/user.yaml`, under `user/`) are compared whole with the files under
 //! `tests/golden/`, so that any change to generated code shows up in review
 //! as a diff of those files.
 //!
@@ -34,11 +35,15 @@ use std::path::Path;
 use pypto_build::Builder;
 use pypto_examples::workspace_root;
 
-/// Where the goldens of the example specs are, relative to the root.
-const GOLDEN_DIR: &str = "tests/golden/examples";
+/// Where the goldens are, relative to the root: one directory per set.
+const GOLDEN_DIR: &str = "tests/golden";
 
-/// The example specs, as the build script names them.
-const SPECS: &str = "examples/kernels";
+/// The spec sets, as the build script names them, and their directories
+/// under [`GOLDEN_DIR`]: the examples, and a user template with a contract.
+const SETS: [(&str, &str); 2] = [
+    ("examples", "examples/kernels"),
+    ("user", "tests/kernels/user.yaml"),
+];
 
 /// How to rewrite the goldens; named in every failure.
 const BLESS: &str = "PYPTO_BLESS=1 cargo test --test golden";
@@ -67,35 +72,43 @@ fn generated() -> BTreeMap<String, String> {
     // Relative spec paths, as in examples/build.rs (Cargo runs build
     // scripts and tests in the package directory; this makes sure).
     std::env::set_current_dir(workspace_root()).unwrap();
-    let generate = |npu: bool| {
-        Builder::new()
-            .spec(SPECS)
-            .symbol_prefix("golden")
-            .cargo_metadata(false)
-            .generate_for(npu)
-            .unwrap_or_else(|e| panic!("{SPECS} does not generate: {e}"))
-    };
-    let (host, npu) = (generate(false), generate(true));
     let mut files = BTreeMap::new();
-    files.insert("host/kernels.rs".to_owned(), host.rust);
-    files.insert("npu/kernels.rs".to_owned(), npu.rust);
-    for source in &host.sources {
-        files.insert(format!("host/{}", source.file_name), source.text.clone());
-    }
-    // An NPU build compiles the host sources too; kept only where they differ.
-    for source in npu.sources.iter().filter(|s| !host.sources.contains(s)) {
-        files.insert(format!("npu/{}", source.file_name), source.text.clone());
-    }
-    for npu_source in npu.npu_sources {
-        let path = format!(
-            "npu/{}/{}",
-            npu_source.arch.suffix(),
-            npu_source.source.file_name
-        );
-        assert!(
-            files.insert(path.clone(), npu_source.source.text).is_none(),
-            "{path} generated twice"
-        );
+    for (set, specs) in SETS {
+        let generate = |npu: bool| {
+            Builder::new()
+                .spec(specs)
+                .symbol_prefix("golden")
+                .cargo_metadata(false)
+                .generate_for(npu)
+                .unwrap_or_else(|e| panic!("{specs} does not generate: {e}"))
+        };
+        let (host, npu) = (generate(false), generate(true));
+        files.insert(format!("{set}/host/kernels.rs"), host.rust);
+        files.insert(format!("{set}/npu/kernels.rs"), npu.rust);
+        for source in &host.sources {
+            files.insert(
+                format!("{set}/host/{}", source.file_name),
+                source.text.clone(),
+            );
+        }
+        // An NPU build compiles the host sources too; kept only where they differ.
+        for source in npu.sources.iter().filter(|s| !host.sources.contains(s)) {
+            files.insert(
+                format!("{set}/npu/{}", source.file_name),
+                source.text.clone(),
+            );
+        }
+        for npu_source in npu.npu_sources {
+            let path = format!(
+                "{set}/npu/{}/{}",
+                npu_source.arch.suffix(),
+                npu_source.source.file_name
+            );
+            assert!(
+                files.insert(path.clone(), npu_source.source.text).is_none(),
+                "{path} generated twice"
+            );
+        }
     }
     files
         .into_iter()
@@ -251,21 +264,23 @@ fn goldens_are_machine_independent() {
 fn pypto_build_test_copies_of_the_examples_are_current() {
     let root = workspace_root();
     let copies = Path::new("pypto-build/tests/specs/examples");
-    let originals: Vec<String> = files_under(&root.join(SPECS));
+    let originals: Vec<String> = files_under(&root.join(SETS[0].1));
     assert_eq!(
         files_under(&root.join(copies)),
         originals,
-        "{} and {SPECS} hold different files",
-        copies.display()
+        "{} and {} hold different files",
+        copies.display(),
+        SETS[0].1
     );
     for name in &originals {
-        let original = std::fs::read_to_string(root.join(SPECS).join(name)).unwrap();
+        let original = std::fs::read_to_string(root.join(SETS[0].1).join(name)).unwrap();
         let copy = std::fs::read_to_string(root.join(copies).join(name)).unwrap();
         if let Some(diff) = line_diff(&copy, &original) {
             panic!(
-                "{}/{name} is out of date; copy {SPECS}/{name} over it (and update \
+                "{}/{name} is out of date; copy {}/{name} over it (and update \
                  pypto-build/tests/specs/examples.dump if the model changed):\n{diff}",
-                copies.display()
+                copies.display(),
+                SETS[0].1
             );
         }
     }
