@@ -180,13 +180,71 @@ pub struct HostArg {
     pub reserved: u32,
 }
 
-// The layout the C++ side asserts too.
-const _: () = {
-    assert!(std::mem::size_of::<HostArg>() == 40);
-    assert!(std::mem::size_of::<HostLaunch>() == 120);
-    assert!(std::mem::offset_of!(HostLaunch, arg_info) == 72);
-    assert!(std::mem::offset_of!(HostLaunch, timeout_ms) == 112);
-};
+/// Asserts a record's size and the offset of every field at compile time,
+/// each failure naming the field; a field left out of the list fails to
+/// compile too. Also records the numbers in
+/// [`LAYOUT`], which a unit test compares with `pypto_emu/core.h`'s
+/// `static_assert`s.
+macro_rules! layout {
+    ($($ty:ident ($size:literal) { $($field:ident: $offset:literal),* $(,)? })*) => {
+        $(
+            const _: () = {
+                assert!(
+                    std::mem::size_of::<$ty>() == $size,
+                    concat!(stringify!($ty), " is not ", stringify!($size),
+                        " bytes, as pypto_emu/core.h has it")
+                );
+                $(assert!(
+                    std::mem::offset_of!($ty, $field) == $offset,
+                    concat!(stringify!($ty), "::", stringify!($field), " is not at byte ",
+                        stringify!($offset), ", where pypto_emu/core.h has it")
+                );)*
+                // Every field is listed: rustc names one left out ("missing
+                // field `…` in initializer").
+                #[allow(unreachable_code)]
+                let _ = || $ty { $($field: unreachable!()),* };
+            };
+        )*
+        /// (struct, field or `sizeof`, bytes), as asserted above.
+        #[cfg(test)]
+        const LAYOUT: &[(&str, &str, usize)] = &[
+            $(
+                (stringify!($ty), "sizeof", $size),
+                $((stringify!($ty), stringify!($field), $offset),)*
+            )*
+        ];
+    };
+}
+
+// The layout `pypto_emu/core.h` asserts too, with the same numbers.
+layout! {
+    HostArg (40) {
+        map_begin: 0,
+        map_end: 8,
+        name: 16,
+        name_len: 24,
+        writable: 32,
+        reserved: 36,
+    }
+    HostLaunch (120) {
+        block_idx: 0,
+        block_num: 4,
+        args: 8,
+        arg_bytes: 16,
+        num_args: 24,
+        tiling: 32,
+        tiling_bytes: 40,
+        err: 48,
+        err_len: 56,
+        ub_peak: 64,
+        arg_info: 72,
+        kernel: 80,
+        kernel_len: 88,
+        launch_id: 96,
+        cancel: 104,
+        timeout_ms: 112,
+    }
+}
 
 /// The host entry of one compiled specialisation: runs one block; returns
 /// 0, or non-zero with a message in `err`.
@@ -753,4 +811,35 @@ unsafe fn run_on_npu(
     // failed to start).
     let freed = unsafe { acl.free(tiling) };
     result.and(freed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The C++ twin asserts the same layout: `PYPTO_EMU_SIZE(T, n)` and
+    /// `PYPTO_EMU_FIELD(T, field, n)` lines in `pypto_emu/core.h`.
+    #[test]
+    fn cpp_asserts_the_same_layout() {
+        let header = include_str!("../../templates/include/pypto_emu/core.h");
+        let mut cpp = Vec::new();
+        for line in header.lines() {
+            let (kind, rest) = if let Some(rest) = line.strip_prefix("PYPTO_EMU_SIZE(") {
+                ("size", rest)
+            } else if let Some(rest) = line.strip_prefix("PYPTO_EMU_FIELD(") {
+                ("field", rest)
+            } else {
+                continue;
+            };
+            let parts: Vec<&str> = rest
+                .trim_end_matches(");")
+                .split(',')
+                .map(str::trim)
+                .collect();
+            let bytes: usize = parts[parts.len() - 1].parse().unwrap();
+            let field = if kind == "size" { "sizeof" } else { parts[1] };
+            cpp.push((parts[0], field, bytes));
+        }
+        assert_eq!(cpp, LAYOUT);
+    }
 }
