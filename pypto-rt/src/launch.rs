@@ -192,12 +192,12 @@ macro_rules! layout {
                 assert!(
                     std::mem::size_of::<$ty>() == $size,
                     concat!(stringify!($ty), " is not ", stringify!($size),
-                        " bytes, as pypto_emu/core.h has it")
+                        " bytes; launch.rs and pypto_emu/core.h must agree on it")
                 );
                 $(assert!(
                     std::mem::offset_of!($ty, $field) == $offset,
                     concat!(stringify!($ty), "::", stringify!($field), " is not at byte ",
-                        stringify!($offset), ", where pypto_emu/core.h has it")
+                        stringify!($offset), "; launch.rs and pypto_emu/core.h must agree on it")
                 );)*
                 // Every field is listed: rustc names one left out ("missing
                 // field `…` in initializer").

@@ -114,10 +114,11 @@ struct HostLaunch {
 // pypto-rt unit test reads these lines and compares): a mismatch names the
 // struct and field.
 #define PYPTO_EMU_SIZE(type, bytes) \
-    static_assert(sizeof(type) == bytes, #type " is not " #bytes " bytes, as pypto-rt's launch.rs has it")
+    static_assert(sizeof(type) == bytes, \
+                  #type " is not " #bytes " bytes; core.h and pypto-rt's launch.rs must agree on it")
 #define PYPTO_EMU_FIELD(type, field, offset) \
     static_assert(offsetof(type, field) == offset, \
-                  #type "::" #field " is not at byte " #offset ", where pypto-rt's launch.rs has it")
+                  #type "::" #field " is not at byte " #offset "; core.h and pypto-rt's launch.rs must agree on it")
 PYPTO_EMU_SIZE(HostArg, 40);
 PYPTO_EMU_FIELD(HostArg, map_begin, 0);
 PYPTO_EMU_FIELD(HostArg, map_end, 8);
