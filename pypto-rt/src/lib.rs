@@ -41,7 +41,7 @@ pub use dtype::{DType, Fp8E4M3, Fp8E5M2};
 pub use error::{AxisSize, Error};
 pub use half::{bf16, f16};
 pub use host_mem::READONLY_INPUTS_VAR;
-pub use launch::{LaunchStats, last_launch};
+pub use launch::{BLOCKS_VAR, LaunchStats, MAX_BLOCKS, last_launch, with_host_blocks};
 pub use shape::{Shape, Sizes};
 pub use tensor::Tensor;
 pub use watchdog::TIMEOUT_VAR;
