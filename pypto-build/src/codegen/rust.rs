@@ -225,10 +225,9 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
         .params
         .iter()
         .map(|p| match &p.kind {
-            ParamKind::Scalar(_) => format!(
-                "{RT}::Arg::Scalar({RT}::DType::scalar_bits({}))",
-                p.name
-            ),
+            ParamKind::Scalar(_) => {
+                format!("{RT}::Arg::Scalar({RT}::DType::scalar_bits({}))", p.name)
+            }
             ParamKind::Tensor { output: true, .. } => format!("{RT}::output({})", p.name),
             ParamKind::Tensor { output: false, .. } => format!("{RT}::input({})", p.name),
         })
@@ -290,10 +289,7 @@ fn descriptor(out: &mut String, plan: &Plan<'_>) {
             option.and_then(|o| int_option(k, o)).unwrap_or(1)
         ),
     };
-    let _ = writeln!(
-        out,
-        "        blocks: {RT}::BlockRule::{blocks},"
-    );
+    let _ = writeln!(out, "        blocks: {RT}::BlockRule::{blocks},");
     // Divisibility the types cannot show: DYNAMIC axes split by an option.
     let mut multiples = Vec::new();
     if let TemplateRef::Builtin(name) = &k.template
