@@ -3,7 +3,9 @@
 //! tiling data, and launch on the tensors' device.
 //!
 //! Generated code describes each kernel with a [`KernelDesc`] and calls
-//! [`launch`]; nothing here is meant to be called by hand.
+//! [`launch`] (both reach it through `crate::__private::v1`); of this
+//! module, only [`with_host_blocks`], [`BLOCKS_VAR`], [`MAX_BLOCKS`] and
+//! [`last_launch`] are for hand-written code.
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_void};
