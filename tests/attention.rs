@@ -9,7 +9,9 @@
 //!   near 1 is 9.8e-4; the reference sees the same fp16-rounded inputs.
 //! - bf16: 1.6e-2. As fp16, with bf16's spacing near 1 of 7.8e-3.
 
-use pypto_examples::{Float, attention_reference, data, kernels, max_abs_diff};
+use pypto_examples::{
+    Float, attention_reference, data, kernels, max_abs_diff, same_bits_at_every_block_count,
+};
 use pypto_rt::{Const, Device, Error, Tensor};
 
 type Shape<const H: usize> = (usize, usize, Const<H>);
@@ -156,5 +158,57 @@ fn dynamic_hidden_must_split_into_the_heads() {
             .to_string(),
         "kernel `attn_dyn_hidden`: `q.2` is 32, not a multiple of 3 (heads = 3: attention \
          heads; the hidden size is split into heads of hidden/heads)"
+    );
+}
+
+/// Attention at every block count 1 to 48: 3 batches of 2 heads (6 blocks
+/// naturally) and 4 batches of 4 heads, causal, in bf16 (16 blocks);
+/// bit-identical to the natural count, and within tolerance of the
+/// reference.
+#[test]
+fn every_block_count_gives_the_same_numbers() {
+    fn check<T: Float, const H: usize>(
+        name: &str,
+        kernel: Attention<T, H>,
+        (batch, seq): (usize, usize),
+        heads: usize,
+        causal: bool,
+        tolerance: f32,
+    ) {
+        let dev = Device::host();
+        let shape = (batch, seq, Const::<H>);
+        let n = batch * seq * H;
+        let inputs: Vec<Vec<T>> = [21u64, 22, 23]
+            .iter()
+            .map(|&s| data(n, s).iter().map(|x| T::from_f32(x / 4.0)).collect())
+            .collect();
+        let t: Vec<Tensor<T, Shape<H>>> = inputs
+            .iter()
+            .map(|v| dev.tensor_from(v, shape).unwrap())
+            .collect();
+        let got = same_bits_at_every_block_count(name, || {
+            let nan = vec![T::from_f32(f32::NAN); n];
+            let mut out = dev.tensor_from(&nan, shape).unwrap();
+            kernel(&t[0], &t[1], &t[2], &mut out).unwrap();
+            out.to_vec().unwrap()
+        });
+        let wide: Vec<Vec<f32>> = inputs
+            .iter()
+            .map(|v| v.iter().map(|x| x.to_f32()).collect())
+            .collect();
+        let want =
+            attention_reference(&wide[0], &wide[1], &wide[2], (batch, seq, H), heads, causal);
+        let got: Vec<f32> = got.iter().map(|x| x.to_f32()).collect();
+        let err = max_abs_diff(&got, &want);
+        assert!(err <= tolerance, "{name}: max error {err}");
+    }
+    check::<f32, 64>("attention f32", kernels::attn_f32, (3, 9), 2, false, 1e-4);
+    check::<half::bf16, 64>(
+        "attention bf16 causal",
+        kernels::attn_bf16,
+        (4, 5),
+        4,
+        true,
+        1.6e-2,
     );
 }

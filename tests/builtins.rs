@@ -10,7 +10,7 @@
 //! nearest-even bf16. The references below take the same steps, so results
 //! must be bit-identical.
 
-use pypto_examples::{Float, data, data_as, kernels};
+use pypto_examples::{Float, data, data_as, kernels, same_bits_at_every_block_count};
 use pypto_rt::{Const, Device, Tensor};
 
 /// Sizes that cross 32-byte boundaries (8 fp32 or 16 fp16 elements), tiles
@@ -206,4 +206,184 @@ fn user_template_with_a_scalar() {
         let want: Vec<f32> = x.iter().map(|v| v * -2.5).collect();
         assert_eq!(y.to_vec().unwrap(), want, "scale n={n}");
     }
+}
+
+/// A NaN-filled `(n,)` output, so that elements no block writes show.
+fn nan_vec<T: Float>(dev: &Device, n: usize) -> Vector<T> {
+    vec1(dev, &vec![T::from_f32(f32::NAN); n])
+}
+
+fn every_count_binary<T: Float>(name: &str, kernel: Binary<T>, op: fn(f32, f32) -> f32) {
+    let dev = Device::host();
+    // 3 blocks of 8192 elements naturally; 48 blocks get 416 or 417 each.
+    let n = 20_000;
+    let (a, b) = (data_as::<T>(n, 1), data_as::<T>(n, 2));
+    let (a_t, b_t) = (vec1(&dev, &a), vec1(&dev, &b));
+    let got = same_bits_at_every_block_count(&format!("{name} {}", T::NAME), || {
+        let mut out = nan_vec::<T>(&dev, n);
+        kernel(&a_t, &b_t, &mut out).unwrap();
+        out.to_vec().unwrap()
+    });
+    let want: Vec<T> = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| T::from_f32(op(x.to_f32(), y.to_f32())))
+        .collect();
+    assert_eq!(got, want, "{name} {}", T::NAME);
+}
+
+fn every_count_relu<T: Float>(kernel: Unary<T>) {
+    let dev = Device::host();
+    let n = 20_000;
+    let x = data_as::<T>(n, 3);
+    let x_t = vec1(&dev, &x);
+    let got = same_bits_at_every_block_count(&format!("relu {}", T::NAME), || {
+        let mut out = nan_vec::<T>(&dev, n);
+        kernel(&x_t, &mut out).unwrap();
+        out.to_vec().unwrap()
+    });
+    let want: Vec<T> = x.iter().map(|v| T::from_f32(v.to_f32().max(0.0))).collect();
+    assert_eq!(got, want, "relu {}", T::NAME);
+}
+
+fn every_count_add_bias<T: Float>(kernel: BiasKernel<T>) {
+    let dev = Device::host();
+    // 7 rows: 7 blocks naturally, up to 41 blocks with no row.
+    let (b, h) = (7, 33);
+    let x = data_as::<T>(b * h, 11);
+    let bias = data_as::<T>(h, 12);
+    let (x_t, bias_t) = (
+        dev.tensor_from(&x, (b, h)).unwrap(),
+        dev.tensor_from(&bias, (h,)).unwrap(),
+    );
+    let got = same_bits_at_every_block_count(&format!("add_bias {}", T::NAME), || {
+        let nan = vec![T::from_f32(f32::NAN); b * h];
+        let mut out = dev.tensor_from(&nan, (b, h)).unwrap();
+        kernel(&x_t, &bias_t, &mut out).unwrap();
+        out.to_vec().unwrap()
+    });
+    assert_eq!(got, add_bias_reference(&x, &bias), "add_bias {}", T::NAME);
+}
+
+#[test]
+fn every_block_count_gives_the_same_numbers() {
+    every_count_binary::<f32>("add", kernels::add_f32, |a, b| a + b);
+    every_count_binary::<half::f16>("add", kernels::add_f16, |a, b| a + b);
+    every_count_binary::<half::bf16>("add", kernels::add_bf16, |a, b| a + b);
+    every_count_binary::<f32>("mul", kernels::mul_f32, |a, b| a * b);
+    every_count_binary::<half::f16>("mul", kernels::mul_f16, |a, b| a * b);
+    every_count_binary::<half::bf16>("mul", kernels::mul_bf16, |a, b| a * b);
+    every_count_relu::<f32>(kernels::relu_f32);
+    every_count_relu::<half::f16>(kernels::relu_f16);
+    every_count_relu::<half::bf16>(kernels::relu_bf16);
+    every_count_add_bias::<f32>(kernels::add_bias_f32);
+    every_count_add_bias::<half::f16>(kernels::add_bias_f16);
+    every_count_add_bias::<half::bf16>(kernels::add_bias_bf16);
+}
+
+#[test]
+fn a_launch_with_no_work_stays_at_zero_blocks() {
+    let dev = Device::host();
+    let empty = vec1::<f32>(&dev, &[]);
+    let mut out = vec1::<f32>(&dev, &[]);
+    pypto_rt::with_host_blocks(5, || kernels::add_f32(&empty, &empty, &mut out))
+        .unwrap()
+        .unwrap();
+    assert_eq!(pypto_rt::last_launch().unwrap().blocks, 0);
+    // One block's worth of work, forced onto 5 blocks.
+    let one = vec1(&dev, &[1.5f32]);
+    let mut out = vec1(&dev, &[0.0f32]);
+    pypto_rt::with_host_blocks(5, || kernels::add_f32(&one, &one, &mut out))
+        .unwrap()
+        .unwrap();
+    assert_eq!(pypto_rt::last_launch().unwrap().blocks, 5);
+    assert_eq!(out.to_vec().unwrap(), [3.0]);
+}
+
+#[test]
+fn forced_block_counts_outside_1_to_48_are_errors() {
+    for bad in [0, 49, 1000] {
+        let err = pypto_rt::with_host_blocks(bad, || unreachable!()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "pypto_rt::with_host_blocks: `{bad}` is not a block count; use a whole number \
+                 from 1 to 48"
+            )
+        );
+    }
+}
+
+/// Runs this binary again with `PYPTO_BLOCKS=value`; returns what
+/// [`pypto_blocks_child`] printed.
+fn with_pypto_blocks(value: &str) -> String {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "pypto_blocks_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("PYPTO_BLOCKS_CHILD", "1")
+        .env(pypto_rt::BLOCKS_VAR, value)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        // libtest's "test pypto_blocks_child ... " may start the first line.
+        .filter_map(|l| l.split_once("child: ").map(|(_, printed)| printed))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// As a child of [`pypto_blocks_is_read_from_the_environment`]: three
+/// launches of `add_f32` (20000 elements, naturally 3 blocks; none; and
+/// inside `with_host_blocks(2, ..)`), each printed as its result and block
+/// count.
+#[test]
+fn pypto_blocks_child() {
+    if std::env::var_os("PYPTO_BLOCKS_CHILD").is_none() {
+        return;
+    }
+    let dev = Device::host();
+    for (n, forced) in [(20_000, None), (0, None), (20_000, Some(2))] {
+        let a = vec1(&dev, &data(n, 1));
+        let mut out = dev.zeros((n,)).unwrap();
+        let result = match forced {
+            None => kernels::add_f32(&a, &a, &mut out),
+            Some(f) => {
+                pypto_rt::with_host_blocks(f, || kernels::add_f32(&a, &a, &mut out)).unwrap()
+            }
+        };
+        let blocks = pypto_rt::last_launch().map(|s| s.blocks);
+        println!("child: {result:?} {blocks:?}");
+    }
+}
+
+#[test]
+fn pypto_blocks_is_read_from_the_environment() {
+    assert_eq!(
+        with_pypto_blocks("7"),
+        "Ok(()) Some(7)\nOk(()) Some(0)\nOk(()) Some(2)"
+    );
+    assert_eq!(
+        with_pypto_blocks(""),
+        "Ok(()) Some(3)\nOk(()) Some(0)\nOk(()) Some(2)"
+    );
+    // A bad value fails every host launch, even one with no work, but not
+    // one under with_host_blocks (which takes precedence).
+    let err = "Err(BlockCount { setting: \"PYPTO_BLOCKS\", value: \"49\" }) None";
+    assert_eq!(
+        with_pypto_blocks("49"),
+        format!("{err}\n{err}\nOk(()) Some(2)")
+    );
+    let e = pypto_rt::Error::BlockCount {
+        setting: pypto_rt::BLOCKS_VAR,
+        value: "49".into(),
+    };
+    assert_eq!(
+        e.to_string(),
+        "PYPTO_BLOCKS: `49` is not a block count; use a whole number from 1 to 48"
+    );
 }

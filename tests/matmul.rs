@@ -8,7 +8,9 @@
 //! absolute floor of the same size for sums that cancel to near zero. fp32
 //! inputs: products and sums rounded in fp32, rel and abs 1e-5.
 
-use pypto_examples::{Float, Tolerance, assert_close, data_as, kernels};
+use pypto_examples::{
+    Float, Tolerance, assert_close, data_as, kernels, same_bits_at_every_block_count,
+};
 use pypto_rt::{Const, Device};
 
 fn tol<T: Float>() -> Tolerance {
@@ -191,4 +193,77 @@ fn batched_matmul_batches_must_agree() {
         "kernel `batch_matmul_f16`: `b.0` is 3 but `a.0` is 2; they must be equal because \
          builtin/batch_matmul ties these axes together"
     );
+}
+
+/// Every cube kernel at every block count 1 to 48, on 33 rows (33 blocks
+/// naturally, one row each) or 3 batches of 7: bit-identical to the natural
+/// count, and within tolerance of the reference.
+#[test]
+fn every_block_count_gives_the_same_numbers() {
+    let dev = Device::host();
+    let m = 33;
+    let to_f32 = |v: Vec<_>| -> Vec<f32> { v.iter().map(|x: &half::f16| x.to_f32()).collect() };
+
+    let a = inputs::<half::f16>(m * 64, 1);
+    let b = inputs::<half::f16>(64 * 48, 2);
+    let (a_t, b_t) = (
+        dev.tensor_from(&a, (m, Const::<64>)).unwrap(),
+        dev.tensor_from(&b, (Const::<64>, Const::<48>)).unwrap(),
+    );
+    let got = same_bits_at_every_block_count("matmul f16", || {
+        let nan = vec![half::f16::NAN; m * 48];
+        let mut out = dev.tensor_from(&nan, (m, Const::<48>)).unwrap();
+        kernels::matmul_f16(&a_t, &b_t, &mut out).unwrap();
+        out.to_vec().unwrap()
+    });
+    let want = reference(&a, &b, (1, m, 64, 48));
+    assert_close(&to_f32(got), &want, tol::<half::f16>(), "matmul f16");
+
+    let a = inputs::<f32>(m * 70, 3);
+    let b = inputs::<f32>(70 * 16, 4);
+    let (a_t, b_t) = (
+        dev.tensor_from(&a, (m, Const::<70>)).unwrap(),
+        dev.tensor_from(&b, (Const::<70>, Const::<16>)).unwrap(),
+    );
+    let got = same_bits_at_every_block_count("matmul f32", || {
+        let nan = vec![f32::NAN; m * 16];
+        let mut out = dev.tensor_from(&nan, (m, Const::<16>)).unwrap();
+        kernels::matmul_f32(&a_t, &b_t, &mut out).unwrap();
+        out.to_vec().unwrap()
+    });
+    let want = reference(&a, &b, (1, m, 70, 16));
+    assert_close(&got, &want, tol::<f32>(), "matmul f32");
+
+    let a = inputs::<half::bf16>(m * 96, 5);
+    let b = inputs::<half::bf16>(96 * 32, 6);
+    let (a_t, b_t) = (
+        dev.tensor_from(&a, (m, Const::<96>)).unwrap(),
+        dev.tensor_from(&b, (Const::<96>, Const::<32>)).unwrap(),
+    );
+    let got = same_bits_at_every_block_count("matmul bf16", || {
+        let nan = vec![half::bf16::NAN; m * 32];
+        let mut out = dev.tensor_from(&nan, (m, Const::<32>)).unwrap();
+        kernels::matmul_bf16(&a_t, &b_t, &mut out).unwrap();
+        out.to_vec().unwrap()
+    });
+    let got: Vec<f32> = got.iter().map(|v| v.to_f32()).collect();
+    let want = reference(&a, &b, (1, m, 96, 32));
+    assert_close(&got, &want, tol::<half::bf16>(), "matmul bf16");
+
+    let (batch, m) = (3, 7);
+    let a = inputs::<half::f16>(batch * m * 40, 7);
+    let b = inputs::<half::f16>(batch * 40 * 32, 8);
+    let (a_t, b_t) = (
+        dev.tensor_from(&a, (batch, m, Const::<40>)).unwrap(),
+        dev.tensor_from(&b, (batch, Const::<40>, Const::<32>))
+            .unwrap(),
+    );
+    let got = same_bits_at_every_block_count("batch_matmul f16", || {
+        let nan = vec![half::f16::NAN; batch * m * 32];
+        let mut out = dev.tensor_from(&nan, (batch, m, Const::<32>)).unwrap();
+        kernels::batch_matmul_f16(&a_t, &b_t, &mut out).unwrap();
+        out.to_vec().unwrap()
+    });
+    let want = reference(&a, &b, (batch, m, 40, 32));
+    assert_close(&to_f32(got), &want, tol::<half::f16>(), "batch_matmul f16");
 }

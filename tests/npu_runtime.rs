@@ -87,6 +87,10 @@ fn npu_device_over_the_fake_runtime() {
         "kernel `add_bias_f32` was not built for npu:0 (Ascend910B3): the crate was built \
          without a CANN toolkit (host backend only); use `Device::host()` or set PYPTO_DEVICE=host"
     );
+    // A forced host block count changes nothing on an NPU launch (here, the
+    // same error).
+    let forced = pypto_rt::with_host_blocks(7, || kernels::add_bias_f32(&x, &bias, &mut out));
+    assert_eq!(forced.unwrap().unwrap_err(), err);
     // Mixing devices is reported before anything runs.
     let host_bias = Device::host().tensor_from(&[1.0f32; 4], (4,)).unwrap();
     let err = kernels::add_bias_f32(&x, &host_bias, &mut out).unwrap_err();

@@ -11,7 +11,9 @@
 //!   noise; abs 1e-4 for the fp16 subnormal range.
 //! - bf16: rel 8e-3, one rounding to bf16 (2⁻⁷ relative); abs 1e-3.
 
-use pypto_examples::{Float, Tolerance, assert_close, data_as, kernels};
+use pypto_examples::{
+    Float, Tolerance, assert_close, data_as, kernels, same_bits_at_every_block_count,
+};
 use pypto_rt::{Device, Error, Tensor};
 
 fn tol<T: Float>() -> Tolerance {
@@ -309,4 +311,125 @@ fn swiglu_halves_are_checked() {
         .unwrap();
     let mut out = dev.zeros((3, pypto_rt::Const::<1024>)).unwrap();
     kernels::swiglu_fixed(&x, &mut out).unwrap();
+}
+
+/// Every row kernel at every block count 1 to 48: 7 rows of 33 (7 blocks
+/// naturally, so up to 41 blocks have no row), and 20000 elements for gelu
+/// and silu (3 blocks naturally); bit-identical to the natural count, and
+/// within tolerance of the references.
+fn every_count_rows<T: Float>(
+    softmax: fn(&Matrix<T>, &mut Matrix<T>) -> Result<(), Error>,
+    rms_norm: RmsNorm<T>,
+    layer_norm: LayerNorm<T>,
+    swiglu: fn(&Matrix<T>, &mut Matrix<T>) -> Result<(), Error>,
+) {
+    let dev = Device::host();
+    let (r, c) = (7, 33);
+    let nan = |len: usize| vec![T::from_f32(f32::NAN); len];
+    let matrix = |v: &[T], cols: usize| dev.tensor_from(v, (r, cols)).unwrap();
+    let vector = |v: &[T]| dev.tensor_from(v, (v.len(),)).unwrap();
+    let to_f32 = |v: Vec<T>| -> Vec<f32> { v.iter().map(|x| x.to_f32()).collect() };
+    let x = data_as::<T>(r * c, 5);
+    let w = data_as::<T>(c, 6);
+    let b = data_as::<T>(c, 7);
+    let (x_t, w_t, b_t) = (matrix(&x, c), vector(&w), vector(&b));
+    let eps = 1e-5f32;
+    let what = |k: &str| format!("{k} {}", T::NAME);
+
+    let got = same_bits_at_every_block_count(&what("softmax"), || {
+        let mut out = matrix(&nan(r * c), c);
+        softmax(&x_t, &mut out).unwrap();
+        out.to_vec().unwrap()
+    });
+    let want = softmax_ref(&widen(&x), c);
+    assert_close(&to_f32(got), &want, tol::<T>(), &what("softmax"));
+
+    let got = same_bits_at_every_block_count(&what("rms_norm"), || {
+        let mut out = matrix(&nan(r * c), c);
+        rms_norm(&x_t, &w_t, eps, &mut out).unwrap();
+        out.to_vec().unwrap()
+    });
+    let want = rms_ref(&widen(&x), &widen(&w), f64::from(eps));
+    assert_close(&to_f32(got), &want, tol::<T>(), &what("rms_norm"));
+
+    let got = same_bits_at_every_block_count(&what("layer_norm"), || {
+        let mut out = matrix(&nan(r * c), c);
+        layer_norm(&x_t, &w_t, &b_t, eps, &mut out).unwrap();
+        out.to_vec().unwrap()
+    });
+    let want = layer_ref(&widen(&x), &widen(&w), &widen(&b), f64::from(eps));
+    assert_close(&to_f32(got), &want, tol::<T>(), &what("layer_norm"));
+
+    let h = 20;
+    let xs = data_as::<T>(r * 2 * h, 8);
+    let xs_t = matrix(&xs, 2 * h);
+    let got = same_bits_at_every_block_count(&what("swiglu"), || {
+        let mut out = matrix(&nan(r * h), h);
+        swiglu(&xs_t, &mut out).unwrap();
+        out.to_vec().unwrap()
+    });
+    let want: Vec<f64> = widen(&xs)
+        .chunks(2 * h)
+        .flat_map(|row| {
+            let (a, b) = row.split_at(h);
+            a.iter()
+                .zip(b)
+                .map(|(a, b)| silu(*a) * b)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_close(&to_f32(got), &want, tol::<T>(), &what("swiglu"));
+}
+
+fn every_count_unary<T: Float>(
+    name: &str,
+    kernel: fn(&Vector<T>, &mut Vector<T>) -> Result<(), Error>,
+    f: fn(f64) -> f64,
+) {
+    let dev = Device::host();
+    let n = 20_000;
+    let x: Vec<T> = data_as::<f32>(n, 9)
+        .iter()
+        .map(|v| T::from_f32(v * 3.0))
+        .collect();
+    let x_t = dev.tensor_from(&x, (n,)).unwrap();
+    let what = format!("{name} {}", T::NAME);
+    let got = same_bits_at_every_block_count(&what, || {
+        let mut out = dev
+            .tensor_from(&vec![T::from_f32(f32::NAN); n], (n,))
+            .unwrap();
+        kernel(&x_t, &mut out).unwrap();
+        out.to_vec().unwrap()
+    });
+    let got: Vec<f32> = got.iter().map(|v| v.to_f32()).collect();
+    let want: Vec<f64> = widen(&x).into_iter().map(f).collect();
+    assert_close(&got, &want, tol::<T>(), &what);
+}
+
+#[test]
+fn every_block_count_gives_the_same_numbers() {
+    every_count_rows::<f32>(
+        kernels::softmax_f32,
+        kernels::rms_norm_f32,
+        kernels::layer_norm_f32,
+        kernels::swiglu_f32,
+    );
+    every_count_rows::<half::f16>(
+        kernels::softmax_f16,
+        kernels::rms_norm_f16,
+        kernels::layer_norm_f16,
+        kernels::swiglu_f16,
+    );
+    every_count_rows::<half::bf16>(
+        kernels::softmax_bf16,
+        kernels::rms_norm_bf16,
+        kernels::layer_norm_bf16,
+        kernels::swiglu_bf16,
+    );
+    every_count_unary::<f32>("gelu", kernels::gelu_f32, gelu);
+    every_count_unary::<half::f16>("gelu", kernels::gelu_f16, gelu);
+    every_count_unary::<half::bf16>("gelu", kernels::gelu_bf16, gelu);
+    every_count_unary::<f32>("silu", kernels::silu_f32, silu);
+    every_count_unary::<half::f16>("silu", kernels::silu_f16, silu);
+    every_count_unary::<half::bf16>("silu", kernels::silu_bf16, silu);
 }

@@ -4,7 +4,7 @@
 //! relations are checked at run time with the messages builtins give.
 
 use pypto_examples::{data, kernels};
-use pypto_rt::{Device, launch::last_launch};
+use pypto_rt::{Device, last_launch};
 
 /// result = input * weights * 3, weights broadcast over rows.
 fn reference(input: &[f32], weights: &[f32]) -> Vec<f32> {

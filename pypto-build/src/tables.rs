@@ -52,11 +52,24 @@ const fn row(
 }
 
 /// Spec name, Ascend C type, Rust type (as generated code writes it), size.
-/// The Rust types of half and fp8 floats are pypto-rt's.
+/// The Rust types of half and fp8 floats are pypto-rt's, named through its
+/// interface module for generated code.
 const DTYPES: [DTypeRow; 14] = [
     row(DType::Fp32, "DT_FP32", "float", "f32", 4),
-    row(DType::Fp16, "DT_FP16", "half", "::pypto_rt::f16", 2),
-    row(DType::Bf16, "DT_BF16", "bfloat16_t", "::pypto_rt::bf16", 2),
+    row(
+        DType::Fp16,
+        "DT_FP16",
+        "half",
+        "::pypto_rt::__private::v1::f16",
+        2,
+    ),
+    row(
+        DType::Bf16,
+        "DT_BF16",
+        "bfloat16_t",
+        "::pypto_rt::__private::v1::bf16",
+        2,
+    ),
     row(DType::Int8, "DT_INT8", "int8_t", "i8", 1),
     row(DType::Int16, "DT_INT16", "int16_t", "i16", 2),
     row(DType::Int32, "DT_INT32", "int32_t", "i32", 4),
@@ -72,7 +85,7 @@ const DTYPES: [DTypeRow; 14] = [
             DType::Fp8E4M3,
             "DT_FP8E4M3",
             "fp8_e4m3fn_t",
-            "::pypto_rt::Fp8E4M3",
+            "::pypto_rt::__private::v1::Fp8E4M3",
             1,
         )
     },
@@ -82,7 +95,7 @@ const DTYPES: [DTypeRow; 14] = [
             DType::Fp8E5M2,
             "DT_FP8E5M2",
             "fp8_e5m2_t",
-            "::pypto_rt::Fp8E5M2",
+            "::pypto_rt::__private::v1::Fp8E5M2",
             1,
         )
     },

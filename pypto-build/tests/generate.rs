@@ -35,6 +35,30 @@ fn generation_is_deterministic() {
     assert_eq!(names, ["add_bias_s0.cpp", "attention_kernel_s0.cpp"]);
 }
 
+#[test]
+fn generated_rust_names_pypto_rt_only_through_its_interface_module() {
+    let g = Builder::new()
+        .spec(examples())
+        .symbol_prefix("p")
+        .generate()
+        .unwrap();
+    // The version check comes before anything that names the interface.
+    let check = "const _: () = ::pypto_rt::__private::require_interface::<1>();\n";
+    let at = g.rust.find(check).expect("the interface check");
+    assert!(!g.rust[..at].contains("::pypto_rt::"), "{}", g.rust);
+    let rest = &g.rust[at + check.len()..];
+    assert!(rest.contains("::pypto_rt::__private::v1::launch("));
+    // Outside doc comments, every path into pypto-rt goes through v1.
+    for line in rest.lines().filter(|l| !l.trim_start().starts_with("//")) {
+        for (i, _) in line.match_indices("pypto_rt::") {
+            assert!(
+                line[i..].starts_with("pypto_rt::__private::v1::"),
+                "a path outside the interface module: {line}"
+            );
+        }
+    }
+}
+
 fn user_kernel(dir: &Path, template: &str) -> Builder {
     std::fs::write(dir.join("t.hbs"), template).unwrap();
     std::fs::write(
@@ -146,7 +170,7 @@ fn only_dynamic_dims_travel_at_run_time() {
     assert!(!source("fixed").contains("pypto_tiling.dim"));
     // One DYNAMIC dim among a STATIC one: it alone is checked, in slot 0.
     assert!(g.rust.contains(
-        "dims: &[\n            ::pypto_rt::launch::DimDesc { axes: &[(0, 1), (1, 1), (2, 1)], why: \"builtin/add ties these axes together\" },\n        ],"
+        "dims: &[\n            ::pypto_rt::__private::v1::DimDesc { axes: &[(0, 1), (1, 1), (2, 1)], why: \"builtin/add ties these axes together\" },\n        ],"
     ));
     assert!(source("mixed").contains("struct PyptoTiling {\n    uint32_t dim[1];\n};"));
     assert!(source("mixed").contains("pypto_tiling.dim[0]"));

@@ -143,6 +143,19 @@ pub enum Error {
         before: usize,
     },
 
+    /// A forced block count ([`crate::BLOCKS_VAR`] or
+    /// [`crate::with_host_blocks`]) that is not a whole number from 1 to
+    /// [`crate::MAX_BLOCKS`].
+    #[error(
+        "{setting}: `{value}` is not a block count; use a whole number from 1 to {}",
+        crate::MAX_BLOCKS
+    )]
+    BlockCount {
+        /// `PYPTO_BLOCKS` or `pypto_rt::with_host_blocks`.
+        setting: &'static str,
+        value: String,
+    },
+
     /// The device or its runtime failed.
     #[error("{0}")]
     Backend(String),

@@ -3,7 +3,9 @@
 //! tiling data, and launch on the tensors' device.
 //!
 //! Generated code describes each kernel with a [`KernelDesc`] and calls
-//! [`launch`]; nothing here is meant to be called by hand.
+//! [`launch`] (both reach it through `crate::__private::v1`); of this
+//! module, only [`with_host_blocks`], [`BLOCKS_VAR`], [`MAX_BLOCKS`] and
+//! [`last_launch`] are for hand-written code.
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_void};
@@ -26,6 +28,93 @@ type Small<T> = SmallVec<[T; 8]>;
 /// Most blocks a launch uses: the vector cores of an Atlas A2 (24 AI cores,
 /// two vector units each). Kernels split their work over `GetBlockNum()`.
 pub const MAX_BLOCKS: u32 = 48;
+
+/// Forces the block count of every host launch of the process:
+/// `PYPTO_BLOCKS=N`, `N` a whole number from 1 to [`MAX_BLOCKS`]. Read once,
+/// at the first host launch; unset or empty, each launch uses the count its
+/// kernel's block rule gives. Any other value makes every host launch fail
+/// with [`Error::BlockCount`]. [`with_host_blocks`] overrides it on one
+/// thread. NPU launches ignore it.
+pub const BLOCKS_VAR: &str = "PYPTO_BLOCKS";
+
+thread_local! {
+    /// The block count [`with_host_blocks`] forces on this thread.
+    static FORCED_BLOCKS: Cell<Option<u32>> = const { Cell::new(None) };
+}
+
+/// A forced block count, checked to be from 1 to [`MAX_BLOCKS`].
+fn checked_blocks(setting: &'static str, value: &str) -> Result<u32, Error> {
+    value
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..=MAX_BLOCKS).contains(n))
+        .ok_or_else(|| Error::BlockCount {
+            setting,
+            value: value.to_owned(),
+        })
+}
+
+/// `PYPTO_BLOCKS` as a block count (`None`: unset or empty).
+pub(crate) fn parse_blocks(value: Option<&str>) -> Result<Option<u32>, Error> {
+    match value.map(str::trim).filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(v) => checked_blocks(BLOCKS_VAR, v).map(Some),
+    }
+}
+
+/// The block count a host launch is forced to, if any: this thread's
+/// [`with_host_blocks`], else `PYPTO_BLOCKS`.
+fn forced_host_blocks() -> Result<Option<u32>, Error> {
+    if let Some(n) = FORCED_BLOCKS.with(Cell::get) {
+        return Ok(Some(n));
+    }
+    static FROM_ENV: OnceLock<Result<Option<u32>, Error>> = OnceLock::new();
+    FROM_ENV
+        .get_or_init(|| {
+            let value = std::env::var_os(BLOCKS_VAR);
+            parse_blocks(value.as_deref().map(|v| v.to_string_lossy()).as_deref())
+        })
+        .clone()
+}
+
+/// Runs `f` with every host launch made on this thread forced to `blocks`
+/// blocks, from 1 to [`MAX_BLOCKS`], whatever the kernel's block rule
+/// would give; returns what `f` returns. For tests: kernels split their
+/// work over `GetBlockNum()`, so every count must give the same numbers,
+/// and blocks left with no work must do nothing.
+///
+/// - The override takes precedence over [`BLOCKS_VAR`] (`PYPTO_BLOCKS`),
+///   and ends when `f` returns or unwinds; calls nest, the innermost wins.
+/// - It applies to launches made on the calling thread only (not to
+///   threads `f` starts), so parallel tests do not see each other's counts.
+/// - A launch with no work (a zero-size axis) still launches nothing.
+/// - NPU launches ignore it and use their kernel's count;
+///   [`crate::last_launch`] reports the count a launch used.
+///
+/// # Errors
+/// [`Error::BlockCount`] for a count outside 1 to [`MAX_BLOCKS`]; `f` is
+/// not run then.
+///
+/// ```
+/// let out = pypto_rt::with_host_blocks(3, || 42).unwrap();
+/// assert_eq!(out, 42);
+/// assert_eq!(
+///     pypto_rt::with_host_blocks(0, || ()).unwrap_err().to_string(),
+///     "pypto_rt::with_host_blocks: `0` is not a block count; use a whole number from 1 to 48"
+/// );
+/// ```
+pub fn with_host_blocks<R>(blocks: u32, f: impl FnOnce() -> R) -> Result<R, Error> {
+    let blocks = checked_blocks("pypto_rt::with_host_blocks", &blocks.to_string())?;
+    /// Puts back the count that was forced before, even if `f` unwinds.
+    struct Restore(Option<u32>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            FORCED_BLOCKS.with(|f| f.set(self.0));
+        }
+    }
+    let _restore = Restore(FORCED_BLOCKS.with(|f| f.replace(Some(blocks))));
+    Ok(f())
+}
 
 /// One argument of a call, in the kernel's param order.
 pub enum Arg<'a> {
@@ -124,6 +213,8 @@ pub struct DimDesc {
 
 /// How many blocks a launch uses, from the call's sizes; capped at
 /// [`MAX_BLOCKS`]. Zero blocks means there is no work: nothing is launched.
+/// On the host backend, [`with_host_blocks`] and [`BLOCKS_VAR`] can force
+/// another count (1 to [`MAX_BLOCKS`]) for launches with work.
 #[derive(Debug, Clone, Copy)]
 pub enum BlockRule {
     /// One block per row: the product of all but the last axis of a param.
@@ -180,13 +271,71 @@ pub struct HostArg {
     pub reserved: u32,
 }
 
-// The layout the C++ side asserts too.
-const _: () = {
-    assert!(std::mem::size_of::<HostArg>() == 40);
-    assert!(std::mem::size_of::<HostLaunch>() == 120);
-    assert!(std::mem::offset_of!(HostLaunch, arg_info) == 72);
-    assert!(std::mem::offset_of!(HostLaunch, timeout_ms) == 112);
-};
+/// Asserts a record's size and the offset of every field at compile time,
+/// each failure naming the field; a field left out of the list fails to
+/// compile too. Also records the numbers in
+/// [`LAYOUT`], which a unit test compares with `pypto_emu/core.h`'s
+/// `static_assert`s.
+macro_rules! layout {
+    ($($ty:ident ($size:literal) { $($field:ident: $offset:literal),* $(,)? })*) => {
+        $(
+            const _: () = {
+                assert!(
+                    std::mem::size_of::<$ty>() == $size,
+                    concat!(stringify!($ty), " is not ", stringify!($size),
+                        " bytes; launch.rs and pypto_emu/core.h must agree on it")
+                );
+                $(assert!(
+                    std::mem::offset_of!($ty, $field) == $offset,
+                    concat!(stringify!($ty), "::", stringify!($field), " is not at byte ",
+                        stringify!($offset), "; launch.rs and pypto_emu/core.h must agree on it")
+                );)*
+                // Every field is listed: rustc names one left out ("missing
+                // field `…` in initializer").
+                #[allow(unreachable_code)]
+                let _ = || $ty { $($field: unreachable!()),* };
+            };
+        )*
+        /// (struct, field or `sizeof`, bytes), as asserted above.
+        #[cfg(test)]
+        const LAYOUT: &[(&str, &str, usize)] = &[
+            $(
+                (stringify!($ty), "sizeof", $size),
+                $((stringify!($ty), stringify!($field), $offset),)*
+            )*
+        ];
+    };
+}
+
+// The layout `pypto_emu/core.h` asserts too, with the same numbers.
+layout! {
+    HostArg (40) {
+        map_begin: 0,
+        map_end: 8,
+        name: 16,
+        name_len: 24,
+        writable: 32,
+        reserved: 36,
+    }
+    HostLaunch (120) {
+        block_idx: 0,
+        block_num: 4,
+        args: 8,
+        arg_bytes: 16,
+        num_args: 24,
+        tiling: 32,
+        tiling_bytes: 40,
+        err: 48,
+        err_len: 56,
+        ub_peak: 64,
+        arg_info: 72,
+        kernel: 80,
+        kernel_len: 88,
+        launch_id: 96,
+        cancel: 104,
+        timeout_ms: 112,
+    }
+}
 
 /// The host entry of one compiled specialisation: runs one block; returns
 /// 0, or non-zero with a message in `err`.
@@ -257,6 +406,15 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
         }
     }
     let blocks = block_count(desc, args);
+    // A forced count is checked on every host launch, so that a bad
+    // `PYPTO_BLOCKS` is reported even by launches with no work.
+    let blocks = match device.as_npu() {
+        None => match forced_host_blocks()? {
+            Some(forced) if blocks > 0 => forced,
+            _ => blocks,
+        },
+        Some(_) => blocks,
+    };
     if blocks == 0 {
         LAST_LAUNCH.with(|l| {
             l.set(Some(LaunchStats {
@@ -753,4 +911,79 @@ unsafe fn run_on_npu(
     // failed to start).
     let freed = unsafe { acl.free(tiling) };
     result.and(freed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_counts_parse() {
+        assert_eq!(parse_blocks(None), Ok(None));
+        assert_eq!(parse_blocks(Some(" ")), Ok(None));
+        assert_eq!(parse_blocks(Some("1")), Ok(Some(1)));
+        assert_eq!(parse_blocks(Some(" 48 ")), Ok(Some(48)));
+        for bad in ["0", "49", "-1", "3.0", "many", "4294967296"] {
+            let err = parse_blocks(Some(bad)).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "PYPTO_BLOCKS: `{bad}` is not a block count; use a whole number from 1 to 48"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn forced_counts_nest_and_end_with_their_scope() {
+        let forced = || FORCED_BLOCKS.with(Cell::get);
+        assert_eq!(forced(), None);
+        let inner = with_host_blocks(5, || {
+            let nested = with_host_blocks(48, forced).unwrap();
+            (nested, forced())
+        });
+        assert_eq!(inner, Ok((Some(48), Some(5))));
+        assert_eq!(forced(), None);
+        let unwound = std::panic::catch_unwind(|| with_host_blocks(2, || panic!("in f")));
+        assert!(unwound.is_err());
+        assert_eq!(forced(), None);
+        for bad in [0, 49, u32::MAX] {
+            let mut ran = false;
+            let err = with_host_blocks(bad, || ran = true).unwrap_err();
+            assert!(!ran);
+            assert_eq!(
+                err,
+                Error::BlockCount {
+                    setting: "pypto_rt::with_host_blocks",
+                    value: bad.to_string()
+                }
+            );
+        }
+    }
+
+    /// The C++ twin asserts the same layout: `PYPTO_EMU_SIZE(T, n)` and
+    /// `PYPTO_EMU_FIELD(T, field, n)` lines in `pypto_emu/core.h`.
+    #[test]
+    fn cpp_asserts_the_same_layout() {
+        let header = include_str!("../../templates/include/pypto_emu/core.h");
+        let mut cpp = Vec::new();
+        for line in header.lines() {
+            let (kind, rest) = if let Some(rest) = line.strip_prefix("PYPTO_EMU_SIZE(") {
+                ("size", rest)
+            } else if let Some(rest) = line.strip_prefix("PYPTO_EMU_FIELD(") {
+                ("field", rest)
+            } else {
+                continue;
+            };
+            let parts: Vec<&str> = rest
+                .trim_end_matches(");")
+                .split(',')
+                .map(str::trim)
+                .collect();
+            let bytes: usize = parts[parts.len() - 1].parse().unwrap();
+            let field = if kind == "size" { "sizeof" } else { parts[1] };
+            cpp.push((parts[0], field, bytes));
+        }
+        assert_eq!(cpp, LAYOUT);
+    }
 }

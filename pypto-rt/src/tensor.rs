@@ -273,8 +273,7 @@ impl<T: DType, S: Shape> Tensor<T, S> {
     }
 
     /// For generated wrappers: the sizes and base address of this input.
-    #[doc(hidden)]
-    pub fn __input(&self) -> crate::launch::Arg<'_> {
+    pub(crate) fn input_arg(&self) -> crate::launch::Arg<'_> {
         let memory = match &self.storage {
             Storage::Host(buffer, _) => crate::launch::Memory::host_input(buffer),
             Storage::Npu(buffer) => {
@@ -289,8 +288,7 @@ impl<T: DType, S: Shape> Tensor<T, S> {
     }
 
     /// For generated wrappers: the sizes and base address of this output.
-    #[doc(hidden)]
-    pub fn __output(&mut self) -> crate::launch::Arg<'_> {
+    pub(crate) fn output_arg(&mut self) -> crate::launch::Arg<'_> {
         let memory = match &mut self.storage {
             Storage::Host(buffer, _) => {
                 crate::launch::Memory::host_output(buffer, T::first_invalid)

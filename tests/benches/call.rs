@@ -11,7 +11,7 @@ use std::ffi::c_void;
 
 use pypto_examples::bench::compare;
 use pypto_examples::kernels;
-use pypto_rt::launch::HostLaunch;
+use pypto_rt::__private::v1::HostLaunch;
 use pypto_rt::{Const, Device};
 
 // The host entries of package `pypto-examples` 0.1.0's kernels `add_f32` and

@@ -36,6 +36,9 @@ pub trait Float: pypto_rt::DType {
     const NAME: &'static str;
     fn from_f32(v: f32) -> Self;
     fn to_f32(self) -> f32;
+    /// The value's bits, for comparisons that tell `-0.0` from `0.0` and
+    /// compare NaNs.
+    fn bits(self) -> u32;
 }
 
 impl Float for f32 {
@@ -45,6 +48,9 @@ impl Float for f32 {
     }
     fn to_f32(self) -> f32 {
         self
+    }
+    fn bits(self) -> u32 {
+        self.to_bits()
     }
 }
 
@@ -56,6 +62,9 @@ impl Float for half::f16 {
     fn to_f32(self) -> f32 {
         half::f16::to_f32(self)
     }
+    fn bits(self) -> u32 {
+        u32::from(self.to_bits())
+    }
 }
 
 impl Float for half::bf16 {
@@ -66,6 +75,43 @@ impl Float for half::bf16 {
     fn to_f32(self) -> f32 {
         half::bf16::to_f32(self)
     }
+    fn bits(self) -> u32 {
+        u32::from(self.to_bits())
+    }
+}
+
+/// Checks that a kernel call gives the same bits at every block count.
+///
+/// `run` makes one call and returns its output (it should fill the output
+/// with NaN first, so that elements no block wrote show). It runs once at
+/// the call's own block count, which must be more than one, then once at
+/// each count from 1 to [`pypto_rt::MAX_BLOCKS`] forced with
+/// [`pypto_rt::with_host_blocks`]; every output must match the first bit
+/// for bit. Returns the first output, for a check against a reference.
+pub fn same_bits_at_every_block_count<T: Float>(
+    what: &str,
+    mut run: impl FnMut() -> Vec<T>,
+) -> Vec<T> {
+    let natural = run();
+    let blocks = pypto_rt::last_launch().expect("a launch").blocks;
+    assert!(
+        blocks > 1,
+        "{what}: the shape should need more than one block; it has {blocks}"
+    );
+    let bits = |v: &[T]| -> Vec<u32> { v.iter().map(|x| x.bits()).collect() };
+    let want = bits(&natural);
+    for n in 1..=pypto_rt::MAX_BLOCKS {
+        let got = bits(&pypto_rt::with_host_blocks(n, &mut run).unwrap());
+        assert_eq!(pypto_rt::last_launch().unwrap().blocks, n, "{what}");
+        assert_eq!(got.len(), want.len(), "{what}: {n} blocks");
+        if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
+            panic!(
+                "{what}: with {n} blocks element {i} has bits {:#x}, with the natural {blocks} {:#x}",
+                got[i], want[i]
+            );
+        }
+    }
+    natural
 }
 
 /// `data` rounded to `T`.

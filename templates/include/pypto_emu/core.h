@@ -110,10 +110,41 @@ struct HostLaunch {
     uint64_t timeout_ms;
 };
 
-static_assert(sizeof(HostArg) == 40, "HostArg must match pypto-rt's launch.rs");
-static_assert(sizeof(HostLaunch) == 120, "HostLaunch must match pypto-rt's launch.rs");
-static_assert(offsetof(HostLaunch, arg_info) == 72, "HostLaunch must match pypto-rt's launch.rs");
-static_assert(offsetof(HostLaunch, timeout_ms) == 112, "HostLaunch must match pypto-rt's launch.rs");
+// The layout pypto-rt's launch.rs asserts too, with the same numbers (a
+// pypto-rt unit test reads these lines and compares): a mismatch names the
+// struct and field.
+#define PYPTO_EMU_SIZE(type, bytes) \
+    static_assert(sizeof(type) == bytes, \
+                  #type " is not " #bytes " bytes; core.h and pypto-rt's launch.rs must agree on it")
+#define PYPTO_EMU_FIELD(type, field, offset) \
+    static_assert(offsetof(type, field) == offset, \
+                  #type "::" #field " is not at byte " #offset "; core.h and pypto-rt's launch.rs must agree on it")
+PYPTO_EMU_SIZE(HostArg, 40);
+PYPTO_EMU_FIELD(HostArg, map_begin, 0);
+PYPTO_EMU_FIELD(HostArg, map_end, 8);
+PYPTO_EMU_FIELD(HostArg, name, 16);
+PYPTO_EMU_FIELD(HostArg, name_len, 24);
+PYPTO_EMU_FIELD(HostArg, writable, 32);
+PYPTO_EMU_FIELD(HostArg, reserved, 36);
+PYPTO_EMU_SIZE(HostLaunch, 120);
+PYPTO_EMU_FIELD(HostLaunch, block_idx, 0);
+PYPTO_EMU_FIELD(HostLaunch, block_num, 4);
+PYPTO_EMU_FIELD(HostLaunch, args, 8);
+PYPTO_EMU_FIELD(HostLaunch, arg_bytes, 16);
+PYPTO_EMU_FIELD(HostLaunch, num_args, 24);
+PYPTO_EMU_FIELD(HostLaunch, tiling, 32);
+PYPTO_EMU_FIELD(HostLaunch, tiling_bytes, 40);
+PYPTO_EMU_FIELD(HostLaunch, err, 48);
+PYPTO_EMU_FIELD(HostLaunch, err_len, 56);
+PYPTO_EMU_FIELD(HostLaunch, ub_peak, 64);
+PYPTO_EMU_FIELD(HostLaunch, arg_info, 72);
+PYPTO_EMU_FIELD(HostLaunch, kernel, 80);
+PYPTO_EMU_FIELD(HostLaunch, kernel_len, 88);
+PYPTO_EMU_FIELD(HostLaunch, launch_id, 96);
+PYPTO_EMU_FIELD(HostLaunch, cancel, 104);
+PYPTO_EMU_FIELD(HostLaunch, timeout_ms, 112);
+#undef PYPTO_EMU_FIELD
+#undef PYPTO_EMU_SIZE
 
 // A param's name as written in messages: `x`.
 inline std::string param_name(const GmRegion& r)
