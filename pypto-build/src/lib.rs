@@ -15,10 +15,10 @@
 //! ```
 
 mod builder;
-mod contract;
 pub mod builtin;
 pub mod cli;
 pub mod codegen;
+mod contract;
 pub mod diag;
 pub mod dump;
 mod error;
