@@ -46,7 +46,7 @@ pub enum Error {
     /// The C++ compiler failed on the rendered kernel sources; the message
     /// names each rejected source, where it came from, and what the
     /// compiler said.
-    #[error("compiling kernels failed: {message}\nrendered sources are in {}", dir.display())]
+    #[error("compiling kernels failed:\n{message}\nrendered sources are in {}", dir.display())]
     Compile { message: String, dir: PathBuf },
 }
 
