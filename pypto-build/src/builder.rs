@@ -319,15 +319,14 @@ impl Builder {
                 .iter()
                 .map(|(_, text)| *text)
                 .collect();
-            let (mut objects, host_report) =
-                toolchain::compile_cached(
-                    &host,
-                    &paths,
-                    &obj_dir.join("cache"),
-                    &salt,
-                    self.cargo_metadata,
-                )
-                    .map_err(compile_error)?;
+            let (mut objects, host_report) = toolchain::compile_cached(
+                &host,
+                &paths,
+                &obj_dir.join("cache"),
+                &salt,
+                self.cargo_metadata,
+            )
+            .map_err(compile_error)?;
             report += host_report;
             if let Some(toolkit) = &toolkit {
                 // The toolkit's version stands for its headers and libraries.
@@ -341,15 +340,14 @@ impl Builder {
                     let npu_obj_dir = obj_dir.join(&name);
                     let build =
                         toolchain::npu_build(toolkit, *arch, *cube, &npu_obj_dir, self.opt_level);
-                    let (npu_objects, npu_report) =
-                        toolchain::compile_cached(
-                            &build,
-                            group,
-                            &npu_obj_dir.join("cache"),
-                            &salt,
-                            self.cargo_metadata,
-                        )
-                            .map_err(compile_error)?;
+                    let (npu_objects, npu_report) = toolchain::compile_cached(
+                        &build,
+                        group,
+                        &npu_obj_dir.join("cache"),
+                        &salt,
+                        self.cargo_metadata,
+                    )
+                    .map_err(compile_error)?;
                     objects.extend(npu_objects);
                     report += npu_report;
                 }

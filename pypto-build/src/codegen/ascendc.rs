@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use handlebars::{Handlebars, RenderErrorReason};
+use handlebars::{Handlebars, RenderErrorReason, TemplateErrorReason};
 use serde_json::{Value, json};
 
 use crate::codegen::{Plan, lines};
@@ -245,7 +245,22 @@ fn register(
     if let Err(e) = registry.register_template_string(name, template.body()) {
         let (line, column) = e.pos().unwrap_or((1, 1));
         let pos = template.position(line, column, false);
-        return Err(template.diagnostic(pos, format!("template syntax: {}", e.reason())));
+        let message = match e.reason() {
+            // Handlebars lists the grammar rules it expected; the position
+            // says more.
+            TemplateErrorReason::InvalidSyntax(_) => {
+                let end = crate::diag::end_position(template.body());
+                if (line, column) >= (end.line as usize, end.column as usize) {
+                    "template syntax: the template ends inside a block or tag \
+                     (a `{{#…}}` without its `{{/…}}`?)"
+                        .to_owned()
+                } else {
+                    "template syntax: invalid handlebars syntax".to_owned()
+                }
+            }
+            other => format!("template syntax: {other}"),
+        };
+        return Err(template.diagnostic(pos, message));
     }
     if template.marked.is_some()
         && registry
@@ -575,4 +590,66 @@ pub fn for_arch(
     }
     out.push_str(source);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn builtin_templates_and_partials_take_markers() {
+        let all = library::BUILTIN_TEMPLATES.iter().chain(library::PARTIALS);
+        for (name, text) in all {
+            let t = Registered::new((*text).to_owned(), PathBuf::from(*name), 0);
+            assert!(t.marked.is_some(), "{name}");
+            handlebars::Template::compile(t.registered_text())
+                .unwrap_or_else(|e| panic!("{name} with markers: {e}"));
+        }
+    }
+
+    #[test]
+    fn front_matter_is_not_rendered_and_lines_count_from_the_file() {
+        let t = Registered::new(
+            "---\nparams: {}\n---\nint a;\n  {{nope}}\n".to_owned(),
+            PathBuf::from("t.hbs"),
+            0,
+        );
+        assert_eq!(t.body(), "int a;\n  {{nope}}\n");
+        let mut registry = Handlebars::new();
+        registry.set_strict_mode(true);
+        register(&mut registry, "t.hbs", &t).unwrap();
+        let e = registry
+            .render("t.hbs", &json!({ "b": 1, "a": { "x": 1 } }))
+            .unwrap_err();
+        let d = render_diagnostic(&e, "t.hbs", &t, &[], &json!({ "b": 1, "a": { "x": 1 } }));
+        assert_eq!(
+            d.render(),
+            "t.hbs:5:3: error: unknown variable `nope`; available: `a`, `b`\n  |\n5 |   {{nope}}\n  |   ^"
+        );
+        // A syntax error, located in the text as written.
+        let t = Registered::new(
+            "---\n---\n{{#if a}}\n".to_owned(),
+            PathBuf::from("u.hbs"),
+            0,
+        );
+        let d = register(&mut registry, "u.hbs", &t).unwrap_err();
+        assert_eq!(d.location.to_string(), "u.hbs:4:1");
+    }
+
+    #[test]
+    fn unknown_variables_list_what_exists_beside_them() {
+        let data = json!({ "args": { "x": { "name": "x", "axes": ["1u", "2u"] }, "y": {} }, "kernel": "k" });
+        assert_eq!(
+            available(&data, "args.x.nmae"),
+            ["args.x.axes", "args.x.name"]
+        );
+        assert_eq!(available(&data, "args.z.name"), ["args.x", "args.y"]);
+        assert_eq!(
+            available(&data, "args.x.axes.[2]"),
+            ["args.x.axes.[0]", "args.x.axes.[1]"]
+        );
+        assert_eq!(available(&data, "kernal"), ["args", "kernel"]);
+        assert_eq!(available(&data, "kernel.x"), ["args", "kernel"]);
+    }
 }

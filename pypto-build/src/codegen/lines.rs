@@ -342,3 +342,82 @@ fn unmark(line: &str) -> (Option<Origin>, String) {
     }
     (origin, clean)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Renders `template` (starting on template line `first`) with markers
+    /// and `partial` as partial `p`, and resolves it after `prefix`.
+    fn render(prefix: &str, template: &str, first: usize, partial: &str) -> String {
+        let mut registry = handlebars::Handlebars::new();
+        registry.set_strict_mode(true);
+        let p = mark(partial, 1, 1).unwrap();
+        registry.register_partial("p", &p.text).unwrap();
+        let t = mark(template, 0, first).unwrap();
+        registry.register_template_string("t", &t.text).unwrap();
+        let body = registry
+            .render("t", &json!({ "xs": [1, 2], "v": "a;\nb;", "yes": true }))
+            .unwrap();
+        let mut out = prefix.to_owned();
+        resolve(
+            &mut out,
+            &body,
+            &[c_string("t.hbs"), c_string("p.hbs")],
+            &c_string("k_s0.cpp"),
+        );
+        out
+    }
+
+    #[test]
+    fn template_lines_keep_their_numbers_through_blocks_partials_and_values() {
+        let template = "int a;\n{{#each xs}}\nint x{{this}};\n{{/each}}\n{{v}}\n\n  {{> p}}\n{{#if yes}}int y;{{/if}}\nint z;";
+        assert_eq!(
+            render("// 1\n// 2\n", template, 5, "int p;\n"),
+            "// 1\n// 2\n\
+             #line 5 \"t.hbs\"\nint a;\n\
+             #line 7 \"t.hbs\"\nint x1;\n\
+             #line 7 \"t.hbs\"\nint x2;\n\
+             #line 9 \"t.hbs\"\na;\n\
+             #line 12 \"k_s0.cpp\"\nb;\n\
+             \n\
+             #line 1 \"p.hbs\"\n  int p;\n\
+             #line 12 \"t.hbs\"\nint y;\n\
+             int z;\n\
+             #line 20 \"k_s0.cpp\"\n"
+        );
+    }
+
+    #[test]
+    fn markers_stay_out_of_tags_comments_and_stripped_whitespace() {
+        let template = "{{#if yes}}\nA\n{{/if}}\n{{!-- a\nb --}}\n{{v\n}}\nB {{~v~}}\n  C\nD\n{{{{raw}}}}\nE\n{{{{/raw}}}}\n";
+        let m = mark(template, 0, 1).unwrap();
+        let marked: Vec<usize> = m
+            .marks
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.is_some())
+            .map(|(i, _)| i + 1)
+            .collect();
+        // `{{#if}}`, `{{/if}}`, a comment's and a tag's inner lines, the
+        // line after `~}}` and the raw block's are left alone.
+        assert_eq!(marked, [2, 6, 8, 10]);
+        // What handlebars makes of it is the same, markers aside.
+        let mut registry = handlebars::Handlebars::new();
+        registry.register_escape_fn(handlebars::no_escape);
+        let data = json!({ "yes": true, "v": "x" });
+        let plain = registry.render_template(template, &data).unwrap();
+        let marked = registry.render_template(&m.text, &data).unwrap();
+        let unmarked: String = marked.split(MARK).step_by(2).collect();
+        assert_eq!(unmarked, plain);
+        assert_eq!(m.column(8, 20), 20 - "\u{1}0:8\u{1}".len());
+        assert_eq!(m.column(9, 3), 3);
+        assert!(mark("a\u{1}b", 0, 1).is_none());
+    }
+
+    #[test]
+    fn file_names_are_c_strings() {
+        assert_eq!(c_string("dir\\t \"x\".hbs"), "\"dir\\\\t \\\"x\\\".hbs\"");
+    }
+}

@@ -414,7 +414,12 @@ pub fn syntax_check(include_dir: &Path, sources: &[PathBuf]) -> Result<Vec<Rejec
             // Plain quotes in messages, whatever the user's locale (cc does the same).
             .env("LC_ALL", "C")
             .output()
-            .map_err(|e| format!("cannot run the C++ compiler `{}`: {e}", compiler.to_string_lossy()))?;
+            .map_err(|e| {
+                format!(
+                    "cannot run the C++ compiler `{}`: {e}",
+                    compiler.to_string_lossy()
+                )
+            })?;
         if output.status.success() {
             return Ok(None);
         }
