@@ -231,6 +231,10 @@ fn emit(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> std::io::R
             writeln!(err, "{}", problems.render())?;
             return Ok(1);
         }
+        Err(e @ crate::Error::Template { .. }) => {
+            writeln!(err, "{e}")?;
+            return Ok(1);
+        }
         Err(e) => {
             writeln!(err, "error: {e}")?;
             return Ok(1);

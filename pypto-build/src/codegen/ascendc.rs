@@ -128,8 +128,14 @@ fn render_each(
             PathBuf::from(format!("builtin/partials/{name}.hbs")),
             i + 1,
         );
-        // Builtin partials are tested to parse, with and without markers.
-        let _ = registry.register_partial(name, partial.registered_text());
+        // Builtin partials are tested to parse with markers; without them,
+        // a partial that failed to is met as an unknown partial.
+        if registry
+            .register_partial(name, partial.registered_text())
+            .is_err()
+        {
+            let _ = registry.register_partial(name, partial.body());
+        }
         partials.push((name, partial));
     }
     let mut sources = Vec::new();

@@ -212,12 +212,12 @@ fn scan(bytes: &[u8], state: &mut State, stripping: &mut bool) {
                 }
             }
             State::Raw => {
-                if at(i, b"{{{{/") {
-                    if let Some(n) = bytes[i..].windows(4).position(|w| w == b"}}}}") {
-                        *state = State::Text;
-                        i += n + 4;
-                        continue;
-                    }
+                if at(i, b"{{{{/")
+                    && let Some(n) = bytes[i..].windows(4).position(|w| w == b"}}}}")
+                {
+                    *state = State::Text;
+                    i += n + 4;
+                    continue;
                 }
             }
         }

@@ -405,7 +405,8 @@ pub fn syntax_check(include_dir: &Path, sources: &[PathBuf]) -> Result<Vec<Rejec
     let compiler = std::env::var_os("CXX")
         .filter(|c| !c.is_empty())
         .unwrap_or_else(|| "c++".into());
-    let check = |source: &PathBuf| -> Result<Option<Rejected>, String> {
+    type Checked = Result<Option<Rejected>, String>;
+    let check = |source: &PathBuf| -> Checked {
         let output = Command::new(&compiler)
             .args(["-std=c++17", "-fsyntax-only", "-DPYPTO_HOST_BACKEND=1"])
             .arg("-I")
@@ -434,7 +435,7 @@ pub fn syntax_check(include_dir: &Path, sources: &[PathBuf]) -> Result<Vec<Rejec
         .map_or(1, std::num::NonZeroUsize::get)
         .min(sources.len().max(1));
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<(usize, Result<Option<Rejected>, String>)>> = Mutex::new(Vec::new());
+    let results: Mutex<Vec<(usize, Checked)>> = Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| {
