@@ -238,10 +238,13 @@ fn a_user_crate_builds_runs_rebuilds_only_on_change_and_reports_spec_errors() {
     .unwrap();
     let (ok, _, stderr) = cargo(&dir, &["build"]);
     assert!(!ok);
+    // (Cargo indents what the build script printed.)
     assert!(
-        stderr.contains("Error: compiling kernels failed:\nkernels/broken.hbs:"),
+        stderr.contains("Error: compiling kernels failed:\n  kernels/broken.hbs:"),
         "{stderr}"
     );
+    // Without cc's echo of the variables it read.
+    assert!(!stderr.contains("CXX = None"), "{stderr}");
     // At the template's line, once: not also as cc's warnings, nor in cc's
     // command line.
     let located: Vec<&str> = stderr
@@ -249,7 +252,10 @@ fn a_user_crate_builds_runs_rebuilds_only_on_change_and_reports_spec_errors() {
         .filter(|l| l.contains(": error: ") && l.contains("undeclared_thing"))
         .collect();
     assert_eq!(located.len(), 1, "{stderr}");
-    assert!(located[0].starts_with("kernels/broken.hbs:1:"), "{stderr}");
+    assert!(
+        located[0].trim_start().starts_with("kernels/broken.hbs:1:"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("did not execute successfully"), "{stderr}");
     // The rendered source is named second.
     assert!(

@@ -69,7 +69,9 @@ pub fn host_build(
         .define("PYPTO_HOST_BACKEND", "1")
         .opt_level(opt_level)
         .out_dir(obj_dir)
-        .cargo_metadata(cargo_metadata)
+        // Quiet while probing: with metadata on, cc prints every variable it
+        // reads, and its value, which Cargo shows if the build then fails.
+        .cargo_metadata(false)
         .warnings(true);
     // Kernel entries take every tensor; templates need not use them all.
     // GCC and Clang know the flag; asking cc to probe would cost two
@@ -88,6 +90,7 @@ pub fn host_build(
             build.flag_if_supported("-Wno-unused-parameter");
         }
     }
+    build.cargo_metadata(cargo_metadata);
     build
 }
 
@@ -134,7 +137,13 @@ pub fn compile_cached(
     forward_warnings: bool,
 ) -> Result<(Vec<PathBuf>, CompileReport), CompileFailure> {
     std::fs::create_dir_all(cache).map_err(|e| failure(format!("{}: {e}", cache.display())))?;
-    let tool = build
+    // With metadata on, cc prints each variable it reads and its value: on
+    // a failure Cargo would show them all around the compiler's message. A
+    // failed build script runs again anyway, so Cargo need only hear of
+    // them once compiling succeeded.
+    let mut quiet = build.clone();
+    quiet.cargo_metadata(false);
+    let tool = quiet
         .try_get_compiler()
         .map_err(|e| failure(e.to_string()))?;
     let compiler = format!("{:?} {:?}", tool.path(), tool.args());
@@ -162,7 +171,7 @@ pub fn compile_cached(
         // The compiler's output is captured rather than printed by cc, so
         // that a failure is told once, in the error, per source.
         let messages = Arc::new(Messages::default());
-        let mut changed = build.clone();
+        let mut changed = quiet.clone();
         changed
             .cargo_warnings(false)
             .message_logger(Some(messages.clone()));
@@ -193,6 +202,8 @@ pub fn compile_cached(
             store_cache_entry(object, cached)?;
         }
     }
+    // Now cc tells Cargo which variables choose the compiler and its flags.
+    let _ = build.try_get_compiler();
     // Objects of kernels that changed or went away are not kept (nor are
     // temporaries of an interrupted store).
     if let Ok(entries) = std::fs::read_dir(cache) {
