@@ -106,8 +106,22 @@ impl Registered {
     /// A located diagnostic with a snippet of the template line.
     fn diagnostic(&self, pos: Pos, message: String) -> Diagnostic {
         let mut sink = Sink::new(&self.path, &self.text);
-        sink.error(pos, message);
-        sink.finish().remove(0)
+        sink.error(pos, message.clone());
+        sink.finish()
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| Diagnostic {
+                location: sink_location(&self.path, pos),
+                message,
+                snippet: None,
+            })
+    }
+}
+
+fn sink_location(path: &Path, pos: Pos) -> crate::diag::Location {
+    crate::diag::Location {
+        path: path.to_path_buf(),
+        pos,
     }
 }
 
@@ -128,8 +142,8 @@ fn render_each(
             PathBuf::from(format!("builtin/partials/{name}.hbs")),
             i + 1,
         );
-        // Builtin partials are tested to parse with markers; without them,
-        // a partial that failed to is met as an unknown partial.
+        // A partial whose markers do not parse goes in without them (the
+        // builtin partials are tested to take markers).
         if registry
             .register_partial(name, partial.registered_text())
             .is_err()
