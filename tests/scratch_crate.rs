@@ -238,15 +238,30 @@ fn a_user_crate_builds_runs_rebuilds_only_on_change_and_reports_spec_errors() {
     .unwrap();
     let (ok, _, stderr) = cargo(&dir, &["build"]);
     assert!(!ok);
+    // (Cargo indents what the build script printed.)
     assert!(
-        stderr.contains("Error: compiling kernels failed: "),
+        stderr.contains("Error: compiling kernels failed:\n  kernels/broken.hbs:"),
         "{stderr}"
     );
+    // Without cc's echo of the variables it read.
+    assert!(!stderr.contains("CXX = None"), "{stderr}");
+    // At the template's line, once: not also as cc's warnings, nor in cc's
+    // command line.
+    let located: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains(": error: ") && l.contains("undeclared_thing"))
+        .collect();
+    assert_eq!(located.len(), 1, "{stderr}");
     assert!(
-        stderr.contains("broken_s0.cpp rendered from kernel `broken` from kernels/broken.yaml:2:3 (template kernels/broken.hbs):"),
+        located[0].trim_start().starts_with("kernels/broken.hbs:1:"),
         "{stderr}"
     );
-    assert!(stderr.contains("undeclared_thing"), "{stderr}");
+    assert!(!stderr.contains("did not execute successfully"), "{stderr}");
+    // The rendered source is named second.
+    assert!(
+        stderr.contains("/out/pypto/src/broken_s0.cpp, rendered from kernel `broken` from kernels/broken.yaml:2:3 (template kernels/broken.hbs)\n"),
+        "{stderr}"
+    );
     std::fs::remove_file(dir.join("kernels/broken.yaml")).unwrap();
 
     // A spec error fails the user's build, located, without a struct dump.

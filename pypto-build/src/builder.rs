@@ -306,7 +306,7 @@ impl Builder {
         write_if_changed(&rust_file, &generated.rust)?;
 
         let compile_error = |failure: crate::toolchain::CompileFailure| Error::Compile {
-            message: describe_failure(&failure, &generated),
+            message: describe_failure(&failure, &generated.sources, &generated.model),
             dir: source_dir.clone(),
         };
         let mut report = CompileReport::default();
@@ -319,9 +319,14 @@ impl Builder {
                 .iter()
                 .map(|(_, text)| *text)
                 .collect();
-            let (mut objects, host_report) =
-                toolchain::compile_cached(&host, &paths, &obj_dir.join("cache"), &salt)
-                    .map_err(compile_error)?;
+            let (mut objects, host_report) = toolchain::compile_cached(
+                &host,
+                &paths,
+                &obj_dir.join("cache"),
+                &salt,
+                self.cargo_metadata,
+            )
+            .map_err(compile_error)?;
             report += host_report;
             if let Some(toolkit) = &toolkit {
                 // The toolkit's version stands for its headers and libraries.
@@ -335,9 +340,14 @@ impl Builder {
                     let npu_obj_dir = obj_dir.join(&name);
                     let build =
                         toolchain::npu_build(toolkit, *arch, *cube, &npu_obj_dir, self.opt_level);
-                    let (npu_objects, npu_report) =
-                        toolchain::compile_cached(&build, group, &npu_obj_dir.join("cache"), &salt)
-                            .map_err(compile_error)?;
+                    let (npu_objects, npu_report) = toolchain::compile_cached(
+                        &build,
+                        group,
+                        &npu_obj_dir.join("cache"),
+                        &salt,
+                        self.cargo_metadata,
+                    )
+                    .map_err(compile_error)?;
                     objects.extend(npu_objects);
                     report += npu_report;
                 }
@@ -409,21 +419,28 @@ fn remove_stale_sources(dir: &Path, keep: &[PathBuf]) -> Result<(), Error> {
     Ok(())
 }
 
-/// The compiler's complaints, each with the kernel, spec and template the
-/// rejected source was rendered from.
-fn describe_failure(failure: &crate::toolchain::CompileFailure, generated: &Generated) -> String {
-    let mut out = failure.summary.clone();
+/// The compiler's complaints (located at template lines, thanks to the
+/// sources' `#line` directives), each followed by the rendered source the
+/// compiler was given and the kernel, spec and template it came from.
+pub(crate) fn describe_failure(
+    failure: &crate::toolchain::CompileFailure,
+    sources: &[Source],
+    model: &Model,
+) -> String {
+    let mut parts = Vec::new();
+    if !failure.summary.is_empty() {
+        parts.push(failure.summary.clone());
+    }
     for rejected in &failure.rejected {
         let name = rejected
             .source
             .file_name()
             .and_then(|n| n.to_str())
             .unwrap_or("");
-        let origin = generated
-            .sources
+        let origin = sources
             .iter()
             .find(|s| s.file_name == name)
-            .and_then(|s| generated.model.kernels.iter().find(|k| k.name == s.kernel))
+            .and_then(|s| model.kernels.iter().find(|k| k.name == s.kernel))
             .map(|k| {
                 format!(
                     "kernel `{}` from {} (template {})",
@@ -431,13 +448,13 @@ fn describe_failure(failure: &crate::toolchain::CompileFailure, generated: &Gene
                 )
             })
             .unwrap_or_else(|| "an unknown kernel".to_owned());
-        out.push_str(&format!(
-            "\n\n{} rendered from {origin}:\n{}",
-            rejected.source.display(),
-            rejected.message
+        parts.push(format!(
+            "{}\nnote: the compiler was given {}, rendered from {origin}",
+            rejected.message,
+            crate::diag::display_path(&rejected.source),
         ));
     }
-    out
+    parts.join("\n\n")
 }
 
 #[cfg(test)]

@@ -4,13 +4,23 @@
 //! the command line itself is wrong.
 
 use std::io::Write;
+use std::path::Path;
+
+use crate::codegen::ascendc::{self, Source};
+use crate::codegen::{Plan, SymbolScope};
 
 const USAGE: &str = "\
 usage: pypto-build <command> PATH...
 
 commands:
-  check PATH...   check spec files and directories; print each problem as
-                  PATH:LINE:COL: error: MESSAGE
+  check [--compile] PATH...
+                  check spec files and directories, and render each kernel's
+                  template for each specialisation; print each problem as
+                  PATH:LINE:COL: error: MESSAGE (for a template problem, the
+                  template's line). With --compile, also compile the rendered
+                  sources, syntax only, with the host C++ compiler ($CXX, else
+                  c++) against the emulation headers; its errors name
+                  template lines too
   dump PATH...    print the checked model: what each dim marker resolved to
                   and the STATIC specialisations to build
   emit rust PATH...      print the generated Rust wrappers
@@ -42,6 +52,8 @@ fn run_inner(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> std::
             return Ok(2);
         }
     }
+    let compile = command == "check" && paths.first().is_some_and(|p| p == "--compile");
+    let paths = if compile { &paths[1..] } else { paths };
     if paths.is_empty() {
         writeln!(
             err,
@@ -64,17 +76,131 @@ fn run_inner(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> std::
     };
     if command == "dump" {
         write!(out, "{}", crate::dump::model(&model))?;
-    } else {
-        let k = model.kernels.len();
-        let f = model.files.len();
-        writeln!(
+        return Ok(0);
+    }
+    let sources = match render_templates(&model, err)? {
+        Ok(sources) => sources,
+        Err(code) => return Ok(code),
+    };
+    if compile && let Err(code) = compile_sources(&model, &sources, err)? {
+        return Ok(code);
+    }
+    let k = model.kernels.len();
+    let f = model.files.len();
+    write!(
+        out,
+        "ok: {k} kernel{} in {f} spec file{}",
+        plural(k),
+        plural(f)
+    )?;
+    if compile {
+        let n = sources.len();
+        write!(
             out,
-            "ok: {k} kernel{} in {f} spec file{}",
-            if k == 1 { "" } else { "s" },
-            if f == 1 { "" } else { "s" }
+            "; {n} rendered source{} compile{}",
+            plural(n),
+            if n == 1 { "s" } else { "" }
         )?;
     }
+    writeln!(out)?;
     Ok(0)
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Renders every kernel's template for each specialisation, strictly, as a
+/// build would; prints each problem, located in its template.
+fn render_templates(
+    model: &crate::Model,
+    err: &mut dyn Write,
+) -> std::io::Result<Result<Vec<Source>, i32>> {
+    let scope = SymbolScope::Prefix("crate".to_owned());
+    let plans: Vec<Plan<'_>> = model.kernels.iter().map(|k| Plan::new(k, &scope)).collect();
+    let mut read = |path: &Path| {
+        std::fs::read_to_string(path).map_err(|source| crate::Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+    };
+    let (sources, errors) = ascendc::render_all(&plans, &mut read);
+    if errors.is_empty() {
+        return Ok(Ok(sources));
+    }
+    for e in &errors {
+        match e {
+            crate::Error::Template { .. } => writeln!(err, "{e}")?,
+            _ => writeln!(err, "error: {e}")?,
+        }
+    }
+    let n = errors.len();
+    writeln!(
+        err,
+        "error: {n} problem{} found in the templates",
+        plural(n)
+    )?;
+    Ok(Err(1))
+}
+
+/// Compiles the rendered sources, syntax only, in a scratch directory with
+/// the emulation headers; prints what the compiler said about each it
+/// rejected, and keeps the directory for a look at the sources.
+fn compile_sources(
+    model: &crate::Model,
+    sources: &[Source],
+    err: &mut dyn Write,
+) -> std::io::Result<Result<(), i32>> {
+    let dir = std::env::temp_dir().join(format!("pypto-build-check-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let include_dir = dir.join("include");
+    let source_dir = dir.join("src");
+    let mut paths = Vec::with_capacity(sources.len());
+    let written: Result<(), crate::Error> = (|| {
+        for (name, text) in crate::library::EMULATION_HEADERS {
+            crate::write_if_changed(&include_dir.join(name), text)?;
+        }
+        for source in sources {
+            let path = source_dir.join(&source.file_name);
+            crate::write_if_changed(&path, &source.text)?;
+            paths.push(path);
+        }
+        Ok(())
+    })();
+    if let Err(e) = written {
+        writeln!(err, "error: {e}")?;
+        let _ = std::fs::remove_dir_all(&dir);
+        return Ok(Err(1));
+    }
+    let rejected = match crate::toolchain::syntax_check(&include_dir, &paths) {
+        Ok(rejected) => rejected,
+        Err(e) => {
+            writeln!(err, "error: {e}")?;
+            let _ = std::fs::remove_dir_all(&dir);
+            return Ok(Err(1));
+        }
+    };
+    if rejected.is_empty() {
+        let _ = std::fs::remove_dir_all(&dir);
+        return Ok(Ok(()));
+    }
+    let failure = crate::toolchain::CompileFailure {
+        summary: String::new(),
+        rejected,
+    };
+    writeln!(
+        err,
+        "{}",
+        crate::builder::describe_failure(&failure, sources, model)
+    )?;
+    let n = failure.rejected.len();
+    writeln!(
+        err,
+        "error: {n} rendered source{} failed to compile; the sources are in {}",
+        plural(n),
+        crate::diag::display_path(&source_dir)
+    )?;
+    Ok(Err(1))
 }
 
 fn emit(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> std::io::Result<i32> {
@@ -103,6 +229,10 @@ fn emit(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> std::io::R
         }
         Err(crate::Error::Spec(problems)) => {
             writeln!(err, "{}", problems.render())?;
+            return Ok(1);
+        }
+        Err(e @ crate::Error::Template { .. }) => {
+            writeln!(err, "{e}")?;
             return Ok(1);
         }
         Err(e) => {

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::diag::Diagnostics;
+use crate::diag::{Diagnostic, Diagnostics};
 
 /// Why generating or compiling kernels failed.
 ///
@@ -16,13 +16,20 @@ pub enum Error {
     #[error("invalid kernel specs:\n{}", .0.render())]
     Spec(Diagnostics),
 
-    /// A template could not be rendered.
-    #[error("kernel `{kernel}` (spec {spec}): template `{template}` failed to render: {message}")]
+    /// A template could not be parsed or rendered; the diagnostic locates
+    /// the problem in the template (or the builtin partial) it is in.
+    #[error(
+        "{}\nnote: while rendering template `{template}` for kernel `{kernel}` ({origin}), specialisation: {specialisation}",
+        diagnostic.render()
+    )]
     Template {
         kernel: String,
-        spec: String,
+        /// Where the kernel is declared.
+        origin: String,
         template: String,
-        message: String,
+        /// The STATIC sizes being rendered.
+        specialisation: String,
+        diagnostic: Box<Diagnostic>,
     },
 
     /// A file could not be read or written.
@@ -39,7 +46,7 @@ pub enum Error {
     /// The C++ compiler failed on the rendered kernel sources; the message
     /// names each rejected source, where it came from, and what the
     /// compiler said.
-    #[error("compiling kernels failed: {message}\nrendered sources are in {}", dir.display())]
+    #[error("compiling kernels failed:\n{message}\nrendered sources are in {}", dir.display())]
     Compile { message: String, dir: PathBuf },
 }
 

@@ -1,5 +1,6 @@
 //! The `pypto-build` binary: exit statuses and output streams.
 
+use std::path::Path;
 use std::process::Command;
 
 fn run(args: &[&str]) -> (i32, String, String) {
@@ -63,7 +64,7 @@ fn usage_errors_exit_2() {
     assert!(err.starts_with("error: `check` needs at least one spec file or directory"));
     let (code, out, _) = run(&["--help"]);
     assert_eq!(code, 0);
-    assert!(out.contains("check PATH..."));
+    assert!(out.contains("check [--compile] PATH..."));
 }
 
 #[test]
@@ -98,4 +99,128 @@ fn emit_prints_generated_rust_and_ascendc() {
     let (code, _, err) = run(&["emit", "python", "tests/specs/examples"]);
     assert_eq!(code, 2);
     assert!(err.starts_with("error: `emit` takes `rust` or `ascendc`"));
+}
+
+/// A directory of its own for one test, holding a spec of kernel `k` (a
+/// tensor `x`, a scalar `alpha`, an output `y`) with user template `t.hbs`.
+fn user_kernel(name: &str, template: &str) -> std::path::PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("t.hbs"), template).unwrap();
+    std::fs::write(
+        dir.join("k.yaml"),
+        "kernels:\n  k:\n    template: t.hbs\n    params:\n      \
+         x: { dtype: DT_FP32, shape: [DYNAMIC, 8] }\n      alpha: { scalar: DT_FP32 }\n      \
+         y: { dtype: DT_FP32, shape: [DYNAMIC, 8], output: true }\n",
+    )
+    .unwrap();
+    dir
+}
+
+const ENTRY: &str = "extern \"C\" __global__ __aicore__ void {{symbol}}({{entry_params}})\n{\n    {{load_tiling}}\n";
+
+#[test]
+fn check_renders_templates_and_locates_unknown_variables() {
+    let dir = user_kernel(
+        "unknown-variable",
+        &format!("{ENTRY}    float a = {{{{args.alpha.valeu}}}};\n}}\n"),
+    );
+    let spec = dir.join("k.yaml").display().to_string();
+    let t = dir.join("t.hbs").display().to_string();
+    let (code, out, err) = run(&["check", &spec]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    assert_eq!(
+        err,
+        format!(
+            "{t}:4:15: error: unknown variable `args.alpha.valeu`; available: `args.alpha.name`, \
+             `args.alpha.type`, `args.alpha.value`\n  |\n4 |     float a = {{{{args.alpha.valeu}}}};\n  \
+             |               ^\nnote: while rendering template `{t}` for kernel `k` ({spec}:2:3), \
+             specialisation: no STATIC dims\nerror: 1 problem found in the templates\n"
+        )
+    );
+    // A role that does not exist: the roles that do.
+    std::fs::write(
+        dir.join("t.hbs"),
+        format!("{ENTRY}{{{{#each dims}}}}\n    // {{{{expr}}}}\n{{{{/each}}}}\n    {{{{args.beta.value}}}};\n}}\n"),
+    )
+    .unwrap();
+    let (code, _, err) = run(&["check", &spec]);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with(&format!(
+            "{t}:7:5: error: unknown variable `args.beta.value`; available: `args.alpha`, `args.x`, `args.y`\n"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn check_compile_reports_cpp_errors_at_template_lines() {
+    let dir = user_kernel(
+        "compile",
+        &format!(
+            "{ENTRY}{{{{#each dims}}}}\n    uint32_t d{{{{index}}}} = {{{{expr}}}};\n{{{{/each}}}}\n    undeclared_thing();\n}}\n"
+        ),
+    );
+    let spec = dir.join("k.yaml").display().to_string();
+    let t = dir.join("t.hbs").display().to_string();
+    // Rendering alone finds nothing wrong.
+    assert_eq!(
+        run(&["check", &spec]),
+        (0, "ok: 1 kernel in 1 spec file\n".into(), String::new())
+    );
+    let (code, out, err) = run(&["check", "--compile", &spec]);
+    assert_eq!((code, out.as_str()), (1, ""));
+    // Line 7 of the template, after a loop that rendered four lines.
+    let located: Vec<&str> = err.lines().filter(|l| l.contains(": error: ")).collect();
+    assert_eq!(located.len(), 1, "{err}");
+    assert!(
+        located[0].starts_with(&format!("{t}:7:5: error: "))
+            && located[0].contains("undeclared_thing"),
+        "{err}"
+    );
+    // The rendered file is named second.
+    let note = err
+        .lines()
+        .find(|l| l.starts_with("note: "))
+        .unwrap_or_default();
+    assert!(
+        note.starts_with("note: the compiler was given ")
+            && note.ends_with(&format!(
+                "/src/k_s0.cpp, rendered from kernel `k` from {spec}:2:3 (template {t})"
+            )),
+        "{err}"
+    );
+    assert!(
+        err.ends_with("/src\n")
+            && err.contains("\nerror: 1 rendered source failed to compile; the sources are in "),
+        "{err}"
+    );
+    // Fixed, it compiles.
+    std::fs::write(
+        dir.join("t.hbs"),
+        format!("{ENTRY}    (void)pypto_tiling;\n}}\n"),
+    )
+    .unwrap();
+    assert_eq!(
+        run(&["check", "--compile", &spec]),
+        (
+            0,
+            "ok: 1 kernel in 1 spec file; 1 rendered source compiles\n".into(),
+            String::new()
+        )
+    );
+}
+
+#[test]
+fn check_compile_passes_the_examples() {
+    assert_eq!(
+        run(&["check", "--compile", "tests/specs/examples"]),
+        (
+            0,
+            "ok: 2 kernels in 2 spec files; 2 rendered sources compile\n".into(),
+            String::new()
+        )
+    );
 }

@@ -103,13 +103,33 @@ fn template_errors_name_the_kernel_and_template() {
     assert_eq!(kernel, "k");
     assert_eq!(template, &dir.join("t.hbs").display().to_string());
 
-    // Strict mode: a misspelt variable is an error, not empty text.
-    let err = user_kernel(&dir, "{{args.x.nmae}}\n")
+    let t = dir.join("t.hbs").display().to_string();
+    let spec = dir.join("k.yaml").display().to_string();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{t}:2:1: error: template syntax: the template ends inside a block or tag \
+             (a `{{{{#…}}}}` without its `{{{{/…}}}}`?)\n  |\n2 | \n  | ^\n\
+             note: while rendering template `{t}` for kernel `k` ({spec}:2:3), \
+             specialisation: no STATIC dims"
+        )
+    );
+
+    // Strict mode: a misspelt variable is an error, not empty text; it is
+    // located in the template, with the names that exist there.
+    let err = user_kernel(&dir, "// line 1\n  x = {{args.x.nmae}};\n")
         .generate()
         .unwrap_err();
-    let message = err.to_string();
-    assert!(message.starts_with("kernel `k` (spec "), "{message}");
-    assert!(message.contains("failed to render"), "{message}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{t}:2:7: error: unknown variable `args.x.nmae`; available: `args.x.axes`, \
+             `args.x.index`, `args.x.inner`, `args.x.name`, `args.x.numel`, `args.x.outer`, \
+             `args.x.output`, `args.x.rank`, `args.x.type`\n  |\n2 |   x = {{{{args.x.nmae}}}};\n  |       ^\n\
+             note: while rendering template `{t}` for kernel `k` ({spec}:2:3), \
+             specialisation: no STATIC dims"
+        )
+    );
 }
 
 #[test]

@@ -4,12 +4,14 @@
 
 use std::collections::HashMap;
 use std::fmt::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use handlebars::Handlebars;
+use handlebars::{Handlebars, RenderErrorReason, TemplateErrorReason};
 use serde_json::{Value, json};
 
-use crate::codegen::Plan;
+use crate::codegen::{Plan, lines};
+use crate::contract;
+use crate::diag::{Diagnostic, Pos, Sink, display_path};
 use crate::error::Error;
 use crate::library;
 use crate::model::{DimSize, ParamKind, Target, TemplateRef};
@@ -26,26 +28,142 @@ pub struct Source {
 }
 
 /// Renders every specialisation of every kernel. Template files are read
-/// through `read`, so the caller can record them for rebuilds.
+/// through `read`, so the caller can record them for rebuilds. The first
+/// template that fails stops rendering; see [`render_all`].
 pub fn render(
     plans: &[Plan<'_>],
     read: &mut dyn FnMut(&Path) -> Result<String, Error>,
 ) -> Result<Vec<Source>, Error> {
+    let (sources, errors) = render_each(plans, read, true);
+    match errors.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(sources),
+    }
+}
+
+/// As [`render`], but goes on after a failing kernel, and returns what
+/// rendered and every error (the same problem in a template shared by
+/// several kernels once).
+pub fn render_all(
+    plans: &[Plan<'_>],
+    read: &mut dyn FnMut(&Path) -> Result<String, Error>,
+) -> (Vec<Source>, Vec<Error>) {
+    render_each(plans, read, false)
+}
+
+/// A template or partial as registered: its text, where its body starts,
+/// and the markers put in it.
+struct Registered {
+    /// The whole file, front matter included, for diagnostics' snippets.
+    text: String,
+    /// Where diagnostics locate it: the user's path, or `builtin/NAME.hbs`.
+    path: PathBuf,
+    body_line: usize,
+    marked: Option<lines::Marked>,
+    /// Its name in `#line` directives, a C string literal.
+    line_name: String,
+}
+
+impl Registered {
+    fn new(text: String, path: PathBuf, file: usize) -> Self {
+        let split = contract::split(&text);
+        let body_line = split.body_line;
+        let marked = lines::mark(split.body, file, body_line);
+        let line_name = lines::c_string(&display_path(&path));
+        Registered {
+            text,
+            path,
+            body_line,
+            marked,
+            line_name,
+        }
+    }
+
+    fn body(&self) -> &str {
+        contract::split(&self.text).body
+    }
+
+    /// What handlebars is given: the body with markers when it has them.
+    fn registered_text(&self) -> &str {
+        self.marked
+            .as_ref()
+            .map_or(self.body(), |m| m.text.as_str())
+    }
+
+    /// The template position of a body position handlebars reported.
+    fn position(&self, line: usize, column: usize, marked: bool) -> Pos {
+        let column = match &self.marked {
+            Some(m) if marked => m.column(line, column),
+            _ => column,
+        };
+        let line = self.body_line + line.saturating_sub(1);
+        Pos::new(
+            u32::try_from(line).unwrap_or(u32::MAX),
+            u32::try_from(column.max(1)).unwrap_or(u32::MAX),
+        )
+    }
+
+    /// A located diagnostic with a snippet of the template line.
+    fn diagnostic(&self, pos: Pos, message: String) -> Diagnostic {
+        let mut sink = Sink::new(&self.path, &self.text);
+        sink.error(pos, message.clone());
+        sink.finish()
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| Diagnostic {
+                location: sink_location(&self.path, pos),
+                message,
+                snippet: None,
+            })
+    }
+}
+
+fn sink_location(path: &Path, pos: Pos) -> crate::diag::Location {
+    crate::diag::Location {
+        path: path.to_path_buf(),
+        pos,
+    }
+}
+
+fn render_each(
+    plans: &[Plan<'_>],
+    read: &mut dyn FnMut(&Path) -> Result<String, Error>,
+    stop_at_first: bool,
+) -> (Vec<Source>, Vec<Error>) {
     let mut registry = Handlebars::new();
     registry.set_strict_mode(true);
     // Only validated identifiers and numbers are interpolated; C++ needs no escaping.
     registry.register_escape_fn(handlebars::no_escape);
-    for (name, text) in library::PARTIALS {
-        registry
-            .register_partial(name, *text)
-            .map_err(|e| Error::Config(format!("builtin partial `{name}` is invalid: {e}")))?;
+    // Partials are files 1..; a kernel's own template is file 0.
+    let mut partials: Vec<(&str, Registered)> = Vec::new();
+    for (i, (name, text)) in library::PARTIALS.iter().enumerate() {
+        let partial = Registered::new(
+            (*text).to_owned(),
+            PathBuf::from(format!("builtin/partials/{name}.hbs")),
+            i + 1,
+        );
+        // A partial whose markers do not parse goes in without them (the
+        // builtin partials are tested to take markers).
+        if registry
+            .register_partial(name, partial.registered_text())
+            .is_err()
+        {
+            let _ = registry.register_partial(name, partial.body());
+        }
+        partials.push((name, partial));
     }
     let mut sources = Vec::new();
+    let mut errors: Vec<Error> = Vec::new();
+    // `None` for a template that failed to load, reported once.
+    let mut templates: HashMap<String, Option<Registered>> = HashMap::new();
     // Kernels whose names differ only in case (`same`, `Same`) are distinct
     // Rust functions but would write one file on a case-insensitive file
     // system: after the first, each gets `__N`, which no kernel name holds.
     let mut spellings: HashMap<String, usize> = HashMap::new();
     for plan in plans {
+        if stop_at_first && !errors.is_empty() {
+            break;
+        }
         let k = plan.kernel;
         let nth = spellings.entry(k.name.to_ascii_lowercase()).or_insert(0);
         *nth += 1;
@@ -54,40 +172,222 @@ pub fn render(
             n => format!("{}__{n}", k.name),
         };
         let template_name = k.template.to_string();
-        let template_error = |message: String| Error::Template {
+        let failed = |index: usize, diagnostic: Diagnostic| Error::Template {
             kernel: k.name.clone(),
-            spec: plan.spec_path.clone(),
+            origin: k.origin.to_string(),
             template: template_name.clone(),
-            message,
+            specialisation: plan.describe_specialisation(index),
+            diagnostic: Box::new(diagnostic),
         };
         // Kernels sharing a template parse it once.
-        if !registry.has_template(&template_name) {
-            let text = match &k.template {
-                TemplateRef::Builtin(name) => library::builtin_template(name)
-                    .ok_or_else(|| template_error("no such builtin template".to_owned()))?
-                    .to_owned(),
-                TemplateRef::File(path) => read(path)?,
+        if !templates.contains_key(&template_name) {
+            let loaded = match &k.template {
+                TemplateRef::Builtin(name) => match library::builtin_template(name) {
+                    Some(text) => Ok(Registered::new(
+                        text.to_owned(),
+                        PathBuf::from(format!("builtin/{name}.hbs")),
+                        0,
+                    )),
+                    None => Err(failed(
+                        0,
+                        Diagnostic {
+                            location: k.origin.clone(),
+                            message: format!("no builtin template `{name}`"),
+                            snippet: None,
+                        },
+                    )),
+                },
+                TemplateRef::File(path) => {
+                    read(path).map(|text| Registered::new(text, path.clone(), 0))
+                }
             };
-            // The front matter is the model's; only the body is rendered.
-            let body = crate::contract::split(&text).body;
-            registry
-                .register_template_string(&template_name, body)
-                .map_err(|e| template_error(e.to_string()))?;
+            let loaded = loaded.and_then(|t| {
+                register(&mut registry, &template_name, &t).map_err(|d| failed(0, d))?;
+                Ok(t)
+            });
+            let loaded = match loaded {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    errors.push(e);
+                    None
+                }
+            };
+            templates.insert(template_name.clone(), loaded);
         }
+        let Some(template) = &templates[&template_name] else {
+            continue;
+        };
+        let mut files = vec![template.line_name.clone()];
+        files.extend(partials.iter().map(|(_, p)| p.line_name.clone()));
         for index in 0..k.specialisations.len() {
             let data = template_data(plan, index);
-            let body = registry
-                .render(&template_name, &data)
-                .map_err(|e| template_error(e.to_string()))?;
-            sources.push(Source {
-                kernel: k.name.clone(),
-                specialisation: index,
-                file_name: format!("{stem}_s{index}.cpp"),
-                text: assemble(plan, index, &body),
-            });
+            match registry.render(&template_name, &data) {
+                Ok(body) => {
+                    let file_name = format!("{stem}_s{index}.cpp");
+                    let text = assemble(plan, index, &body, &files, &file_name);
+                    sources.push(Source {
+                        kernel: k.name.clone(),
+                        specialisation: index,
+                        file_name,
+                        text,
+                    });
+                }
+                Err(e) => {
+                    let d = render_diagnostic(&e, &template_name, template, &partials, &data);
+                    let e = failed(index, d);
+                    if !errors.iter().any(|x| same_problem(x, &e)) {
+                        errors.push(e);
+                    }
+                    break;
+                }
+            }
         }
     }
-    Ok(sources)
+    (sources, errors)
+}
+
+/// Whether two template errors are one problem met by two kernels.
+fn same_problem(a: &Error, b: &Error) -> bool {
+    match (a, b) {
+        (Error::Template { diagnostic: x, .. }, Error::Template { diagnostic: y, .. }) => x == y,
+        _ => false,
+    }
+}
+
+/// Registers `template` under `name`: its body checked unmarked first, so
+/// that syntax errors are located in the text as written, then with markers
+/// (or without, should the markers not parse).
+fn register(
+    registry: &mut Handlebars<'_>,
+    name: &str,
+    template: &Registered,
+) -> Result<(), Diagnostic> {
+    if let Err(e) = registry.register_template_string(name, template.body()) {
+        let (line, column) = e.pos().unwrap_or((1, 1));
+        let pos = template.position(line, column, false);
+        let message = match e.reason() {
+            // Handlebars lists the grammar rules it expected; the position
+            // says more.
+            TemplateErrorReason::InvalidSyntax(_) => {
+                let end = crate::diag::end_position(template.body());
+                if (line, column) >= (end.line as usize, end.column as usize) {
+                    "template syntax: the template ends inside a block or tag \
+                     (a `{{#…}}` without its `{{/…}}`?)"
+                        .to_owned()
+                } else {
+                    "template syntax: invalid handlebars syntax".to_owned()
+                }
+            }
+            other => format!("template syntax: {other}"),
+        };
+        return Err(template.diagnostic(pos, message));
+    }
+    if template.marked.is_some()
+        && registry
+            .register_template_string(name, template.registered_text())
+            .is_err()
+    {
+        let _ = registry.register_template_string(name, template.body());
+    }
+    Ok(())
+}
+
+/// A render error as a diagnostic located in the template or partial it
+/// happened in.
+fn render_diagnostic(
+    e: &handlebars::RenderError,
+    template_name: &str,
+    template: &Registered,
+    partials: &[(&str, Registered)],
+    data: &Value,
+) -> Diagnostic {
+    let file = match e.template_name.as_deref() {
+        Some(name) if name != template_name => partials
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(template, |(_, p)| p),
+        _ => template,
+    };
+    let pos = match (e.line_no, e.column_no) {
+        (Some(line), Some(column)) => file.position(line, column, true),
+        _ => file.position(1, 1, false),
+    };
+    let message = match e.reason() {
+        RenderErrorReason::MissingVariable(Some(path)) => {
+            let names = available(data, path);
+            let mut message = format!("unknown variable `{path}`");
+            if !names.is_empty() {
+                message.push_str("; available: ");
+                let shown: Vec<String> = names.iter().take(12).map(|n| format!("`{n}`")).collect();
+                message.push_str(&shown.join(", "));
+                if names.len() > 12 {
+                    message.push_str(", …");
+                }
+            }
+            message
+        }
+        RenderErrorReason::MissingVariable(None) => "unknown variable".to_owned(),
+        RenderErrorReason::HelperNotFound(name) => format!("unknown helper `{name}`"),
+        RenderErrorReason::PartialNotFound(name) => format!(
+            "unknown partial `{name}`; available: {}",
+            partials
+                .iter()
+                .map(|(n, _)| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.to_string(),
+    };
+    file.diagnostic(pos, message)
+}
+
+/// The variables beside the first part of `path` that does not exist in
+/// `data`: the members of the deepest object (or array) on the path, as
+/// full paths, sorted.
+fn available(data: &Value, path: &str) -> Vec<String> {
+    let path = path
+        .strip_prefix("@root.")
+        .or_else(|| path.strip_prefix("this."))
+        .or_else(|| path.strip_prefix("./"))
+        .unwrap_or(path);
+    let mut at = data;
+    let mut prefix = String::new();
+    for segment in path.split(['.', '/']).filter(|s| !s.is_empty()) {
+        let key = segment.trim_start_matches('[').trim_end_matches(']');
+        let next = match at {
+            Value::Object(map) => map.get(key),
+            Value::Array(items) => key.parse::<usize>().ok().and_then(|i| items.get(i)),
+            _ => None,
+        };
+        match next {
+            Some(v @ (Value::Object(_) | Value::Array(_))) => {
+                if !prefix.is_empty() {
+                    prefix.push('.');
+                }
+                if matches!(at, Value::Array(_)) {
+                    prefix.push_str(&format!("[{key}]"));
+                } else {
+                    prefix.push_str(key);
+                }
+                at = v;
+            }
+            _ => break,
+        }
+    }
+    let join = |name: String| {
+        if prefix.is_empty() {
+            name
+        } else {
+            format!("{prefix}.{name}")
+        }
+    };
+    let mut names: Vec<String> = match at {
+        Value::Object(map) => map.keys().map(|k| join(k.clone())).collect(),
+        Value::Array(items) => (0..items.len()).map(|i| join(format!("[{i}]"))).collect(),
+        _ => Vec::new(),
+    };
+    names.sort();
+    names
 }
 
 /// The C++ expression for a dim's size in specialisation `index`.
@@ -197,8 +497,16 @@ fn template_data(plan: &Plan<'_>, index: usize) -> Value {
     })
 }
 
-/// Preamble + rendered template + host shim.
-fn assemble(plan: &Plan<'_>, index: usize, body: &str) -> String {
+/// Preamble + rendered template + host shim. The body's lines carry
+/// `#line` directives naming `files` (see [`lines::resolve`]); the lines
+/// after it are numbered as `file_name`'s own.
+fn assemble(
+    plan: &Plan<'_>,
+    index: usize,
+    body: &str,
+    files: &[String],
+    file_name: &str,
+) -> String {
     let k = plan.kernel;
     let scalars = k
         .params
@@ -251,8 +559,13 @@ fn assemble(plan: &Plan<'_>, index: usize, body: &str) -> String {
          } // namespace\n\n",
     );
     let _ = writeln!(out, "// ---- template {} ----", k.template);
-    out.push_str(body.trim_end());
-    out.push_str("\n\n// ---- host backend launch shim ----\n#if defined(PYPTO_HOST_BACKEND)\n");
+    lines::resolve(
+        &mut out,
+        body.trim_end(),
+        files,
+        &lines::c_string(file_name),
+    );
+    out.push_str("\n// ---- host backend launch shim ----\n#if defined(PYPTO_HOST_BACKEND)\n");
     let call_args: Vec<String> = (0..tensors.len())
         .map(|i| format!("static_cast<GM_ADDR>(launch->args[{i}])"))
         .chain(std::iter::once(
@@ -292,4 +605,66 @@ pub fn for_arch(plan: &Plan<'_>, index: usize, arch: crate::tables::Arch, source
     }
     out.push_str(source);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn builtin_templates_and_partials_take_markers() {
+        let all = library::BUILTIN_TEMPLATES.iter().chain(library::PARTIALS);
+        for (name, text) in all {
+            let t = Registered::new((*text).to_owned(), PathBuf::from(*name), 0);
+            assert!(t.marked.is_some(), "{name}");
+            handlebars::Template::compile(t.registered_text())
+                .unwrap_or_else(|e| panic!("{name} with markers: {e}"));
+        }
+    }
+
+    #[test]
+    fn front_matter_is_not_rendered_and_lines_count_from_the_file() {
+        let t = Registered::new(
+            "---\nparams: {}\n---\nint a;\n  {{nope}}\n".to_owned(),
+            PathBuf::from("t.hbs"),
+            0,
+        );
+        assert_eq!(t.body(), "int a;\n  {{nope}}\n");
+        let mut registry = Handlebars::new();
+        registry.set_strict_mode(true);
+        register(&mut registry, "t.hbs", &t).unwrap();
+        let e = registry
+            .render("t.hbs", &json!({ "b": 1, "a": { "x": 1 } }))
+            .unwrap_err();
+        let d = render_diagnostic(&e, "t.hbs", &t, &[], &json!({ "b": 1, "a": { "x": 1 } }));
+        assert_eq!(
+            d.render(),
+            "t.hbs:5:3: error: unknown variable `nope`; available: `a`, `b`\n  |\n5 |   {{nope}}\n  |   ^"
+        );
+        // A syntax error, located in the text as written.
+        let t = Registered::new(
+            "---\n---\n{{#if a}}\n".to_owned(),
+            PathBuf::from("u.hbs"),
+            0,
+        );
+        let d = register(&mut registry, "u.hbs", &t).unwrap_err();
+        assert_eq!(d.location.to_string(), "u.hbs:4:1");
+    }
+
+    #[test]
+    fn unknown_variables_list_what_exists_beside_them() {
+        let data = json!({ "args": { "x": { "name": "x", "axes": ["1u", "2u"] }, "y": {} }, "kernel": "k" });
+        assert_eq!(
+            available(&data, "args.x.nmae"),
+            ["args.x.axes", "args.x.name"]
+        );
+        assert_eq!(available(&data, "args.z.name"), ["args.x", "args.y"]);
+        assert_eq!(
+            available(&data, "args.x.axes.[2]"),
+            ["args.x.axes.[0]", "args.x.axes.[1]"]
+        );
+        assert_eq!(available(&data, "kernal"), ["args", "kernel"]);
+        assert_eq!(available(&data, "kernel.x"), ["args", "kernel"]);
+    }
 }

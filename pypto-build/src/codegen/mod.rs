@@ -2,6 +2,7 @@
 //! sources ([`ascendc`]). [`Plan`] holds the names both sides must agree on.
 
 pub mod ascendc;
+mod lines;
 pub mod rust;
 
 use std::fmt::Write;

@@ -498,7 +498,7 @@ mod tests {
     #[test]
     fn generated_code_names_one_interface_version() {
         assert_eq!(RT, format!("::pypto_rt::__private::v{RT_INTERFACE}"));
-        assert_eq!(rt!("Tensor"), format!("{RT}::Tensor"));
+
         assert_eq!(rust_type(DType::Bf16), format!("{RT}::bf16"));
     }
 

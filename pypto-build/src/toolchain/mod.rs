@@ -2,7 +2,12 @@
 //! with the system C++ compiler against the emulation headers, for the NPU
 //! with CANN's bisheng ([`cann`] finds it and picks its flags).
 
+use std::any::Any;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 pub mod cann;
 
@@ -16,8 +21,9 @@ pub struct Rejected {
     pub message: String,
 }
 
-/// Why compiling failed: cc's own error, and each source the compiler
-/// rejected (found by compiling the sources one at a time, syntax only).
+/// Why compiling failed: each source the compiler rejected, with what it
+/// said; cc's own error only when no source is to blame (e.g. the compiler
+/// could not be run).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompileFailure {
     pub summary: String,
@@ -63,7 +69,9 @@ pub fn host_build(
         .define("PYPTO_HOST_BACKEND", "1")
         .opt_level(opt_level)
         .out_dir(obj_dir)
-        .cargo_metadata(cargo_metadata)
+        // Quiet while probing: with metadata on, cc prints every variable it
+        // reads, and its value, which Cargo shows if the build then fails.
+        .cargo_metadata(false)
         .warnings(true);
     // Kernel entries take every tensor; templates need not use them all.
     // GCC and Clang know the flag; asking cc to probe would cost two
@@ -82,6 +90,7 @@ pub fn host_build(
             build.flag_if_supported("-Wno-unused-parameter");
         }
     }
+    build.cargo_metadata(cargo_metadata);
     build
 }
 
@@ -118,15 +127,23 @@ pub fn npu_build(
 /// keyed by a hash of its source, `salt` (what it includes), the compiler
 /// and its flags: only sources whose hash changed are compiled, in parallel
 /// within Cargo's jobserver. Objects no longer wanted are deleted, so each
-/// compiler configuration needs its own `cache`.
+/// compiler configuration needs its own `cache`. The compiler's warnings go
+/// to Cargo when `forward_warnings`; its errors go in the failure.
 pub fn compile_cached(
     build: &cc::Build,
     sources: &[PathBuf],
     cache: &Path,
     salt: &str,
+    forward_warnings: bool,
 ) -> Result<(Vec<PathBuf>, CompileReport), CompileFailure> {
     std::fs::create_dir_all(cache).map_err(|e| failure(format!("{}: {e}", cache.display())))?;
-    let tool = build
+    // With metadata on, cc prints each variable it reads and its value: on
+    // a failure Cargo would show them all around the compiler's message. A
+    // failed build script runs again anyway, so Cargo need only hear of
+    // them once compiling succeeded.
+    let mut quiet = build.clone();
+    quiet.cargo_metadata(false);
+    let tool = quiet
         .try_get_compiler()
         .map_err(|e| failure(e.to_string()))?;
     let compiler = format!("{:?} {:?}", tool.path(), tool.args());
@@ -151,21 +168,42 @@ pub fn compile_cached(
         objects.push(cached);
     }
     if !stale.is_empty() {
-        let mut changed = build.clone();
+        // The compiler's output is captured rather than printed by cc, so
+        // that a failure is told once, in the error, per source.
+        let messages = Arc::new(Messages::default());
+        let mut changed = quiet.clone();
+        changed
+            .cargo_warnings(false)
+            .message_logger(Some(messages.clone()));
         changed.files(stale.iter().map(|(source, _)| source));
-        let built = changed
-            .try_compile_intermediates()
-            .map_err(|e| CompileFailure {
-                summary: e.to_string(),
-                rejected: rejected_sources(
-                    build,
-                    &stale.iter().map(|(s, _)| s.clone()).collect::<Vec<_>>(),
-                ),
-            })?;
+        let sources: Vec<PathBuf> = stale.iter().map(|(s, _)| s.clone()).collect();
+        let built = match changed.try_compile_intermediates() {
+            Ok(built) => built,
+            Err(e) => {
+                let rejected = messages.rejected(&sources);
+                return Err(CompileFailure {
+                    // cc's error is the command line, with its environment;
+                    // the compiler's own words say more.
+                    summary: if rejected.is_empty() {
+                        e.to_string()
+                    } else {
+                        String::new()
+                    },
+                    rejected,
+                });
+            }
+        };
+        if forward_warnings {
+            for line in messages.lines() {
+                println!("cargo:warning={line}");
+            }
+        }
         for (object, (_, cached)) in built.iter().zip(&stale) {
             store_cache_entry(object, cached)?;
         }
     }
+    // Now cc tells Cargo which variables choose the compiler and its flags.
+    let _ = build.try_get_compiler();
     // Objects of kernels that changed or went away are not kept (nor are
     // temporaries of an interrupted store).
     if let Ok(entries) = std::fs::read_dir(cache) {
@@ -285,33 +323,153 @@ fn fingerprint(parts: &[&[u8]]) -> u64 {
     hash
 }
 
-/// cc prints compiler output as warnings only; to put it in the error, each
-/// source is checked again on its own, syntax only, capturing stderr.
-fn rejected_sources(build: &cc::Build, sources: &[PathBuf]) -> Vec<Rejected> {
-    let Ok(tool) = build.try_get_compiler() else {
-        return Vec::new();
-    };
-    sources
-        .iter()
-        .filter_map(|source| {
-            let output = tool
-                .to_command()
-                .arg("-fsyntax-only")
-                .arg(source)
-                .output()
-                .ok()?;
-            if output.status.success() {
-                return None;
+/// What the compiler wrote to stderr, line by line, with the source each
+/// line is about, and the sources it failed on; collected from cc's logger.
+#[derive(Default)]
+struct Messages {
+    /// (arguments of the command, line); the command names its source.
+    lines: Mutex<Vec<(Vec<OsString>, String)>>,
+    failed: Mutex<Vec<Vec<OsString>>>,
+}
+
+impl cc::BuildMessageLogger for Messages {
+    fn log(&self, kind: cc::BuildMessageKind, msg: cc::BuildMessage<'_>, extra: &dyn Any) {
+        let Some(command) = extra.downcast_ref::<Command>() else {
+            return;
+        };
+        let args = || command.get_args().map(ToOwned::to_owned).collect();
+        match kind {
+            cc::BuildMessageKind::StderrForwarding => {
+                if let Ok(mut lines) = self.lines.lock() {
+                    lines.push((args(), msg.to_string()));
+                }
             }
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            // The first lines carry the first error; enough to act on.
-            let message: Vec<&str> = stderr.lines().take(30).collect();
-            Some(Rejected {
-                source: source.clone(),
-                message: message.join("\n"),
+            cc::BuildMessageKind::CommandFailed {
+                is_detection_cmd: false,
+                ..
+            } => {
+                if let Ok(mut failed) = self.failed.lock() {
+                    failed.push(args());
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Messages {
+    fn lines(&self) -> Vec<String> {
+        self.lines
+            .lock()
+            .map(|l| l.iter().map(|(_, line)| line.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Each of `sources` a failed command compiled, with what it said.
+    fn rejected(&self, sources: &[PathBuf]) -> Vec<Rejected> {
+        let (Ok(lines), Ok(failed)) = (self.lines.lock(), self.failed.lock()) else {
+            return Vec::new();
+        };
+        let source_of = |args: &[OsString]| {
+            sources
+                .iter()
+                .find(|s| args.iter().any(|a| Path::new(a) == s.as_path()))
+        };
+        sources
+            .iter()
+            .filter(|source| failed.iter().any(|args| source_of(args) == Some(source)))
+            .map(|source| {
+                let said: Vec<&str> = lines
+                    .iter()
+                    .filter(|(args, _)| source_of(args) == Some(source))
+                    .map(|(_, line)| line.as_str())
+                    .collect();
+                Rejected {
+                    source: source.clone(),
+                    message: first_lines(&said),
+                }
             })
-        })
-        .collect()
+            .collect()
+    }
+}
+
+/// At most [`MESSAGE_LINES`] lines of compiler output: the first errors
+/// are enough to act on.
+fn first_lines(lines: &[&str]) -> String {
+    let mut out: Vec<&str> = lines.iter().copied().take(MESSAGE_LINES).collect();
+    let more = lines.len().saturating_sub(MESSAGE_LINES);
+    let tail = format!("({more} more lines)");
+    if more > 0 {
+        out.push(&tail);
+    }
+    out.join("\n")
+}
+
+/// The most compiler output kept per rejected source.
+pub const MESSAGE_LINES: usize = 30;
+
+/// Checks `sources` with the host C++ compiler (`$CXX`, else `c++`),
+/// syntax only, against the emulation headers in `include_dir`, the
+/// sources spread over the available cores; returns those it rejected.
+/// Fails only when the compiler cannot be run.
+pub fn syntax_check(include_dir: &Path, sources: &[PathBuf]) -> Result<Vec<Rejected>, String> {
+    let compiler = std::env::var_os("CXX")
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| "c++".into());
+    type Checked = Result<Option<Rejected>, String>;
+    let check = |source: &PathBuf| -> Checked {
+        let output = Command::new(&compiler)
+            .args(["-std=c++17", "-fsyntax-only", "-DPYPTO_HOST_BACKEND=1"])
+            .arg("-I")
+            .arg(include_dir)
+            .arg(source)
+            // Plain quotes in messages, whatever the user's locale (cc does the same).
+            .env("LC_ALL", "C")
+            .output()
+            .map_err(|e| {
+                format!(
+                    "cannot run the C++ compiler `{}`: {e}",
+                    compiler.to_string_lossy()
+                )
+            })?;
+        if output.status.success() {
+            return Ok(None);
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        Ok(Some(Rejected {
+            source: source.clone(),
+            message: first_lines(&lines),
+        }))
+    };
+    let workers = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(sources.len().max(1));
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<(usize, Checked)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(source) = sources.get(i) else { break };
+                    let result = check(source);
+                    if let Ok(mut results) = results.lock() {
+                        results.push((i, result));
+                    }
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap_or_default();
+    results.sort_by_key(|(i, _)| *i);
+    let mut rejected = Vec::new();
+    for (_, result) in results {
+        if let Some(r) = result? {
+            rejected.push(r);
+        }
+    }
+    Ok(rejected)
 }
 
 #[cfg(test)]

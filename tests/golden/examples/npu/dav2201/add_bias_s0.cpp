@@ -32,12 +32,14 @@ __aicore__ inline T pypto_scalar(uint64_t bits)
 } // namespace
 
 // ---- template builtin/add_bias ----
+#line 14 "builtin/add_bias.hbs"
 // builtin/add_bias: out[r, c] = x[r, c] + bias[c] for every row r of x.
 //
 // Rows are split evenly across blocks. Each row is processed in column tiles
 // that fit the Unified Buffer, through double-buffered queues; a tile whose
 // length is not a multiple of 32 bytes moves with DataCopyPad. When one tile
 // covers a whole row, the bias is loaded once per block and reused.
+#line 1 "builtin/partials/common.hbs"
 // Helpers shared by the builtin templates.
 namespace {
 
@@ -104,6 +106,7 @@ __aicore__ inline void CopyToGlobal(const AscendC::GlobalTensor<T>& dst, const A
 
 } // namespace
 
+#line 22 "builtin/add_bias.hbs"
 namespace {
 
 using DataT = float;
@@ -242,11 +245,14 @@ private:
 extern "C" __global__ __aicore__ void pypto_x6_goldenk10_add_5fbias_s0(GM_ADDR x, GM_ADDR bias, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
+#line 247 "add_bias_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
+#line 160 "builtin/add_bias.hbs"
     AddBiasKernel op;
     op.Init(x, bias, out, (static_cast<uint64_t>(pypto_tiling.dim[0])), 128u);
     op.Process();
 }
+#line 254 "add_bias_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)

@@ -32,6 +32,7 @@ __aicore__ inline T pypto_scalar(uint64_t bits)
 } // namespace
 
 // ---- template builtin/attention ----
+#line 26 "builtin/attention.hbs"
 // builtin/attention: out = softmax(q·kᵀ/√d)·v for every batch and head, over
 // [batch, sequence, hidden] tensors whose hidden axis holds 1 head(s)
 // of d = hidden / heads.
@@ -41,6 +42,7 @@ __aicore__ inline T pypto_scalar(uint64_t bits)
 // maximum and sum, rescaling the accumulator when the maximum grows), so the
 // Unified Buffer holds one tile whatever the sequence length. Arithmetic is
 // fp32 for every dtype.
+#line 1 "builtin/partials/common.hbs"
 // Helpers shared by the builtin templates.
 namespace {
 
@@ -107,6 +109,7 @@ __aicore__ inline void CopyToGlobal(const AscendC::GlobalTensor<T>& dst, const A
 
 } // namespace
 
+#line 37 "builtin/attention.hbs"
 namespace {
 
 using DataT = float;
@@ -326,12 +329,15 @@ private:
 extern "C" __global__ __aicore__ void pypto_x6_goldenk18_attention_5fkernel_s0(GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
+#line 331 "attention_kernel_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
+#line 256 "builtin/attention.hbs"
     AttentionKernel op;
     op.Init(q, k, v, out, pypto_tiling.dim[0],
             pypto_tiling.dim[1], 768u);
     op.Process();
 }
+#line 339 "attention_kernel_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)

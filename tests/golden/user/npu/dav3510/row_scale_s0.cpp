@@ -32,13 +32,16 @@ __aicore__ inline T pypto_scalar(uint64_t bits)
 } // namespace
 
 // ---- template tests/kernels/user/row_scale.hbs ----
+#line 19 "tests/kernels/user/row_scale.hbs"
 // A user template with a contract: typed options, a block rule that gives
 // each row `split` blocks, and relations checked at build and run time.
 // Scalar GM access keeps it short; the cube kind only matters on an NPU.
 extern "C" __global__ __aicore__ void pypto_x6_goldenk11_row_5fscale_s0(GM_ADDR input, GM_ADDR weights, GM_ADDR result, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
+#line 41 "row_scale_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
+#line 25 "tests/kernels/user/row_scale.hbs"
     uint64_t rows = (static_cast<uint64_t>(pypto_tiling.dim[0]));
     uint64_t cols = pypto_tiling.dim[1];
     uint64_t blocks = AscendC::GetBlockNum();
@@ -57,6 +60,7 @@ extern "C" __global__ __aicore__ void pypto_x6_goldenk11_row_5fscale_s0(GM_ADDR 
         }
     }
 }
+#line 62 "row_scale_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)
