@@ -95,7 +95,7 @@ fn half_atomic_add_rounds_each_addition() {
     // 2048 + 1 is not a half (spacing 2 there): each atomic addition rounds
     // to nearest even in half, so four blocks adding 1 to 2048 leave 2048.
     let dev = Device::host();
-    let x = vec![half::f16::from_f32(1.0); 4 * 16];
+    let x = [half::f16::from_f32(1.0); 4 * 16];
     let mut y = dev
         .tensor_from(&[half::f16::from_f32(2048.0); 16], (16,))
         .unwrap();
