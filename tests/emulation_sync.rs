@@ -85,7 +85,12 @@ fn atomic_add_accumulates_rows_from_every_block() {
         let yh: Vec<half::f16> = y0.iter().map(|v| half::f16::from_f32(*v as f32)).collect();
         let mut y = dev.tensor_from(&yh, (cols,)).unwrap();
         kernels::atomic_sum_f16(&dev.tensor_from(&xh, (rows, cols)).unwrap(), &mut y).unwrap();
-        let got: Vec<i64> = y.to_vec().unwrap().iter().map(|v| v.to_f32() as i64).collect();
+        let got: Vec<i64> = y
+            .to_vec()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_f32() as i64)
+            .collect();
         assert_eq!(got, want, "f16 {rows}x{cols}");
     }
 }
