@@ -10,6 +10,8 @@
 #include "pypto_emu/core.h"
 #include "pypto_emu/types.h"
 #include "pypto_emu/memory.h"
+#include "pypto_emu/sync.h"
+#include "pypto_emu/misc.h"
 #include "pypto_emu/copy.h"
 #include "pypto_emu/vector.h"
 #include "pypto_emu/reduce.h"

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "memory.h"
+#include "sync.h"
 
 namespace AscendC {
 
@@ -127,7 +128,7 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint3
 {
     pypto_emu::check_count_bytes<T>(count, "DataCopy(local->GM)");
     pypto_emu::check_local(src, static_cast<uint64_t>(count) * sizeof(T), "DataCopy(local->GM)");
-    std::memcpy(dst.range_out(0, count, "DataCopy(local->GM)"), src.data(), count * sizeof(T));
+    pypto_emu::store_gm(dst.range_out(0, count, "DataCopy(local->GM)"), src.data(), count, "DataCopy(local->GM)");
 }
 
 // UB -> UB, `count` contiguous elements.
@@ -162,7 +163,12 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataC
     }
     pypto_emu::check_local(src, pypto_emu::span_bytes(p, p.srcGap), what);
     T* d = dst.range_out(0, pypto_emu::span_bytes(p, p.dstGap) / sizeof(T), what);
-    pypto_emu::copy_blocks(reinterpret_cast<uint8_t*>(d), reinterpret_cast<const uint8_t*>(src.data()), p);
+    // Block by block, through the atomic mode if one is set.
+    uint64_t block = p.blockLen * 32ull / sizeof(T);
+    for (uint64_t i = 0; i < p.blockCount; ++i) {
+        pypto_emu::store_gm(d + i * (p.blockLen + p.dstGap) * 32 / sizeof(T),
+                            src.data() + i * (p.blockLen + p.srcGap) * 32 / sizeof(T), block, what);
+    }
 }
 
 // GM -> UB for any byte length: each block lands 32-byte aligned in UB,
@@ -225,7 +231,8 @@ void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Da
     auto* d = reinterpret_cast<uint8_t*>(dst.range_out(0, dst_total / sizeof(T), what));
     const auto* s = reinterpret_cast<const uint8_t*>(src.data());
     for (uint64_t i = 0; i < p.blockCount; ++i) {
-        std::memcpy(d + i * dst_step, s + i * src_step, p.blockLen);
+        pypto_emu::store_gm(reinterpret_cast<T*>(d + i * dst_step),
+                            reinterpret_cast<const T*>(s + i * src_step), p.blockLen / sizeof(T), what);
     }
 }
 

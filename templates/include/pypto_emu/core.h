@@ -27,6 +27,15 @@
 #define GM_ADDR __gm__ uint8_t*
 #endif
 
+// CANN declares these for kernels at global scope: the block this core
+// runs and the launch's block count (GetBlockIdx(), GetBlockNum()). Set by
+// run_block for each block.
+inline thread_local int64_t block_idx = 0;
+inline thread_local int64_t block_num = 1;
+
+// Pipes are global names in CANN (`PIPE_V` and `AscendC::PIPE_V` both work).
+enum pipe_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL, PIPE_FIX };
+
 namespace pypto_emu {
 
 // Every misuse the emulation detects; it reaches Rust as pypto_rt::Error::Kernel.
@@ -74,6 +83,16 @@ struct BlockState {
     const char* kernel = "";
     uint64_t kernel_len = 0;
     volatile sig_atomic_t in_kernel = 0; // the fault handler's cue
+    // Synchronisation and SoC state (sync.h): a bit per event ID of each
+    // HardEvent set by SetFlag and not yet consumed by WaitFlag; the DMA
+    // atomic mode; CrossCoreSetFlag counters per mode and flag ID.
+    uint8_t flags[64] = {};
+    uint8_t atomic_op = 0;   // AtomicOp: none, add, max, min
+    uint8_t atomic_type = 0; // AtomicType of the elements
+    uint8_t cross_core[5][32] = {};
+    void* pipe = nullptr;     // the live AscendC::TPipe (GetTPipePtr)
+    uint32_t allocators = 0;  // a bit per Hardware with a live LocalMemAllocator
+    bool aic = false;         // runs as a cube core (ASCEND_IS_AIC); false on the host for now
 };
 
 inline thread_local BlockState block;
@@ -402,6 +421,8 @@ int32_t run_block(HostLaunch* launch, Body&& body)
     block.timeout_ms = launch->timeout_ms;
     block.kernel = launch->kernel != nullptr ? launch->kernel : "";
     block.kernel_len = launch->kernel != nullptr ? launch->kernel_len : 0;
+    ::block_idx = launch->block_idx;
+    ::block_num = launch->block_num;
     for (uint32_t i = 0; i < launch->num_args; ++i) {
         GmRegion r{static_cast<const uint8_t*>(launch->args[i]), launch->arg_bytes[i], i, true,
                    nullptr, 0, 0, 0};
@@ -443,19 +464,37 @@ namespace AscendC {
 inline int64_t GetBlockIdx() { return pypto_emu::block.idx; }
 inline int64_t GetBlockNum() { return pypto_emu::block.num; }
 
-// Pipeline synchronisation orders hardware queues; the host runs each
-// block's instructions in program order, so these only need to exist.
-enum pipe_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL, PIPE_FIX };
+using ::pipe_t;
+using ::PIPE_S;
+using ::PIPE_V;
+using ::PIPE_M;
+using ::PIPE_MTE1;
+using ::PIPE_MTE2;
+using ::PIPE_MTE3;
+using ::PIPE_ALL;
+using ::PIPE_FIX;
+
+// Synchronisation events between pipes (SetFlag/WaitFlag in sync.h).
 enum class HardEvent : uint8_t {
     MTE2_MTE1, MTE1_MTE2, MTE1_M, M_MTE1, MTE2_V, V_MTE2, MTE3_V, V_MTE3, M_V, V_M, V_V,
     MTE3_MTE1, MTE1_MTE3, MTE1_V, MTE2_M, M_MTE2, V_MTE1, M_FIX, FIX_M, MTE3_MTE2, MTE2_MTE3,
     S_V, V_S, S_MTE2, MTE2_S, S_MTE3, MTE3_S, MTE2_FIX, FIX_MTE2, FIX_S, M_S, FIX_MTE3
 };
-template <pipe_t pipe>
-inline void PipeBarrier() {}
-template <HardEvent event>
-inline void SetFlag(int32_t) {}
-template <HardEvent event>
-inline void WaitFlag(int32_t) {}
+using TEventID = int8_t;
 
 } // namespace AscendC
+
+namespace pypto_emu {
+
+inline const char* hard_event_name(AscendC::HardEvent e)
+{
+    static const char* names[] = {
+        "MTE2_MTE1", "MTE1_MTE2", "MTE1_M", "M_MTE1", "MTE2_V", "V_MTE2", "MTE3_V", "V_MTE3",
+        "M_V", "V_M", "V_V", "MTE3_MTE1", "MTE1_MTE3", "MTE1_V", "MTE2_M", "M_MTE2", "V_MTE1",
+        "M_FIX", "FIX_M", "MTE3_MTE2", "MTE2_MTE3", "S_V", "V_S", "S_MTE2", "MTE2_S", "S_MTE3",
+        "MTE3_S", "MTE2_FIX", "FIX_MTE2", "FIX_S", "M_S", "FIX_MTE3"};
+    auto i = static_cast<size_t>(e);
+    return i < sizeof(names) / sizeof(names[0]) ? names[i] : "?";
+}
+
+} // namespace pypto_emu

@@ -81,7 +81,7 @@ struct MmadParams {
           cmatrixInitVal(cmatrixInitValIn) {}
 };
 
-enum QuantMode_t { NoQuant, F322F16, F322BF16, DEQF16, VDEQF16, QF322B8_PRE, VQF322B8_PRE, REQ8, VREQ8 };
+// QuantMode_t is global, in misc.h.
 enum class CO2Layout : uint8_t { NZ = 0, ROW_MAJOR, COLUMN_MAJOR };
 struct FixpipeConfig {
     CO2Layout format;
@@ -328,14 +328,17 @@ void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const Fixpip
     pypto_emu::check_cube_operand(src, pypto_emu::Memory::L0C,
                                   ((blocks - 1) * p.srcStride * 16 + static_cast<uint64_t>(p.mSize) * 16) * 4, what);
     T* out = dst.range_out(0, (p.mSize - 1ull) * p.dstStride + p.nSize, what);
+    std::vector<T> row(p.nSize);
     for (uint32_t m = 0; m < p.mSize; ++m) {
         for (uint32_t n = 0; n < p.nSize; ++n) {
             float v = src.data()[(n / 16) * p.srcStride * 16 + m * 16 + n % 16];
             if (p.reluEn && v < 0) {
                 v = 0;
             }
-            out[static_cast<uint64_t>(m) * p.dstStride + n] = static_cast<T>(v);
+            row[n] = static_cast<T>(v);
         }
+        // Through the atomic mode, if one is set (SetAtomicAdd: split-K sums).
+        pypto_emu::store_gm(out + static_cast<uint64_t>(m) * p.dstStride, row.data(), p.nSize, what);
     }
 }
 

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "core.h"
+#include "types.h"
 
 namespace AscendC {
 
@@ -17,6 +18,15 @@ enum class TPosition : uint8_t {
     LCM = VECCALC, SPM, SHM = SPM, TSCM, C2PIPE2GM, C2PIPE2LOCAL, MAX
 };
 using QuePosition = TPosition;
+
+// L2 cache hints for a GlobalTensor (SetL2CacheHint); the host has no L2
+// to steer, so they are accepted and ignored.
+enum class CacheMode : uint8_t {
+    CACHE_MODE_DISABLE = 0,
+    CACHE_MODE_NORMAL = 1,
+    CACHE_MODE_PERSISTENT = 4,
+};
+enum CacheRwMode { READ = 1, WRITE = 2, RW = 3 };
 
 } // namespace AscendC
 
@@ -64,7 +74,7 @@ inline const MemorySpec& memory_spec(Memory m)
     return specs[static_cast<int>(m)];
 }
 
-inline Memory memory_of(TPosition p)
+constexpr Memory memory_of(TPosition p)
 {
     switch (p) {
     case TPosition::VECIN: case TPosition::VECOUT: case TPosition::VECCALC:
@@ -88,6 +98,26 @@ inline const char* position_name(TPosition p)
     return names[static_cast<int>(p)];
 }
 
+// The block's on-chip memories: one arena per memory and host thread,
+// shared by TPipe buffers and static tensors (LocalTensor(pos, addr, n),
+// LocalMemAllocator), as the hardware has one UB per core. Contents carry
+// over from block to block like the hardware's (undefined to a kernel).
+inline uint8_t* arena(Memory mem)
+{
+    thread_local std::unique_ptr<uint8_t[]> arenas[static_cast<int>(Memory::COUNT)];
+    auto& a = arenas[static_cast<int>(mem)];
+    if (!a) {
+        a.reset(new uint8_t[memory_spec(mem).capacity + 512]);
+    }
+    // Align the start to the strictest alignment any memory needs.
+    auto addr = reinterpret_cast<uintptr_t>(a.get());
+    return a.get() + ((512 - addr % 512) % 512);
+}
+
+// Packed 4-bit integers have no tensor support yet (see README, gaps).
+template <typename T>
+constexpr bool tensor_element_ok = !std::is_same_v<T, int4b_t>;
+
 // One buffer of a queue, and where its tensor is in the queue protocol.
 struct Slot {
     enum class State { Free, Allocated, Queued, Dequeued };
@@ -102,8 +132,18 @@ namespace AscendC {
 
 template <typename T>
 class GlobalTensor {
+    static_assert(pypto_emu::tensor_element_ok<T>,
+                  "GlobalTensor<int4b_t>: packed 4-bit tensors are not emulated yet");
+
 public:
     using PrimType = T;
+
+    // No L2 cache on the host: the hint changes nothing.
+    template <CacheRwMode rwMode = CacheRwMode::RW>
+    void SetL2CacheHint(CacheMode mode)
+    {
+        (void)mode;
+    }
 
     GlobalTensor() = default;
 
@@ -219,10 +259,44 @@ private:
 
 template <typename T>
 class LocalTensor {
+    static_assert(pypto_emu::tensor_element_ok<T>,
+                  "LocalTensor<int4b_t>: packed 4-bit tensors are not emulated yet");
+
 public:
     using PrimType = T;
 
     LocalTensor() = default;
+
+    // Static tensor programming: `tileSize` elements at byte `addr` of the
+    // memory `pos` lies in, with no TPipe. The address must be 32-byte
+    // aligned and the tensor inside the memory's physical capacity.
+    LocalTensor(TPosition pos, uint32_t addr, uint32_t tileSize)
+    {
+        pypto_emu::Memory mem = pypto_emu::memory_of(pos);
+        const char* name = pypto_emu::position_name(pos);
+        if (mem == pypto_emu::Memory::GM) {
+            pypto_emu::fail("LocalTensor(", name, ", ", addr, ", ", tileSize,
+                            "): the position is in global memory, not on chip");
+        }
+        const auto& spec = pypto_emu::memory_spec(mem);
+        if (addr % 32 != 0) {
+            pypto_emu::fail("LocalTensor(", name, ", ", addr, ", ", tileSize, "): address ", addr,
+                            " of the ", spec.name, " is not 32-byte aligned");
+        }
+        uint64_t end = addr + static_cast<uint64_t>(tileSize) * sizeof(T);
+        if (end > spec.capacity) {
+            pypto_emu::fail("LocalTensor(", name, ", ", addr, ", ", tileSize, "): ", tileSize,
+                            " elements of ", sizeof(T), " bytes at address ", addr, " end at byte ",
+                            end, ", past the ", spec.capacity, " bytes of the ", spec.name);
+        }
+        if (mem == pypto_emu::Memory::UB && end > pypto_emu::block.ub_peak) {
+            pypto_emu::block.ub_peak = end;
+        }
+        data_ = reinterpret_cast<T*>(pypto_emu::arena(mem) + addr);
+        size_ = tileSize;
+        offset_bytes_ = addr;
+        position_ = pos;
+    }
 
     LocalTensor operator[](uint32_t offset) const
     {
@@ -521,14 +595,22 @@ public:
             pypto_emu::fail("TPipe: another TPipe is alive in this block; only one may exist at "
                             "a time (Destroy the first)");
         }
+        if (pypto_emu::block.allocators != 0) {
+            pypto_emu::fail("TPipe: a LocalMemAllocator is alive in this block; static tensor "
+                            "programming does not mix with TPipe");
+        }
         ++pypto_emu::block.live_pipes;
         alive_ = true;
+        pypto_emu::block.pipe = this;
     }
 
     ~TPipe()
     {
         if (alive_) {
             --pypto_emu::block.live_pipes;
+        }
+        if (pypto_emu::block.pipe == this) {
+            pypto_emu::block.pipe = nullptr;
         }
     }
 
@@ -597,6 +679,9 @@ public:
             --pypto_emu::block.live_pipes;
             alive_ = false;
         }
+        if (pypto_emu::block.pipe == this) {
+            pypto_emu::block.pipe = nullptr;
+        }
     }
 
     void Init()
@@ -608,22 +693,59 @@ public:
             ++pypto_emu::block.live_pipes;
             alive_ = true;
         }
+        pypto_emu::block.pipe = this;
+    }
+
+    // Event IDs of one HardEvent for SetFlag/WaitFlag: IDs 0-7 (EVENT_ID0..7).
+    // AllocEventID holds an ID until ReleaseEventID; FetchEventID names the
+    // lowest ID not held, without holding it.
+    template <HardEvent evt>
+    TEventID AllocEventID()
+    {
+        uint8_t& held = events_[static_cast<int>(evt)];
+        for (int id = 0; id < 8; ++id) {
+            if ((held & (1u << id)) == 0) {
+                held = static_cast<uint8_t>(held | (1u << id));
+                return static_cast<TEventID>(id);
+            }
+        }
+        pypto_emu::fail("TPipe::AllocEventID<HardEvent::", pypto_emu::hard_event_name(evt),
+                        ">: all 8 event IDs are allocated; ReleaseEventID one first");
+    }
+
+    template <HardEvent evt>
+    void ReleaseEventID(TEventID id)
+    {
+        uint8_t& held = events_[static_cast<int>(evt)];
+        if (id < 0 || id > 7 || (held & (1u << id)) == 0) {
+            pypto_emu::fail("TPipe::ReleaseEventID<HardEvent::", pypto_emu::hard_event_name(evt),
+                            ">(", static_cast<int>(id), "): the ID was not allocated by AllocEventID");
+        }
+        held = static_cast<uint8_t>(held & ~(1u << id));
+    }
+
+    template <HardEvent evt>
+    TEventID FetchEventID()
+    {
+        return FetchEventID(evt);
+    }
+
+    TEventID FetchEventID(HardEvent evt)
+    {
+        uint8_t held = events_[static_cast<int>(evt)];
+        for (int id = 0; id < 8; ++id) {
+            if ((held & (1u << id)) == 0) {
+                return static_cast<TEventID>(id);
+            }
+        }
+        pypto_emu::fail("TPipe::FetchEventID(HardEvent::", pypto_emu::hard_event_name(evt),
+                        "): all 8 event IDs are allocated; ReleaseEventID one first");
     }
 
 private:
     static uint32_t round_up(uint32_t n, uint32_t to) { return (n + to - 1) / to * to; }
 
-    uint8_t* base(pypto_emu::Memory mem)
-    {
-        auto& arena = arenas_[static_cast<int>(mem)];
-        if (!arena) {
-            const auto& spec = pypto_emu::memory_spec(mem);
-            arena.reset(new uint8_t[spec.capacity + 512]);
-        }
-        // Align the arena's start to the strictest alignment any memory needs.
-        auto addr = reinterpret_cast<uintptr_t>(arena.get());
-        return arena.get() + ((512 - addr % 512) % 512);
-    }
+    uint8_t* base(pypto_emu::Memory mem) { return pypto_emu::arena(mem); }
 
     uint32_t allocate(pypto_emu::Memory mem, uint64_t total, uint32_t num, uint32_t each)
     {
@@ -666,7 +788,7 @@ private:
         }
     }
 
-    std::unique_ptr<uint8_t[]> arenas_[static_cast<int>(pypto_emu::Memory::COUNT)];
+    uint8_t events_[64] = {}; // a bit per event ID held by AllocEventID, per HardEvent
     uint32_t used_[static_cast<int>(pypto_emu::Memory::COUNT)] = {};
     uint32_t per_position_[static_cast<int>(TPosition::MAX) + 1] = {};
     uint32_t buffers_ = 0;

@@ -123,4 +123,30 @@ struct fp8_e5m2_t {
     uint8_t bits = 0;
 };
 
+// A signed 4-bit integer, as Ascend C's `int4b_t` (two per byte in
+// memory). Scalars only: a value in [-8, 7] kept in a byte; converting from
+// a wider integer keeps the low 4 bits (two's complement), as packing does.
+// Tensors of int4b_t (and Cast to or from it) are not emulated: declaring
+// GlobalTensor<int4b_t> or LocalTensor<int4b_t> is a compile error.
+struct int4b_t {
+    int8_t value = 0;
+
+    int4b_t() = default;
+    template <typename I, typename = std::enable_if_t<std::is_integral_v<I>>>
+    int4b_t(I i) : value(static_cast<int8_t>(static_cast<int8_t>((static_cast<uint32_t>(i) & 0xfu) << 4) >> 4)) {}
+    operator int32_t() const { return value; }
+};
+
+namespace pypto_emu {
+
+// Two int4b_t in one byte: the first in the low nibble.
+inline uint8_t pack_int4(int4b_t lo, int4b_t hi)
+{
+    return static_cast<uint8_t>((static_cast<uint8_t>(lo.value) & 0xfu) |
+                                ((static_cast<uint8_t>(hi.value) & 0xfu) << 4));
+}
+inline int4b_t unpack_int4(uint8_t byte, int which) { return int4b_t(which == 0 ? byte & 0xf : byte >> 4); }
+
+} // namespace pypto_emu
+
 static_assert(sizeof(half) == 2 && sizeof(bfloat16_t) == 2, "narrow floats are 2 bytes");

@@ -1,0 +1,302 @@
+// Synchronisation and SoC state: PipeBarrier, SetFlag/WaitFlag with their
+// event IDs (`EVENT_ID0`..`EVENT_ID7`, global as in CANN), InitSocState,
+// the DMA atomic modes (SetAtomicAdd/Max/Min, SetAtomicNone,
+// DisableDmaAtomic) that turn a following copy into global memory into a
+// read-modify-write, and the cross-core flags of mixed kernels.
+//
+// Each block runs its instructions in program order, so pipes never race:
+// the checks here catch what would hang or misbehave on the NPU (a WaitFlag
+// nothing set, an ID out of range, a second SetFlag before its WaitFlag).
+#pragma once
+
+#include <mutex>
+
+#include "memory.h"
+
+// Event IDs for SetFlag/WaitFlag: global names in CANN.
+enum event_t { EVENT_ID0, EVENT_ID1, EVENT_ID2, EVENT_ID3, EVENT_ID4, EVENT_ID5, EVENT_ID6, EVENT_ID7 };
+
+namespace pypto_emu {
+
+enum class AtomicOp : uint8_t { None, Add, Max, Min };
+enum class AtomicType : uint8_t { None, F32, F16, BF16, I32, I16, I8 };
+
+template <typename T>
+constexpr AtomicType atomic_type_of()
+{
+    if constexpr (std::is_same_v<T, float>) {
+        return AtomicType::F32;
+    } else if constexpr (std::is_same_v<T, half>) {
+        return AtomicType::F16;
+    } else if constexpr (std::is_same_v<T, bfloat16_t>) {
+        return AtomicType::BF16;
+    } else if constexpr (std::is_same_v<T, int32_t>) {
+        return AtomicType::I32;
+    } else if constexpr (std::is_same_v<T, int16_t>) {
+        return AtomicType::I16;
+    } else if constexpr (std::is_same_v<T, int8_t>) {
+        return AtomicType::I8;
+    } else {
+        return AtomicType::None;
+    }
+}
+
+inline const char* atomic_type_name(uint8_t t)
+{
+    static const char* names[] = {"none", "float", "half", "bfloat16_t", "int32_t", "int16_t", "int8_t"};
+    return t < 7 ? names[t] : "?";
+}
+
+inline const char* atomic_op_name(uint8_t op)
+{
+    static const char* names[] = {"none", "SetAtomicAdd", "SetAtomicMax", "SetAtomicMin"};
+    return op < 4 ? names[op] : "?";
+}
+
+// Blocks run on several host threads; read-modify-write stores of all of
+// them are serialised, which is what the hardware's atomic DMA guarantees.
+inline std::mutex& atomic_mutex()
+{
+    static std::mutex m;
+    return m;
+}
+
+template <typename T>
+T atomic_combine(AtomicOp op, T old, T value)
+{
+    if constexpr (std::is_integral_v<T>) {
+        using W = int64_t;
+        W a = static_cast<W>(old);
+        W b = static_cast<W>(value);
+        switch (op) {
+        case AtomicOp::Add: {
+            // Two's complement wrap-around (the hardware's overflow
+            // behaviour is not documented).
+            using U = std::make_unsigned_t<T>;
+            return static_cast<T>(static_cast<U>(static_cast<U>(old) + static_cast<U>(value)));
+        }
+        case AtomicOp::Max: return static_cast<T>(a > b ? a : b);
+        case AtomicOp::Min: return static_cast<T>(a < b ? a : b);
+        default: return value;
+        }
+    } else {
+        // One correctly rounded operation in the element type.
+        float a = static_cast<float>(old);
+        float b = static_cast<float>(value);
+        switch (op) {
+        case AtomicOp::Add: return static_cast<T>(a + b);
+        case AtomicOp::Max: return static_cast<T>(a > b ? a : b);
+        case AtomicOp::Min: return static_cast<T>(a < b ? a : b);
+        default: return value;
+        }
+    }
+}
+
+// Stores `count` elements into global memory (already bounds-checked by the
+// caller), honouring the atomic mode set by SetAtomicAdd/Max/Min.
+template <typename T>
+void store_gm(T* dst, const T* src, uint64_t count, const char* what)
+{
+    auto op = static_cast<AtomicOp>(block.atomic_op);
+    if (op == AtomicOp::None) {
+        std::memcpy(static_cast<void*>(dst), src, count * sizeof(T));
+        return;
+    }
+    if (static_cast<uint8_t>(atomic_type_of<T>()) != block.atomic_type) {
+        fail(what, ": ", atomic_op_name(block.atomic_op), "<", atomic_type_name(block.atomic_type),
+             "> is in effect but the copy moves ", sizeof(T), "-byte elements of another type (",
+             atomic_type_name(static_cast<uint8_t>(atomic_type_of<T>())),
+             "); set the atomic type of the data moved");
+    }
+    if constexpr (atomic_type_of<T>() != AtomicType::None) {
+        std::lock_guard<std::mutex> lock(atomic_mutex());
+        for (uint64_t i = 0; i < count; ++i) {
+            dst[i] = atomic_combine(op, dst[i], src[i]);
+        }
+    }
+}
+
+template <typename T>
+void set_atomic(AtomicOp op)
+{
+    // The same list on Atlas A2/A3 and the Ascend 950.
+    static_assert(atomic_type_of<T>() != AtomicType::None,
+                  "SetAtomicAdd/Max/Min<T>: T must be float, half, bfloat16_t, int32_t, int16_t or "
+                  "int8_t");
+    block.atomic_op = static_cast<uint8_t>(op);
+    block.atomic_type = static_cast<uint8_t>(atomic_type_of<T>());
+}
+
+inline void check_event_id(int32_t id, const char* what, AscendC::HardEvent event)
+{
+    if (id < 0 || id > 7) {
+        fail(what, "<HardEvent::", hard_event_name(event), ">(", id,
+             "): event IDs are 0 to 7 (EVENT_ID0..EVENT_ID7)");
+    }
+}
+
+} // namespace pypto_emu
+
+namespace AscendC {
+
+template <pipe_t pipe>
+inline void PipeBarrier()
+{
+    pypto_emu::poll("PipeBarrier");
+}
+
+// SetFlag raises the (event, ID) flag; WaitFlag consumes it. The host runs
+// in program order, so a WaitFlag whose flag is not raised would wait for
+// ever on the NPU, and a second SetFlag of a raised flag is undefined
+// behaviour there: both are errors.
+template <HardEvent event>
+inline void SetFlag(int32_t eventID)
+{
+    pypto_emu::poll("SetFlag");
+    pypto_emu::check_event_id(eventID, "SetFlag", event);
+    uint8_t& raised = pypto_emu::block.flags[static_cast<int>(event)];
+    if ((raised & (1u << eventID)) != 0) {
+        pypto_emu::fail("SetFlag<HardEvent::", pypto_emu::hard_event_name(event), ">(", eventID,
+                        "): the flag is already set and not yet waited for; a second SetFlag "
+                        "with the same event and ID is undefined behaviour on the NPU");
+    }
+    raised = static_cast<uint8_t>(raised | (1u << eventID));
+}
+
+template <HardEvent event>
+inline void WaitFlag(int32_t eventID)
+{
+    pypto_emu::poll("WaitFlag");
+    pypto_emu::check_event_id(eventID, "WaitFlag", event);
+    uint8_t& raised = pypto_emu::block.flags[static_cast<int>(event)];
+    if ((raised & (1u << eventID)) == 0) {
+        pypto_emu::fail("WaitFlag<HardEvent::", pypto_emu::hard_event_name(event), ">(", eventID,
+                        "): no SetFlag with this event and ID is pending; on the NPU the pipe "
+                        "would wait for ever");
+    }
+    raised = static_cast<uint8_t>(raised & ~(1u << eventID));
+}
+
+// Resets the core's global state; of what the host models, that is the
+// atomic mode (off).
+inline void InitSocState()
+{
+    pypto_emu::block.atomic_op = 0;
+    pypto_emu::block.atomic_type = 0;
+}
+
+// Following copies into global memory (DataCopy, DataCopyPad, Fixpipe) add
+// (or take the max/min) into what is there, in type T, atomically across
+// blocks. T must be the type of the data those copies move.
+template <typename T>
+inline void SetAtomicAdd()
+{
+    pypto_emu::set_atomic<T>(pypto_emu::AtomicOp::Add);
+}
+
+template <typename T>
+inline void SetAtomicMax()
+{
+    pypto_emu::set_atomic<T>(pypto_emu::AtomicOp::Max);
+}
+
+template <typename T>
+inline void SetAtomicMin()
+{
+    pypto_emu::set_atomic<T>(pypto_emu::AtomicOp::Min);
+}
+
+// Sets the type of an atomic mode already chosen (or of the next).
+template <typename T>
+inline void SetAtomicType()
+{
+    static_assert(pypto_emu::atomic_type_of<T>() != pypto_emu::AtomicType::None,
+                  "SetAtomicType<T>: T must be float, half, bfloat16_t, int32_t, int16_t or int8_t");
+    pypto_emu::block.atomic_type = static_cast<uint8_t>(pypto_emu::atomic_type_of<T>());
+}
+
+inline void SetAtomicNone()
+{
+    pypto_emu::block.atomic_op = 0;
+    pypto_emu::block.atomic_type = 0;
+}
+
+inline void DisableDmaAtomic() { SetAtomicNone(); }
+
+// Cross-core flags (mixed cube/vector kernels). Each flag ID is a counter:
+// CrossCoreSetFlag counts up, CrossCoreWaitFlag waits until every core it
+// waits for has set it. The host runs one vector core per block and no
+// cube core, so a wait is satisfied only by this block's own earlier set
+// (mode 0 with a single block, mode 1 with the single vector core of the
+// block); anything else would need a core the host does not run, and is
+// reported as an error rather than a hang.
+template <uint8_t modeId, pipe_t pipe>
+inline void CrossCoreSetFlag(uint16_t flagId)
+{
+#if defined(PYPTO_TARGET_950)
+    static_assert(modeId == 0 || modeId == 1 || modeId == 2 || modeId == 4,
+                  "CrossCoreSetFlag: modeId must be 0, 1, 2 or 4");
+    static_assert(pipe != PIPE_ALL && (pipe != PIPE_S || modeId == 4),
+                  "CrossCoreSetFlag: PIPE_ALL is not supported (PIPE_S only in mode 4)");
+#else
+    static_assert(modeId <= 2, "CrossCoreSetFlag: modeId must be 0, 1 or 2 on Atlas A2/A3");
+    static_assert(pipe != PIPE_ALL && pipe != PIPE_S,
+                  "CrossCoreSetFlag: PIPE_S and PIPE_ALL are not supported");
+#endif
+    pypto_emu::poll("CrossCoreSetFlag");
+    uint16_t limit = modeId == 4 ? 27 : 16;
+    if (flagId >= limit) {
+        pypto_emu::fail("CrossCoreSetFlag<", static_cast<int>(modeId), ">(", flagId,
+                        "): flag IDs are 0 to ", limit - 1);
+    }
+    uint8_t& count = pypto_emu::block.cross_core[modeId][flagId];
+    if (count == 15) {
+        pypto_emu::fail("CrossCoreSetFlag<", static_cast<int>(modeId), ">(", flagId,
+                        "): 15 sets are pending with no wait; the flag's counter is full");
+    }
+    ++count;
+}
+
+template <uint8_t modeId = 0, pipe_t pipe = PIPE_S>
+inline void CrossCoreWaitFlag(uint16_t flagId)
+{
+    pypto_emu::poll("CrossCoreWaitFlag");
+    uint16_t limit = modeId == 4 ? 27 : 16;
+    if (flagId >= limit) {
+        pypto_emu::fail("CrossCoreWaitFlag<", static_cast<int>(modeId), ">(", flagId,
+                        "): flag IDs are 0 to ", limit - 1);
+    }
+    if (modeId == 2 || modeId == 4) {
+        pypto_emu::fail("CrossCoreWaitFlag<", static_cast<int>(modeId), ">(", flagId,
+                        "): waits for the other core kind of a mixed kernel; the host does not "
+                        "run cube and vector parts paired yet");
+    }
+    if (modeId == 0 && pypto_emu::block.num > 1) {
+        pypto_emu::fail("CrossCoreWaitFlag<0>(", flagId, "): waits for all ",
+                        pypto_emu::block.num,
+                        " blocks; a barrier across blocks is not emulated on the host");
+    }
+    uint8_t& count = pypto_emu::block.cross_core[modeId][flagId];
+    if (count == 0) {
+        pypto_emu::fail("CrossCoreWaitFlag<", static_cast<int>(modeId), ">(", flagId,
+                        "): no CrossCoreSetFlag with this ID is pending; on the NPU the core "
+                        "would wait for ever");
+    }
+    --count;
+}
+
+} // namespace AscendC
+
+// CANN declares this at global scope.
+inline AscendC::TPipe* GetTPipePtr()
+{
+    auto* pipe = static_cast<AscendC::TPipe*>(pypto_emu::block.pipe);
+    if (pipe == nullptr) {
+        pypto_emu::fail("GetTPipePtr: no TPipe is alive in this block; create one first");
+    }
+    return pipe;
+}
+
+namespace AscendC {
+using ::GetTPipePtr;
+} // namespace AscendC
