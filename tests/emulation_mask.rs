@@ -127,7 +127,11 @@ fn check_f32(which: i32, plan: Plan, dst: (usize, usize), f: impl Fn(usize, usiz
             "scenario {which}: out[{i}] = {g}, want {w}"
         );
     }
-    assert_eq!(got.bits, vec![0xA5u8; 32], "scenario {which}: bits untouched");
+    assert_eq!(
+        got.bits,
+        vec![0xA5u8; 32],
+        "scenario {which}: bits untouched"
+    );
 }
 
 #[test]
@@ -211,7 +215,11 @@ fn compare_then_select() {
     let got = mask_f32(14).unwrap();
     for i in 0..256 {
         assert_eq!(bit(&got.bits, i), x[i] < y[i], "bit {i}");
-        assert_eq!(got.out[i], if x[i] < y[i] { x[i] } else { y[i] }, "out[{i}]");
+        assert_eq!(
+            got.out[i],
+            if x[i] < y[i] { x[i] } else { y[i] },
+            "out[{i}]"
+        );
     }
     assert!(got.out[256..].iter().all(|v| *v == SENTINEL));
     // Compares and Select mode 1 (tensor and scalar), count forms: relu.
@@ -235,8 +243,12 @@ fn compare_then_select() {
 
 fn mask_i16(which: i32) -> Result<(Vec<i16>, Vec<i16>, Vec<i16>), Error> {
     let dev = Device::host();
-    let a: Vec<i16> = (0..256).map(|i| (i as i16).wrapping_mul(2741) ^ 0x5a5a).collect();
-    let b: Vec<i16> = (0..256).map(|i| (i as i16).wrapping_mul(-1237) ^ 0x3c3c).collect();
+    let a: Vec<i16> = (0..256)
+        .map(|i| (i as i16).wrapping_mul(2741) ^ 0x5a5a)
+        .collect();
+    let b: Vec<i16> = (0..256)
+        .map(|i| (i as i16).wrapping_mul(-1237) ^ 0x3c3c)
+        .collect();
     let at_ = dev.tensor_from(&a, (Const::<256>,)).unwrap();
     let bt = dev.tensor_from(&b, (Const::<256>,)).unwrap();
     let mut out = dev.tensor_from(&[-7i16; 256], (Const::<256>,)).unwrap();
@@ -260,7 +272,9 @@ fn logical_and_shift_instructions() {
     check(2, Plan::first(2, 2, 128).count(200), &|a, _| !a);
     check(3, Plan::first(2, 2, 128), &|a, _| ((a as u16) << 3) as i16);
     check(4, Plan::first(2, 2, 128), &|a, _| (a >> 2) + ((a >> 1) & 1));
-    check(5, Plan::first(2, 2, 128), &|a, _| if a < 0 { -1 } else { 0 });
+    check(5, Plan::first(2, 2, 128), &|a, _| {
+        if a < 0 { -1 } else { 0 }
+    });
     check(6, Plan::first(2, 2, 128), &|a, b| a & b);
     check(7, Plan::first(2, 2, 128), &|a, b| a | b);
     let plan = Plan::bits(2, 2, [0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210]);
@@ -280,7 +294,11 @@ fn f16_neighbour(h: f16, up: bool) -> f16 {
         return f16::from_bits(if up { 0x0001 } else { 0x8001 });
     }
     let away = (f > 0.0) == up;
-    f16::from_bits(if away { h.to_bits() + 1 } else { h.to_bits() - 1 })
+    f16::from_bits(if away {
+        h.to_bits() + 1
+    } else {
+        h.to_bits() - 1
+    })
 }
 
 /// float -> half with RoundMode `mode` (0 NONE .. 6 ODD), as float.
@@ -367,7 +385,11 @@ fn cast_round_modes_to_half_and_int32() {
         let (h, i) = (h.to_vec().unwrap(), i.to_vec().unwrap());
         for (k, v) in x.iter().enumerate() {
             assert_eq!(h[k], to_f16(*v, mode), "mode {mode}: half({v})");
-            let want = if mode == 0 || mode == 6 { -7 } else { to_i32(*v, mode) };
+            let want = if mode == 0 || mode == 6 {
+                -7
+            } else {
+                to_i32(*v, mode)
+            };
             assert_eq!(i[k], want, "mode {mode}: int32({v})");
         }
     }
@@ -383,7 +405,10 @@ fn kernel_message(err: Error) -> String {
 #[test]
 fn broken_limits_are_errors_naming_the_rule() {
     let cases = [
-        (100, "Add: repeatTime 256 exceeds 255 (the hardware's 8-bit repeat count)"),
+        (
+            100,
+            "Add: repeatTime 256 exceeds 255 (the hardware's 8-bit repeat count)",
+        ),
         (
             101,
             "Add: mask 65 exceeds the 64 elements of one repeat of 32-bit elements (normal mode \

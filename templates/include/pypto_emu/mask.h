@@ -225,7 +225,7 @@ inline RepeatPlan make_plan(const char* what, uint32_t elem_bytes, MaskArg arg, 
         }
         continuous_bits(regs.low, plan.bits);
     } else {
-        if (elem_bytes == 4 && regs.high != 0) {
+        if (arg == MaskArg::Bitwise && elem_bytes == 4 && regs.high != 0) {
             fail(what, ": the high mask word is 0x", std::hex, regs.high, std::dec,
                  "; a repeat of 32-bit elements has 64 of them, so mask[1] (maskHigh) must be 0");
         }
