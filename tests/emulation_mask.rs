@@ -224,9 +224,9 @@ fn compare_then_select() {
     assert!(got.out[256..].iter().all(|v| *v == SENTINEL));
     // Compares and Select mode 1 (tensor and scalar), count forms: relu.
     let got = mask_f32(15).unwrap();
-    for i in 0..256 {
-        assert_eq!(bit(&got.bits, i), x[i] > 0.0, "bit {i}");
-        assert_eq!(got.out[i], if x[i] > 0.0 { x[i] } else { 0.0 }, "out[{i}]");
+    for (i, v) in x.iter().enumerate().take(256) {
+        assert_eq!(bit(&got.bits, i), *v > 0.0, "bit {i}");
+        assert_eq!(got.out[i], v.max(0.0), "out[{i}]");
     }
     assert!(got.out[256..].iter().all(|v| *v == SENTINEL));
     // Select mode 0: every repeat selects by the first 64 bits.
@@ -241,7 +241,10 @@ fn compare_then_select() {
     assert!(got.out[128..].iter().all(|v| *v == SENTINEL));
 }
 
-fn mask_i16(which: i32) -> Result<(Vec<i16>, Vec<i16>, Vec<i16>), Error> {
+/// The inputs a and b and the output of an int16 scenario.
+type I16Run = (Vec<i16>, Vec<i16>, Vec<i16>);
+
+fn mask_i16(which: i32) -> Result<I16Run, Error> {
     let dev = Device::host();
     let a: Vec<i16> = (0..256)
         .map(|i| (i as i16).wrapping_mul(2741) ^ 0x5a5a)
@@ -434,7 +437,7 @@ fn broken_limits_are_errors_naming_the_rule() {
         let err = mask_f32(which).err().expect("an error");
         assert_eq!(kernel_message(err), want, "scenario {which}");
     }
-    let err = mask_i16(100).err().expect("an error");
+    let err = mask_i16(100).expect_err("an error");
     assert_eq!(
         kernel_message(err),
         "ShiftLeft: shift distance 17 is outside 0..16 for 16-bit elements"
