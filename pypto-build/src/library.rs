@@ -19,6 +19,7 @@ pub const EMULATION_HEADERS: &[(&str, &str)] = embed![
     "pypto_emu/misc.h" => "include/pypto_emu/misc.h",
     "pypto_emu/copy.h" => "include/pypto_emu/copy.h",
     "pypto_emu/vector.h" => "include/pypto_emu/vector.h",
+    "pypto_emu/mask.h" => "include/pypto_emu/mask.h",
     "pypto_emu/reduce.h" => "include/pypto_emu/reduce.h",
     "pypto_emu/cube.h" => "include/pypto_emu/cube.h",
 ];

@@ -14,5 +14,6 @@
 #include "pypto_emu/misc.h"
 #include "pypto_emu/copy.h"
 #include "pypto_emu/vector.h"
+#include "pypto_emu/mask.h"
 #include "pypto_emu/reduce.h"
 #include "pypto_emu/cube.h"

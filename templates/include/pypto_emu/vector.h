@@ -289,6 +289,10 @@ N round_narrow(float x, RoundMode mode)
         return back < x ? step(nearest, true) : nearest;
     case RoundMode::CAST_TRUNC:
         return std::fabs(back) > std::fabs(x) ? step(nearest, x < 0) : nearest;
+    case RoundMode::CAST_ODD:
+        // Von Neumann rounding: an inexact result takes the neighbour whose
+        // last mantissa bit is 1.
+        return (nearest.bits & 1u) != 0 ? nearest : step(nearest, back < x);
     case RoundMode::CAST_ROUND: {
         // Ties go away from zero: only a tie can differ from nearest-even.
         N other = step(nearest, (back < x));
