@@ -338,6 +338,28 @@ impl Reader<'_, '_> {
         }
     }
 
+    /// A declared name: a string, a valid identifier, not in `taken`.
+    fn new_name<'t>(
+        &mut self,
+        node: &Node,
+        what: &str,
+        mut taken: impl Iterator<Item = &'t str>,
+    ) -> Option<String> {
+        let name = self.string(node, &format!("{what} name"))?;
+        if let Some(problem) = identifier_problem(&name) {
+            self.error(
+                node.pos,
+                format!("{what} `{}`: not a valid name: {problem}", clip(&name, 40)),
+            );
+            return None;
+        }
+        if taken.any(|t| t == name) {
+            self.error(node.pos, format!("{what} `{name}` is declared twice"));
+            return None;
+        }
+        Some(name)
+    }
+
     fn int(&mut self, node: &Node, what: &str, min: i128, max: i128) -> Option<i128> {
         match &node.value {
             Value::Int(i) if (min..=max).contains(i) => Some(*i),
@@ -437,20 +459,10 @@ impl Reader<'_, '_> {
                 );
                 continue;
             };
-            let Some(name) = self.string(name_node, "`params` entry, `name`") else {
+            let taken = out.iter().map(|p| p.name.as_str());
+            let Some(name) = self.new_name(name_node, "param", taken) else {
                 continue;
             };
-            if let Some(problem) = identifier_problem(&name) {
-                self.error(
-                    name_node.pos,
-                    format!("param `{}`: not a valid name: {problem}", clip(&name, 40)),
-                );
-                continue;
-            }
-            if out.iter().any(|p| p.name == name) {
-                self.error(name_node.pos, format!("param `{name}` is declared twice"));
-                continue;
-            }
             let ctx = format!("param `{name}`");
             let scalar = match get("kind") {
                 None => false,
@@ -584,20 +596,10 @@ impl Reader<'_, '_> {
             return out;
         };
         for (key, value) in pairs {
-            let Some(name) = self.string(key, "`options`") else {
+            let taken = out.iter().map(|o| o.name.as_str());
+            let Some(name) = self.new_name(key, "option", taken) else {
                 continue;
             };
-            if let Some(problem) = identifier_problem(&name) {
-                self.error(
-                    key.pos,
-                    format!("option `{}`: not a valid name: {problem}", clip(&name, 40)),
-                );
-                continue;
-            }
-            if out.iter().any(|o| o.name == name) {
-                self.error(key.pos, format!("option `{name}` is declared twice"));
-                continue;
-            }
             let ctx = format!("option `{name}`");
             let entries = self.mapping(value, &ctx, OPTION_KEYS);
             let get = |key: &str| entries.iter().find(|(n, _, _)| *n == key).map(|e| e.2);
