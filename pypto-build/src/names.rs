@@ -124,6 +124,31 @@ const CPP_KEYWORDS: &[&str] = &[
 ];
 
 /// Why a name cannot be used as an identifier, or `None` if it can.
+/// Why `name` cannot name a C++ function (an Ascend C kernel entry), or
+/// `None`. Laxer than [`identifier_problem`]: the name never reaches Rust.
+pub(crate) fn c_identifier_problem(name: &str) -> Option<String> {
+    let mut chars = name.chars();
+    let Some(first) = chars.next() else {
+        return Some("it is empty".to_owned());
+    };
+    if !(first.is_ascii_alphabetic() || first == '_') {
+        return Some("an identifier must start with an ASCII letter or `_`".to_owned());
+    }
+    if let Some(bad) = chars.find(|c| !(c.is_ascii_alphanumeric() || *c == '_')) {
+        return Some(format!(
+            "`{}` is not allowed; use ASCII letters, digits and `_`",
+            bad.escape_default()
+        ));
+    }
+    if CPP_KEYWORDS.contains(&name) {
+        return Some("it is a C++ keyword or a name Ascend C reserves".to_owned());
+    }
+    if name.starts_with("pypto_") {
+        return Some("names starting with `pypto_` are pypto-build's own".to_owned());
+    }
+    None
+}
+
 pub(crate) fn identifier_problem(name: &str) -> Option<String> {
     let mut chars = name.chars();
     let Some(first) = chars.next() else {

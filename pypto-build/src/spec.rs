@@ -33,6 +33,14 @@ pub(crate) struct KernelSpec {
     pub name: Sp<String>,
     pub doc: Option<Sp<String>>,
     pub template: Option<Sp<String>>,
+    /// An existing Ascend C file compiled unchanged (`source:`), instead of
+    /// a template; its entry function is `entry:`.
+    pub source: Option<Sp<String>>,
+    pub entry: Option<Sp<String>>,
+    /// A `source:` kernel's block count (a number or a size expression)
+    /// and core kind, as written.
+    pub blocks: Option<Node>,
+    pub cores: Option<Sp<String>>,
     pub targets: Option<Sp<Vec<Sp<String>>>>,
     pub params: Vec<ParamSpec>,
     pub statics: Vec<StaticEntry>,
@@ -53,6 +61,8 @@ pub(crate) struct ParamSpec {
     pub shape: Option<Sp<Vec<Node>>>,
     pub rank: Option<Node>,
     pub output: Option<Sp<bool>>,
+    /// A scalar bound to a size of the other params (`value: x.numel`).
+    pub value: Option<Sp<String>>,
     /// The keys written, valid or not.
     pub given: Vec<String>,
 }
@@ -69,8 +79,11 @@ pub(crate) struct StaticEntry {
 pub(crate) const QUOTED: usize = crate::diag::QUOTED_CHARS;
 
 const TOP_KEYS: &[&str] = &["dims", "kernels"];
-const KERNEL_KEYS: &[&str] = &["doc", "template", "targets", "params", "static", "options"];
-const PARAM_KEYS: &[&str] = &["dtype", "shape", "rank", "output", "scalar"];
+const KERNEL_KEYS: &[&str] = &[
+    "doc", "template", "source", "entry", "blocks", "cores", "targets", "params", "static",
+    "options",
+];
+const PARAM_KEYS: &[&str] = &["dtype", "shape", "rank", "output", "scalar", "value"];
 
 /// Reads the structure of a parsed spec file, reporting every problem to `sink`.
 pub(crate) fn read(root: &Node, sink: &mut Sink<'_>) -> SpecFile {
@@ -128,6 +141,13 @@ fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<Ker
     let doc = find(&entries, "doc").and_then(|(_, n)| string(n, &format!("{ctx}, `doc`"), sink));
     let template = find(&entries, "template")
         .and_then(|(_, n)| string(n, &format!("{ctx}, `template`"), sink));
+    let source =
+        find(&entries, "source").and_then(|(_, n)| string(n, &format!("{ctx}, `source`"), sink));
+    let entry =
+        find(&entries, "entry").and_then(|(_, n)| scalar_word(n, &format!("{ctx}, `entry`"), sink));
+    let blocks = find(&entries, "blocks").map(|(_, n)| n.clone());
+    let cores =
+        find(&entries, "cores").and_then(|(_, n)| scalar_word(n, &format!("{ctx}, `cores`"), sink));
     let targets = find(&entries, "targets").and_then(|(_, n)| {
         let what = format!("{ctx}, `targets`");
         let items = sequence(n, &what, sink)?;
@@ -196,6 +216,10 @@ fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<Ker
         name,
         doc,
         template,
+        source,
+        entry,
+        blocks,
+        cores,
         targets,
         params,
         statics,
@@ -227,6 +251,7 @@ fn read_param(
         })
     });
     let rank = find(&entries, "rank").map(|(_, n)| n.clone());
+    let value = word("value", sink);
     let output = find(&entries, "output").and_then(|(_, n)| match n.value {
         Value::Bool(b) => Some(Sp {
             value: b,
@@ -250,6 +275,7 @@ fn read_param(
         shape,
         rank,
         output,
+        value,
         given: keys_of(&entries),
     })
 }

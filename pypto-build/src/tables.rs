@@ -123,6 +123,22 @@ impl DType {
     }
 
     /// The Ascend C element type.
+    /// The largest value of an integer dtype, which a size bound to a
+    /// scalar of this dtype may reach; `None` for non-integers.
+    pub fn size_max(self) -> Option<u64> {
+        Some(match self {
+            DType::Int8 => i8::MAX as u64,
+            DType::Int16 => i16::MAX as u64,
+            DType::Int32 => i32::MAX as u64,
+            DType::Int64 => i64::MAX as u64,
+            DType::Uint8 => u8::MAX.into(),
+            DType::Uint16 => u16::MAX.into(),
+            DType::Uint32 => u32::MAX.into(),
+            DType::Uint64 => u64::MAX,
+            _ => return None,
+        })
+    }
+
     pub fn cpp_type(self) -> &'static str {
         self.row().cpp
     }

@@ -125,7 +125,30 @@ pub enum Arg<'a> {
     },
     /// A scalar's bits (see [`crate::DType::scalar_bits`]).
     Scalar(u64),
+    /// A scalar the spec binds to a size of the call's tensors (`value:
+    /// x.numel`): computed at launch, after the sizes are checked, and
+    /// refused when it exceeds `max`, the largest value of its type
+    /// `dtype` (a spec dtype name, for the message).
+    Sized {
+        of: SizeOf,
+        max: u64,
+        dtype: &'static str,
+    },
 }
+
+/// A size of a call's tensors, as a spec's size expressions name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SizeOf {
+    /// `param.numel`: the element count of tensor param `param`.
+    Numel { param: u8 },
+    /// `param.N` (or `param.last`): the size of one axis.
+    Axis { param: u8, axis: u8 },
+}
+
+/// Most blocks one launch may have when the spec sets the count (`blocks:`
+/// of a `source:` kernel): the largest block dimension the NPU runtime
+/// accepts.
+pub const MAX_LAUNCH_BLOCKS: u32 = 65535;
 
 /// A tensor argument's memory, as [`crate::Tensor`] lends it to a launch.
 pub struct Memory<'a>(MemoryKind<'a>);
@@ -223,6 +246,11 @@ pub enum BlockRule {
     Elements { param: u8, per_block: u32 },
     /// `factor` blocks per index of the leading `axes` axes of a param.
     Leading { param: u8, axes: u8, factor: u32 },
+    /// Exactly this many blocks (`blocks: 8` in a spec), not capped.
+    Count(u32),
+    /// As many blocks as a size of the call (`blocks: x.0`), up to
+    /// [`MAX_LAUNCH_BLOCKS`]; not capped at [`MAX_BLOCKS`].
+    Size(SizeOf),
 }
 
 /// One block's call record for a host entry; the C++ side declares the same
@@ -343,7 +371,9 @@ pub type HostEntry = unsafe extern "C" fn(launch: *mut HostLaunch) -> i32;
 
 /// The NPU launch stub of one compiled specialisation for one architecture
 /// (compiled by bisheng): enqueues `kernel<<<block_num, nullptr, stream>>>`
-/// with `args` (each tensor's device address, then the tiling's); returns 0.
+/// with `args` (each tensor's device address, then the tiling's, then the
+/// tiling's host copy, from which stubs of `source:` kernels take the
+/// scalars they pass by value); returns 0.
 pub type NpuEntry =
     unsafe extern "C" fn(block_num: u32, stream: *mut c_void, args: *mut *mut c_void) -> i32;
 
@@ -405,7 +435,8 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
             });
         }
     }
-    let blocks = block_count(desc, args);
+    let blocks = block_count(desc, args)?;
+    let scalars = scalar_words(desc, args)?;
     // A forced count is checked on every host launch, so that a bad
     // `PYPTO_BLOCKS` is reported even by launches with no work.
     let blocks = match device.as_npu() {
@@ -424,7 +455,7 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
         });
         return Ok(());
     }
-    let tiling = tiling_words(&dims, args);
+    let tiling = tiling_words(&dims, &scalars);
     let (pointers, bytes): (Small<*mut c_void>, Small<u64>) = args
         .iter()
         .filter_map(|a| match a {
@@ -432,14 +463,14 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
                 let (ptr, bytes) = memory.address();
                 Some((ptr.cast::<c_void>(), bytes))
             }
-            Arg::Scalar(_) => None,
+            Arg::Scalar(_) | Arg::Sized { .. } => None,
         })
         .unzip();
     let tensors = Tensors {
         pointers: &pointers,
         bytes: &bytes,
         tiling: &tiling,
-        tiling_bytes: tiling_len(&dims, args),
+        tiling_bytes: tiling_len(&dims, &scalars),
     };
     let (result, ub_peak_bytes) = match device.as_npu() {
         // SAFETY: forwarded from this function's contract.
@@ -484,7 +515,7 @@ fn one_device<'a>(desc: &KernelDesc, args: &[Arg<'a>]) -> Result<&'a Device, Err
 fn axis_size(desc: &KernelDesc, args: &[Arg<'_>], (param, axis): (u8, u8)) -> AxisSize {
     let size = match &args[usize::from(param)] {
         Arg::Tensor { sizes, .. } => sizes[usize::from(axis)],
-        Arg::Scalar(_) => 0,
+        Arg::Scalar(_) | Arg::Sized { .. } => 0,
     };
     AxisSize {
         param: desc.params[usize::from(param)],
@@ -522,11 +553,36 @@ fn agreed_dims(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<Small<u32>, Error>
         .collect()
 }
 
-fn block_count(desc: &KernelDesc, args: &[Arg<'_>]) -> u32 {
-    let sizes = |param: u8| match &args[usize::from(param)] {
-        Arg::Tensor { sizes, .. } => *sizes,
-        Arg::Scalar(_) => Sizes::new(&[]).expect("empty sizes"),
-    };
+/// The sizes of tensor param `param` (none for a scalar).
+fn sizes_of(args: &[Arg<'_>], param: u8) -> Sizes {
+    match args.get(usize::from(param)) {
+        Some(Arg::Tensor { sizes, .. }) => *sizes,
+        _ => Sizes::new(&[]).expect("empty sizes"),
+    }
+}
+
+/// The value of a size expression for this call. Element counts already
+/// passed the check made when their tensors were created, so they fit
+/// `usize`.
+fn size_of(args: &[Arg<'_>], of: SizeOf) -> u64 {
+    match of {
+        SizeOf::Numel { param } => sizes_of(args, param).iter().product::<usize>() as u64,
+        SizeOf::Axis { param, axis } => sizes_of(args, param)
+            .get(usize::from(axis))
+            .map_or(0, |&n| n as u64),
+    }
+}
+
+/// `x.numel` or `x.1`, as the spec wrote it.
+fn describe_size(desc: &KernelDesc, of: SizeOf) -> String {
+    match of {
+        SizeOf::Numel { param } => format!("{}.numel", desc.params[usize::from(param)]),
+        SizeOf::Axis { param, axis } => format!("{}.{axis}", desc.params[usize::from(param)]),
+    }
+}
+
+fn block_count(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<u32, Error> {
+    let sizes = |param: u8| sizes_of(args, param);
     // Products are of sizes that already passed the element-count check
     // when their tensors were made, so they fit usize.
     let work: usize = match desc.blocks {
@@ -547,14 +603,56 @@ fn block_count(desc: &KernelDesc, args: &[Arg<'_>]) -> u32 {
             let lead: usize = s[..usize::from(axes)].iter().product();
             lead * factor as usize * usize::from(s.iter().all(|&x| x > 0))
         }
+        BlockRule::Count(n) => return Ok(n),
+        BlockRule::Size(of) => {
+            let n = size_of(args, of);
+            return u32::try_from(n)
+                .ok()
+                .filter(|&n| n <= MAX_LAUNCH_BLOCKS)
+                .ok_or_else(|| Error::SizeOverflow {
+                    kernel: Some(desc.name),
+                    detail: format!(
+                        "`blocks: {}` asks for {n} blocks; a launch has at most \
+                         {MAX_LAUNCH_BLOCKS}",
+                        describe_size(desc, of)
+                    ),
+                });
+        }
     };
-    u32::try_from(work).unwrap_or(u32::MAX).min(MAX_BLOCKS)
+    Ok(u32::try_from(work).unwrap_or(u32::MAX).min(MAX_BLOCKS))
+}
+
+/// Every scalar argument's bits, in param order; sizes bound to scalars
+/// are computed here and must fit their type.
+fn scalar_words(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<Small<u64>, Error> {
+    let mut words = Small::new();
+    for (i, arg) in args.iter().enumerate() {
+        match *arg {
+            Arg::Tensor { .. } => {}
+            Arg::Scalar(bits) => words.push(bits),
+            Arg::Sized { of, max, dtype } => {
+                let value = size_of(args, of);
+                if value > max {
+                    return Err(Error::SizeOverflow {
+                        kernel: Some(desc.name),
+                        detail: format!(
+                            "`{}` = `{}` = {value}, more than its {dtype} holds ({max})",
+                            desc.params[i],
+                            describe_size(desc, of)
+                        ),
+                    });
+                }
+                words.push(value);
+            }
+        }
+    }
+    Ok(words)
 }
 
 /// The tiling data a kernel reads: `uint32_t dim[N]` then, 8-aligned,
 /// `uint64_t scalar[M]`, native-endian, as the generated C++ struct lays it
 /// out. Held in `u64` words so that the kernel's reads are aligned.
-fn tiling_words(dims: &[u32], args: &[Arg<'_>]) -> Small<u64> {
+fn tiling_words(dims: &[u32], scalars: &[u64]) -> Small<u64> {
     let mut words: Small<u64> = dims
         .chunks(2)
         .map(|pair| {
@@ -565,22 +663,18 @@ fn tiling_words(dims: &[u32], args: &[Arg<'_>]) -> Small<u64> {
             u64::from_ne_bytes(bytes)
         })
         .collect();
-    words.extend(args.iter().filter_map(|a| match a {
-        Arg::Scalar(bits) => Some(*bits),
-        Arg::Tensor { .. } => None,
-    }));
+    words.extend_from_slice(scalars);
     words
 }
 
 /// The size of the C++ tiling struct: no padding after the dims when there
 /// are no scalars.
-fn tiling_len(dims: &[u32], args: &[Arg<'_>]) -> u64 {
-    let scalars = args.iter().filter(|a| matches!(a, Arg::Scalar(_))).count() as u64;
+fn tiling_len(dims: &[u32], scalars: &[u64]) -> u64 {
     let dim_bytes = 4 * dims.len() as u64;
-    if scalars == 0 {
+    if scalars.is_empty() {
         dim_bytes
     } else {
-        dim_bytes.next_multiple_of(8) + 8 * scalars
+        dim_bytes.next_multiple_of(8) + 8 * scalars.len() as u64
     }
 }
 
@@ -893,6 +987,8 @@ unsafe fn run_on_npu(
         }
         let mut args: Small<*mut c_void> = tensors.pointers.iter().copied().collect();
         args.push(tiling);
+        // Read by the stub on the host, before `launch` returns.
+        args.push(tensors.tiling.as_ptr().cast_mut().cast());
         let stream = npu.stream.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: `entry` is the stub compiled for this kernel and this
         // device's architecture (the caller's contract); `args` holds one
@@ -916,6 +1012,37 @@ unsafe fn run_on_npu(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_bound_to_scalars_must_fit_their_type() {
+        let host = Device::host();
+        let tensor = |sizes: &[usize]| Arg::Tensor {
+            sizes: Sizes::new(sizes).unwrap(),
+            memory: Memory::device(std::ptr::null_mut(), 0),
+            device: &host,
+        };
+        let desc = KernelDesc {
+            name: "k",
+            params: &["x", "n", "s"],
+            dims: &[],
+            blocks: BlockRule::Size(SizeOf::Axis { param: 0, axis: 1 }),
+            multiples: &[],
+            halves: &[],
+        };
+        let sized = |max| Arg::Sized {
+            of: SizeOf::Numel { param: 0 },
+            max,
+            dtype: "DT_UINT8",
+        };
+        let args = [tensor(&[3, 85]), sized(255), Arg::Scalar(7)];
+        assert_eq!(scalar_words(&desc, &args).unwrap().as_slice(), &[255, 7]);
+        assert_eq!(block_count(&desc, &args), Ok(85));
+        let args = [tensor(&[4, 64]), sized(255), Arg::Scalar(7)];
+        assert_eq!(
+            scalar_words(&desc, &args).unwrap_err().to_string(),
+            "kernel `k`: size overflow: `n` = `x.numel` = 256, more than its DT_UINT8 holds (255)"
+        );
+    }
 
     #[test]
     fn block_counts_parse() {

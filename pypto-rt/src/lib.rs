@@ -40,7 +40,9 @@ pub use dtype::{DType, Fp8E4M3, Fp8E5M2};
 pub use error::{AxisSize, Error};
 pub use half::{bf16, f16};
 pub use host_mem::READONLY_INPUTS_VAR;
-pub use launch::{BLOCKS_VAR, LaunchStats, MAX_BLOCKS, last_launch, with_host_blocks};
+pub use launch::{
+    BLOCKS_VAR, LaunchStats, MAX_BLOCKS, MAX_LAUNCH_BLOCKS, last_launch, with_host_blocks,
+};
 pub use shape::{Shape, Sizes};
 pub use tensor::Tensor;
 pub use watchdog::TIMEOUT_VAR;
@@ -80,7 +82,8 @@ pub mod __private {
     /// Interface version 1: every item generated wrappers name.
     pub mod v1 {
         pub use crate::launch::{
-            Arg, BlockRule, DimDesc, Entries, Halves, HostLaunch, KernelDesc, Multiple, launch,
+            Arg, BlockRule, DimDesc, Entries, Halves, HostLaunch, KernelDesc, Multiple, SizeOf,
+            launch,
         };
         pub use crate::{Const, DType, Error, Fp8E4M3, Fp8E5M2, NpuArch, Tensor, bf16, f16};
 

@@ -97,7 +97,7 @@ fi
     printf '#line 1 "%s"\n' "$src"
     sed -E 's/([A-Za-z_][A-Za-z0-9_]*)[[:space:]]*<<<([^>]*)>>>/pypto_fake_npu::launch(\1, \2)/g' "$src"
 } >"$rewritten" || die "cannot rewrite $src"
-extra=()
+extra=("-DPYPTO_FAKE_NPU=1")
 [ "$target950" -eq 1 ] && extra+=("-DPYPTO_TARGET_950=1")
 if [ "$compile" -eq 2 ]; then
     exec "$CXX" -x c++ "${pass[@]+"${pass[@]}"}" "${extra[@]+"${extra[@]}"}" -I"$TIKCPP" \

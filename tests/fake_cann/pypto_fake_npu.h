@@ -2,10 +2,14 @@
 // The fake bisheng rewrites `k<<<blocks, l2ctrl, stream>>>(args...)` into
 // `pypto_fake_npu::launch(k, blocks, l2ctrl, stream)(args...)`, which runs
 // every block on the calling thread through the host emulation, with each
-// argument's bounds taken from the fake runtime's allocations.
+// pointer argument's bounds taken from the fake runtime's allocations
+// (scalars passed by value are passed on).
 #pragma once
 
 #include "kernel_operator.h"
+
+#include <cstring>
+#include <type_traits>
 
 extern "C" {
 // 0 and the allocation's size when `ptr` starts one; non-zero otherwise.
@@ -19,6 +23,25 @@ void pypto_fake_acl_kernel_failed(void* stream, uint32_t block, const char* mess
 
 namespace pypto_fake_npu {
 
+// The core kind of the next launch on this thread ("vector", "cube",
+// "mixed"): set by the launch stubs pypto-build writes for the fake
+// toolkit; a real NPU reads it from the compiled kernel.
+inline thread_local const char* next_cores = "vector";
+inline void next_launch_cores(const char* cores) { next_cores = cores; }
+
+// A kernel argument as a pointer (tensors, the tiling), or nullptr for a
+// scalar passed by value.
+template <typename T>
+void* pointer_of(T value)
+{
+    if constexpr (std::is_pointer_v<T>) {
+        return const_cast<void*>(static_cast<const void*>(value));
+    } else {
+        (void)value;
+        return nullptr;
+    }
+}
+
 template <typename Kernel>
 struct Launch {
     Kernel* kernel;
@@ -28,25 +51,40 @@ struct Launch {
     template <typename... Args>
     void operator()(Args... args) const
     {
+        const char* cores = next_cores;
+        next_cores = "vector";
         if (pypto_fake_acl_launch_begin(stream) != 0) {
             return;
         }
         constexpr uint32_t n = sizeof...(Args);
-        void* ptrs[n] = {static_cast<void*>(args)...};
+        void* all[n] = {pointer_of(args)...};
+        // The pointer arguments are the launch's memory: each must start a
+        // device allocation.
+        void* ptrs[n];
         uint64_t bytes[n];
+        uint32_t count = 0;
         for (uint32_t i = 0; i < n; ++i) {
-            bytes[i] = 0;
-            if (ptrs[i] != nullptr && pypto_fake_acl_allocation_bytes(ptrs[i], &bytes[i]) != 0) {
+            if (all[i] == nullptr) {
+                continue;
+            }
+            ptrs[count] = all[i];
+            if (pypto_fake_acl_allocation_bytes(all[i], &bytes[count]) != 0) {
                 pypto_fake_acl_kernel_failed(stream, 0,
                     "a kernel argument is not the start of device memory");
                 return;
             }
+            ++count;
         }
         char err[1024] = {0};
         for (uint32_t b = 0; b < blocks; ++b) {
-            pypto_emu::HostLaunch record{b, blocks, ptrs, bytes, n - 1,
-                static_cast<const uint8_t*>(ptrs[n - 1]), bytes[n - 1], err, sizeof err, 0};
-            if (pypto_emu::run_block(&record, [&] { kernel(args...); }) != 0) {
+            pypto_emu::HostLaunch record{b, blocks, ptrs, bytes, count, nullptr, 0, err,
+                sizeof err, 0};
+            auto body = [&] { kernel(args...); };
+            int32_t status = std::strcmp(cores, "mixed") == 0
+                ? pypto_emu::run_mixed_block(&record, body)
+                : std::strcmp(cores, "cube") == 0 ? pypto_emu::run_cube_block(&record, body)
+                                                   : pypto_emu::run_block(&record, body);
+            if (status != 0) {
                 pypto_fake_acl_kernel_failed(stream, b, err);
                 return;
             }

@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use crate::codegen::Plan;
-use crate::model::{BlockRule, DType, DimSize, ParamKind};
+use crate::model::{BlockRule, DType, DimSize, Kernel, ParamKind, SizeOf, TemplateRef};
 
 /// The version of pypto-rt's interface for generated code that this
 /// pypto-build generates for: wrappers name pypto-rt only through
@@ -119,7 +119,10 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
     }
     out.push_str("(\n");
     for (i, p) in k.params.iter().enumerate() {
-        let _ = writeln!(out, "    {}: {},", p.name, param_type(plan, i));
+        // A scalar bound to a size is computed, not asked for.
+        if bound_to(k, i).is_none() {
+            let _ = writeln!(out, "    {}: {},", p.name, param_type(plan, i));
+        }
     }
     let _ = writeln!(out, ") -> ::core::result::Result<(), {RT}::Error>");
     if !statics.is_empty() {
@@ -193,7 +196,14 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
     let args: Vec<String> = k
         .params
         .iter()
-        .map(|p| match &p.kind {
+        .enumerate()
+        .map(|(i, p)| match &p.kind {
+            ParamKind::Scalar(dtype) if let Some(of) = bound_to(k, i) => format!(
+                "{RT}::Arg::Sized {{ of: {RT}::{}, max: {}, dtype: {:?} }}",
+                size_of(of),
+                dtype.size_max().unwrap_or(0),
+                dtype.spec_name()
+            ),
             ParamKind::Scalar(_) => {
                 format!("{RT}::Arg::Scalar({RT}::DType::scalar_bits({}))", p.name)
             }
@@ -212,6 +222,27 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
     );
     out.push_str("}\n");
     built_traits(out, plan, &statics);
+}
+
+/// The size a scalar param is bound to (`value:`), if any.
+fn bound_to(k: &Kernel, param: usize) -> Option<SizeOf> {
+    k.bound.iter().find(|b| b.param == param).map(|b| b.of)
+}
+
+/// A size expression as the runtime's `SizeOf`.
+fn size_of(of: SizeOf) -> String {
+    match of {
+        SizeOf::Numel(p) => format!("SizeOf::Numel {{ param: {p} }}"),
+        SizeOf::Axis(p, a) => format!("SizeOf::Axis {{ param: {p}, axis: {a} }}"),
+    }
+}
+
+/// `x.numel` or `x.1`, as a spec writes it.
+fn describe_size(k: &Kernel, of: SizeOf) -> String {
+    match of {
+        SizeOf::Numel(p) => format!("{}.numel", k.params[p].name),
+        SizeOf::Axis(p, a) => format!("{}.{a}", k.params[p].name),
+    }
 }
 
 fn descriptor(out: &mut String, plan: &Plan<'_>) {
@@ -254,6 +285,8 @@ fn descriptor(out: &mut String, plan: &Plan<'_>) {
             axes,
             factor,
         } => format!("Leading {{ param: {param}, axes: {axes}, factor: {factor} }}"),
+        BlockRule::Count(n) => format!("Count({n})"),
+        BlockRule::Size(of) => format!("Size({RT}::{})", size_of(of)),
     };
     let _ = writeln!(out, "        blocks: {RT}::BlockRule::{blocks},");
     // Divisibility and halving the types cannot show: DYNAMIC axes,
@@ -338,11 +371,18 @@ fn docs(out: &mut String, plan: &Plan<'_>) {
         lines.extend(user_doc_lines(doc));
         lines.push(String::new());
     }
+    let from = match (&k.template, &k.entry) {
+        (TemplateRef::Source(_), Some(entry)) => format!(
+            "source {}, entry {}",
+            code(&k.template.to_string()),
+            code(entry)
+        ),
+        _ => format!("template {}", code(&k.template.to_string())),
+    };
     lines.push(format!(
-        "Kernel {} from {} (template {}), built for {}.",
+        "Kernel {} from {} ({from}), built for {}.",
         code(&k.name),
         code(&k.origin.to_string()),
-        code(&k.template.to_string()),
         k.targets
             .iter()
             .map(|t| t.spec_name())
@@ -352,11 +392,16 @@ fn docs(out: &mut String, plan: &Plan<'_>) {
     lines.push(String::new());
     lines.push("| param | kind | dtype | shape in the spec |".to_owned());
     lines.push("|---|---|---|---|".to_owned());
-    for p in &k.params {
+    for (i, p) in k.params.iter().enumerate() {
         match &p.kind {
-            ParamKind::Scalar(dtype) => {
-                lines.push(format!("| {} | scalar | `{dtype}` | |", code(&p.name)));
-            }
+            ParamKind::Scalar(dtype) => match bound_to(k, i) {
+                Some(of) => lines.push(format!(
+                    "| {} | scalar, computed: {} | `{dtype}` | |",
+                    code(&p.name),
+                    code(&describe_size(k, of))
+                )),
+                None => lines.push(format!("| {} | scalar | `{dtype}` | |", code(&p.name))),
+            },
             ParamKind::Tensor {
                 dtype,
                 output,

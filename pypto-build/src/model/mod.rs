@@ -12,6 +12,7 @@
 mod contract;
 mod dims;
 mod params;
+mod source;
 mod template;
 
 use std::cell::OnceCell;
@@ -23,6 +24,7 @@ use crate::diag::{Location, Pos, Sink, clip, display_path};
 use crate::names::identifier_problem;
 use crate::spec::{KernelSpec, ParamSpec, QUOTED, SpecFile};
 use dims::FileDims;
+pub use source::{Bound, MAX_SPEC_BLOCKS};
 pub(crate) use template::Templates;
 
 /// Highest tensor rank a kernel may take.
@@ -44,13 +46,16 @@ pub enum TemplateRef {
     /// A user template; the path is the spec's directory joined with the
     /// path written, and resolves inside the spec's package.
     File(PathBuf),
+    /// An existing Ascend C file (`source:`), compiled unchanged; resolved
+    /// as a user template's path is.
+    Source(PathBuf),
 }
 
 impl fmt::Display for TemplateRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TemplateRef::Builtin(name) => write!(f, "builtin/{name}"),
-            TemplateRef::File(path) => f.write_str(&display_path(path)),
+            TemplateRef::File(path) | TemplateRef::Source(path) => f.write_str(&display_path(path)),
         }
     }
 }
@@ -166,6 +171,20 @@ pub struct Kernel {
     pub multiples: Vec<Multiple>,
     /// Halvings the contract requires where a side is DYNAMIC.
     pub halves: Vec<Halves>,
+    /// A `source:` kernel's entry function, as its source names it.
+    pub entry: Option<String>,
+    /// Scalar params whose value is a size of the call (`value:`): passed
+    /// to the kernel, not asked of the caller.
+    pub bound: Vec<Bound>,
+}
+
+/// A size of a call's tensors (the runtime's `SizeOf`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SizeOf {
+    /// The element count of a tensor param.
+    Numel(usize),
+    /// The size of (param, axis).
+    Axis(usize, usize),
 }
 
 /// How a launch is split into blocks, with option values filled in (the
@@ -182,6 +201,10 @@ pub enum BlockRule {
         axes: usize,
         factor: u32,
     },
+    /// Exactly this many blocks (a `source:` kernel's `blocks: 8`).
+    Count(u32),
+    /// As many blocks as a size of the call (`blocks: x.0`).
+    Size(SizeOf),
 }
 
 /// A run-time check: axis `axis` of param `param` is a multiple of `of`.
@@ -293,6 +316,8 @@ fn check_kernel(
         }
     }
     let all_params_ok = drafts.len() == k.params.len();
+    let source_parts = source::check_source_parts(k, &ctx, template.as_ref(), &drafts, sink);
+    let bound = source::check_bound(&ctx, &drafts, sink);
     // Judged on what was written, so it is reported even when params have
     // other errors; an `output:` with a bad value was reported already.
     let marks_output = k.params.iter().any(|p| {
@@ -374,6 +399,15 @@ fn check_kernel(
         sink,
     )?;
 
+    let (entry, blocks, cores) = match (&template, source_parts) {
+        (TemplateRef::Source(_), Some(parts)) => (Some(parts.entry), parts.blocks, parts.cores),
+        (TemplateRef::Source(_), None) => return None,
+        _ => (
+            None,
+            resolved.blocks,
+            contract.map_or(CoreKind::Vector, |c| c.cores),
+        ),
+    };
     Some(Kernel {
         name: name.clone(),
         doc: k.doc.as_ref().map(|d| d.value.clone()),
@@ -385,9 +419,11 @@ fn check_kernel(
         options,
         origin: sink.location(k.name.pos),
         roles: resolved.roles,
-        blocks: resolved.blocks,
-        cores: contract.map_or(CoreKind::Vector, |c| c.cores),
+        blocks,
+        cores,
         multiples: resolved.multiples,
         halves: resolved.halves,
+        entry,
+        bound,
     })
 }

@@ -43,6 +43,15 @@ impl Templates {
                     let path = PathBuf::from(format!("builtin/{name}.hbs"));
                     self.parse(&path, text)
                 }
+                // A source has no contract: the spec declares everything.
+                TemplateRef::Source(path) => match read_template(path) {
+                    Ok(_) => Ok(None),
+                    Err(why) => {
+                        let pos = k.source.as_ref().map_or(k.name.pos, |t| t.pos);
+                        sink.error(pos, format!("{ctx}, `source`: {why}"));
+                        Err(())
+                    }
+                },
                 TemplateRef::File(path) => match read_template(path) {
                     Ok(text) => self.parse(path, &text),
                     Err(why) => {
@@ -65,15 +74,16 @@ impl Templates {
     }
 }
 
-/// A template file's text, or why it cannot be had.
-fn read_template(path: &Path) -> Result<String, String> {
+/// A template or source file's text, or why it cannot be had.
+pub(crate) fn read_template(path: &Path) -> Result<String, String> {
     let shown = display_path(path);
     let len = std::fs::metadata(path)
         .map_err(|e| format!("cannot read `{shown}`: {e}"))?
         .len();
     if len > MAX_TEMPLATE_BYTES {
         return Err(format!(
-            "`{shown}` is {len} bytes; templates larger than {MAX_TEMPLATE_BYTES} bytes are refused"
+            "`{shown}` is {len} bytes; templates and sources larger than {MAX_TEMPLATE_BYTES} \
+             bytes are refused"
         ));
     }
     std::fs::read_to_string(path).map_err(|e| format!("cannot read `{shown}`: {e}"))
@@ -97,8 +107,21 @@ pub(super) fn check_template(
     package: &OnceCell<Option<PathBuf>>,
     sink: &mut Sink<'_>,
 ) -> Option<TemplateRef> {
+    if let Some(source) = &k.source {
+        if k.template.is_some() || k.given.iter().any(|g| g == "template") {
+            sink.error(
+                source.pos,
+                format!(
+                    "{ctx}: has both `template` and `source`; a kernel is rendered from a \
+                     template or compiled from an existing Ascend C source, not both"
+                ),
+            );
+            return None;
+        }
+        return package_file("source", source, ctx, package, sink).map(TemplateRef::Source);
+    }
     let Some(t) = &k.template else {
-        if k.given.iter().any(|g| g == "template") {
+        if k.given.iter().any(|g| g == "template" || g == "source") {
             return None; // given, but not a string: already reported
         }
         sink.error(
@@ -124,9 +147,22 @@ pub(super) fn check_template(
         );
         return None;
     }
+    package_file("template", t, ctx, package, sink).map(TemplateRef::File)
+}
+
+/// A file a spec names (`template:` or `source:`), relative to the spec and
+/// inside its package: it is pasted into generated C++, so it must be the
+/// crate's own.
+fn package_file(
+    key: &str,
+    t: &spec::Sp<String>,
+    ctx: &str,
+    package: &OnceCell<Option<PathBuf>>,
+    sink: &mut Sink<'_>,
+) -> Option<PathBuf> {
     let written = Path::new(&t.value);
     if let Some(problem) = path_problem(written) {
-        sink.error(t.pos, format!("{ctx}, `template`: {problem}"));
+        sink.error(t.pos, format!("{ctx}, `{key}`: {problem}"));
         return None;
     }
     // The template is pasted into generated C++: it must be the crate's own.
@@ -134,7 +170,7 @@ pub(super) fn check_template(
         sink.error(
             t.pos,
             format!(
-                "{ctx}, `template`: `{}` is an absolute path; give a path relative to the spec \
+                "{ctx}, `{key}`: `{}` is an absolute path; give a path relative to the spec \
                  file, inside its package",
                 t.value
             ),
@@ -147,9 +183,15 @@ pub(super) fn check_template(
         sink.error(
             t.pos,
             format!(
-                "{ctx}, `template`: template file `{}` does not exist (paths are relative to \
-                 the spec file; builtins are written `builtin/NAME`)",
-                display_path(&path)
+                "{ctx}, `{key}`: {} file `{}` does not exist (paths are relative to the spec \
+                 file{})",
+                key,
+                display_path(&path),
+                if key == "template" {
+                    "; builtins are written `builtin/NAME`"
+                } else {
+                    ""
+                }
             ),
         );
         return None;
@@ -161,8 +203,8 @@ pub(super) fn check_template(
             sink.error(
                 t.pos,
                 format!(
-                    "{ctx}, `template`: `{}` resolves to `{}`, outside the spec's package `{}` \
-                     (the directory of the nearest Cargo.toml above the spec file); templates \
+                    "{ctx}, `{key}`: `{}` resolves to `{}`, outside the spec's package `{}` \
+                     (the directory of the nearest Cargo.toml above the spec file); {key}s \
                      must be inside it",
                     t.value,
                     display_path(&real),
@@ -175,7 +217,7 @@ pub(super) fn check_template(
             sink.error(
                 t.pos,
                 format!(
-                    "{ctx}, `template`: cannot resolve `{}`: {e}",
+                    "{ctx}, `{key}`: cannot resolve `{}`: {e}",
                     display_path(&path)
                 ),
             );
@@ -184,10 +226,10 @@ pub(super) fn check_template(
         (None, Ok(_)) => {
             sink.error(
                 t.pos,
-                format!("{ctx}, `template`: cannot resolve the spec file's directory"),
+                format!("{ctx}, `{key}`: cannot resolve the spec file's directory"),
             );
             false
         }
     };
-    inside.then_some(TemplateRef::File(path))
+    inside.then_some(path)
 }

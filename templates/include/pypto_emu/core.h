@@ -4,8 +4,13 @@
 #include <csignal>
 #include <cstddef>
 #include <cstdint>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <mutex>
+#include <system_error>
+#include <thread>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -92,7 +97,32 @@ struct BlockState {
     uint8_t cross_core[5][32] = {};
     void* pipe = nullptr;     // the live AscendC::TPipe (GetTPipePtr)
     uint32_t allocators = 0;  // a bit per Hardware with a live LocalMemAllocator
-    bool aic = false;         // runs as a cube core (ASCEND_IS_AIC); false on the host for now
+    bool aic = false;         // runs as a cube core (ASCEND_IS_AIC)
+    uint8_t sub = 0;          // GetSubBlockIdx: which vector core of a mixed kernel's AI core
+    uint8_t ratio = 1;        // GetTaskRatio: 2 on the vector cores of a mixed kernel
+    struct CoreGroup* group = nullptr; // the AI core's cores, for a mixed kernel
+};
+
+// The three cores of one AI core running a mixed kernel (Atlas A2/A3 pair
+// one cube core with two vector cores), and the cross-core flags between
+// them (sync.h). Each core runs on a thread of its own; a wait that no
+// running core can satisfy any more is reported instead of hanging.
+struct CoreGroup {
+    std::mutex lock;
+    std::condition_variable changed;
+    int running = 3;    // cores neither waiting nor finished
+    bool stuck = false; // every core is waiting or finished: waits fail
+    int first_failed = -1;
+    uint8_t* waiting_on[3] = {}; // per core: the counter it waits on
+    // Mode 2 (cube <-> both vector cores): sets from the cube core waiting
+    // to be consumed by each vector core; sets by each vector core not yet
+    // matched by the other's; matched pairs waiting for the cube core.
+    uint8_t to_aiv[2][16] = {};
+    uint8_t from_aiv[2][16] = {};
+    uint8_t to_aic[16] = {};
+    // Mode 1 (the two vector cores), and mode 0 within one AI core.
+    uint8_t pair_sets[2][2][16] = {};  // [mode 0/1][vector core][flag]
+    uint8_t pair_ready[2][2][16] = {};
 };
 
 inline thread_local BlockState block;
@@ -407,40 +437,50 @@ inline void write_message(HostLaunch* launch, const char* text)
     launch->err[n] = '\0';
 }
 
-// Runs one block of a kernel: sets up the block's context, calls `body`,
-// and turns any emulation error into a status and a message.
+// Which core of an AI core a block runs as.
+enum class CoreRole : uint8_t { Vector, Cube, MixedCube, MixedVector0, MixedVector1 };
+
+// Runs one core of one block: sets up its context, calls `body`, and turns
+// any emulation error into a status and a message.
 template <typename Body>
-int32_t run_block(HostLaunch* launch, Body&& body)
+int32_t run_core(HostLaunch* launch, CoreRole role, CoreGroup* group, Body&& body)
 {
     install_fault_handler();
     block = BlockState{};
-    block.idx = launch->block_idx;
+    bool vector1 = role == CoreRole::MixedVector1;
+    bool mixed_vector = role == CoreRole::MixedVector0 || vector1;
+    // Mixed kernels number their vector cores 2 * block + sub.
+    block.idx = mixed_vector ? launch->block_idx * 2 + (vector1 ? 1 : 0) : launch->block_idx;
     block.num = launch->block_num;
+    block.aic = role == CoreRole::Cube || role == CoreRole::MixedCube;
+    block.sub = vector1 ? 1 : 0;
+    block.ratio = mixed_vector ? 2 : 1;
+    block.group = group;
     block.launch_id = launch->launch_id;
     block.cancel = launch->cancel;
     block.timeout_ms = launch->timeout_ms;
     block.kernel = launch->kernel != nullptr ? launch->kernel : "";
     block.kernel_len = launch->kernel != nullptr ? launch->kernel_len : 0;
-    ::block_idx = launch->block_idx;
+    ::block_idx = block.idx;
     ::block_num = launch->block_num;
-    for (uint32_t i = 0; i < launch->num_args; ++i) {
-        GmRegion r{static_cast<const uint8_t*>(launch->args[i]), launch->arg_bytes[i], i, true,
-                   nullptr, 0, 0, 0};
-        if (launch->arg_info != nullptr) {
-            const HostArg& info = launch->arg_info[i];
-            r.writable = info.writable != 0;
-            r.name = info.name;
-            r.name_len = info.name_len;
-            r.map_begin = static_cast<uintptr_t>(info.map_begin);
-            r.map_end = static_cast<uintptr_t>(info.map_end);
-        }
-        block.regions.push_back(r);
-    }
-    block.regions.push_back(
-        {launch->tiling, launch->tiling_bytes, UINT32_MAX, false, nullptr, 0, 0, 0});
     int32_t status = 0;
-    block.in_kernel = 1;
     try {
+        for (uint32_t i = 0; i < launch->num_args; ++i) {
+            GmRegion r{static_cast<const uint8_t*>(launch->args[i]), launch->arg_bytes[i], i,
+                       true, nullptr, 0, 0, 0};
+            if (launch->arg_info != nullptr) {
+                const HostArg& info = launch->arg_info[i];
+                r.writable = info.writable != 0;
+                r.name = info.name;
+                r.name_len = info.name_len;
+                r.map_begin = static_cast<uintptr_t>(info.map_begin);
+                r.map_end = static_cast<uintptr_t>(info.map_end);
+            }
+            block.regions.push_back(r);
+        }
+        block.regions.push_back(
+            {launch->tiling, launch->tiling_bytes, UINT32_MAX, false, nullptr, 0, 0, 0});
+        block.in_kernel = 1;
         body();
     } catch (const EmulationError& e) {
         write_message(launch, e.what());
@@ -457,12 +497,100 @@ int32_t run_block(HostLaunch* launch, Body&& body)
     return status;
 }
 
+// Runs one block of a vector kernel.
+template <typename Body>
+int32_t run_block(HostLaunch* launch, Body&& body)
+{
+    return run_core(launch, CoreRole::Vector, nullptr, body);
+}
+
+// Runs one block of a cube kernel: ASCEND_IS_AIC holds.
+template <typename Body>
+int32_t run_cube_block(HostLaunch* launch, Body&& body)
+{
+    return run_core(launch, CoreRole::Cube, nullptr, body);
+}
+
+// Runs one block of a mixed kernel as the hardware does: one cube core and
+// two vector cores at once, each on its own thread (this one runs the cube
+// core), paired through the cross-core flags. The block's error is the
+// first core's to fail, named by core.
+template <typename Body>
+int32_t run_mixed_block(HostLaunch* launch, Body&& body)
+{
+    CoreGroup group;
+    int32_t status[3] = {0, 0, 0};
+    char messages[3][1024] = {{0}, {0}, {0}};
+    uint64_t peaks[3] = {0, 0, 0};
+    auto core = [&](int c) {
+        HostLaunch mine = *launch;
+        mine.err = messages[c];
+        mine.err_len = sizeof messages[c];
+        CoreRole role = c == 0 ? CoreRole::MixedCube
+                        : c == 1 ? CoreRole::MixedVector0
+                                 : CoreRole::MixedVector1;
+        status[c] = run_core(&mine, role, &group, body);
+        peaks[c] = mine.ub_peak;
+        std::lock_guard<std::mutex> hold(group.lock);
+        if (status[c] != 0 && group.first_failed < 0) {
+            group.first_failed = c;
+        }
+        --group.running;
+        group.changed.notify_all();
+    };
+    std::thread vectors[2];
+    const char* spawn_error = nullptr;
+    std::string spawn_reason;
+    for (int v = 0; v < 2; ++v) {
+        try {
+            vectors[v] = std::thread(core, v + 1);
+        } catch (const std::system_error& e) {
+            spawn_error = "could not start a thread for a vector core of this mixed kernel: ";
+            spawn_reason = e.what();
+            std::lock_guard<std::mutex> hold(group.lock);
+            // The cores that do not start (this one, the cube core) will
+            // never set a flag: a vector core already running stops at its
+            // next wait.
+            group.running -= 3 - v;
+            group.stuck = true;
+            group.changed.notify_all();
+            break;
+        }
+    }
+    if (spawn_error == nullptr) {
+        core(0);
+    }
+    for (std::thread& t : vectors) {
+        if (t.joinable()) {
+            t.join();
+        }
+    }
+    launch->ub_peak = peaks[0] > peaks[1] ? peaks[0] : peaks[1];
+    launch->ub_peak = launch->ub_peak > peaks[2] ? launch->ub_peak : peaks[2];
+    if (spawn_error != nullptr) {
+        write_message(launch, concat(spawn_error, spawn_reason).c_str());
+        return 2;
+    }
+    if (group.first_failed < 0) {
+        return 0;
+    }
+    int c = group.first_failed;
+    const char* who = c == 0 ? "cube core (AIC): " : c == 1 ? "vector core 0 (AIV): " : "vector core 1 (AIV): ";
+    write_message(launch, concat(who, messages[c]).c_str());
+    return status[c];
+}
+
 } // namespace pypto_emu
 
 namespace AscendC {
 
 inline int64_t GetBlockIdx() { return pypto_emu::block.idx; }
 inline int64_t GetBlockNum() { return pypto_emu::block.num; }
+// The vector core within its AI core (0 or 1 in a mixed kernel; 0 else).
+inline int64_t GetSubBlockIdx() { return pypto_emu::block.sub; }
+// Cores of this kind per AI core: 2 on a mixed kernel's vector cores.
+inline int64_t GetTaskRatio() { return pypto_emu::block.ratio; }
+inline int64_t GetSubBlockNum() { return pypto_emu::block.ratio; }
 
 using ::pipe_t;
 using ::PIPE_S;

@@ -22,7 +22,9 @@
 #endif
 
 // `__mix__(cube, vector)` marks a mixed kernel's entry; the kernel type
-// macros choose the core mix. The host runs every block as a vector core.
+// macros choose the core mix. On the host the spec or template contract
+// says it instead (`cores: vector|cube|mixed`), which picks the block
+// runner (core.h).
 #define __mix__(...)
 #ifndef KERNEL_TASK_TYPE_DEFAULT
 #define KERNEL_TASK_TYPE_DEFAULT(type)
@@ -32,9 +34,7 @@
 #endif
 
 // Written as `if ASCEND_IS_AIV { ... }` in kernels, so each expands to a
-// parenthesised condition. On the host each block is a vector core (AIV):
-// ASCEND_IS_AIV holds and ASCEND_IS_AIC does not, until cube and vector
-// parts run paired (pypto_emu::block.aic).
+// parenthesised condition: which core this is (pypto_emu::block.aic).
 #define ASCEND_IS_AIV (!::pypto_emu::block.aic)
 #define ASCEND_IS_AIC (::pypto_emu::block.aic)
 

@@ -225,11 +225,74 @@ inline void DisableDmaAtomic() { SetAtomicNone(); }
 
 // Cross-core flags (mixed cube/vector kernels). Each flag ID is a counter:
 // CrossCoreSetFlag counts up, CrossCoreWaitFlag waits until every core it
-// waits for has set it. The host runs one vector core per block and no
-// cube core, so a wait is satisfied only by this block's own earlier set
-// (mode 0 with a single block, mode 1 with the single vector core of the
-// block); anything else would need a core the host does not run, and is
-// reported as an error rather than a hang.
+// waits for has set it. A mixed kernel's block runs its cube core and two
+// vector cores at once (core.h, run_mixed_block), so waits between them
+// block as on the NPU; a wait no running core can satisfy any more is an
+// error, not a hang. Kernels that are not mixed run one core per block:
+// there a wait is satisfied only by the block's own earlier set (mode 0
+// with one block, mode 1), and modes 2 and 4 are errors.
+} // namespace AscendC
+
+namespace pypto_emu {
+
+inline const char* cross_core_stuck()
+{
+    return ": no core of this AI core can set the flag any more (the others are waiting or have "
+           "finished); on the NPU this core would wait for ever";
+}
+
+// The index of this core in its group: 0 the cube core, 1 and 2 the vector cores.
+inline int group_core() { return block.aic ? 0 : 1 + block.sub; }
+
+// Waits until `counter` (guarded by the group's lock) is non-zero, then
+// takes one from it.
+inline void group_take(const std::string& what, uint8_t& counter)
+{
+    CoreGroup& g = *block.group;
+    std::unique_lock<std::mutex> hold(g.lock);
+    int me = group_core();
+    while (counter == 0) {
+        if (g.stuck) {
+            fail(what, cross_core_stuck());
+        }
+        g.waiting_on[me] = &counter;
+        --g.running;
+        // Stuck when no core runs and no waiting core has been given what
+        // it waits for (one that has will wake and go on).
+        bool woken = false;
+        for (uint8_t* other : g.waiting_on) {
+            woken = woken || (other != nullptr && *other > 0);
+        }
+        if (g.running == 0 && !woken) {
+            g.stuck = true;
+            g.changed.notify_all();
+            ++g.running;
+            g.waiting_on[me] = nullptr;
+            fail(what, cross_core_stuck());
+        }
+        g.changed.wait_for(hold, std::chrono::milliseconds(20));
+        ++g.running;
+        g.waiting_on[me] = nullptr;
+        if (block.cancel != nullptr && __atomic_load_n(block.cancel, __ATOMIC_RELAXED) != 0) {
+            fail(what, ": the launch did not finish within ", block.timeout_ms / 1000.0,
+                 " s (PYPTO_KERNEL_TIMEOUT); this core was stopped here, waiting");
+        }
+    }
+    --counter;
+}
+
+inline void group_add(const std::string& what, uint8_t& counter)
+{
+    if (counter == 15) {
+        fail(what, ": 15 sets are pending with no wait; the flag's counter is full");
+    }
+    ++counter;
+}
+
+} // namespace pypto_emu
+
+namespace AscendC {
+
 template <uint8_t modeId, pipe_t pipe>
 inline void CrossCoreSetFlag(uint16_t flagId)
 {
@@ -245,16 +308,53 @@ inline void CrossCoreSetFlag(uint16_t flagId)
 #endif
     pypto_emu::poll("CrossCoreSetFlag");
     uint16_t limit = modeId == 4 ? 27 : 16;
+    std::string what = pypto_emu::concat("CrossCoreSetFlag<", static_cast<int>(modeId), ">(",
+                                         flagId, ")");
     if (flagId >= limit) {
-        pypto_emu::fail("CrossCoreSetFlag<", static_cast<int>(modeId), ">(", flagId,
-                        "): flag IDs are 0 to ", limit - 1);
+        pypto_emu::fail(what, ": flag IDs are 0 to ", limit - 1);
     }
-    uint8_t& count = pypto_emu::block.cross_core[modeId][flagId];
-    if (count == 15) {
-        pypto_emu::fail("CrossCoreSetFlag<", static_cast<int>(modeId), ">(", flagId,
-                        "): 15 sets are pending with no wait; the flag's counter is full");
+    pypto_emu::BlockState& b = pypto_emu::block;
+    pypto_emu::CoreGroup* g = b.group;
+    bool paired = g != nullptr && (modeId == 1 || modeId == 2 || (modeId == 0 && b.num == 1));
+    if (!paired) {
+        if (g != nullptr && modeId == 4) {
+            pypto_emu::fail(what, ": mode 4 (Ascend 950) is not emulated");
+        }
+        pypto_emu::group_add(what, b.cross_core[modeId][flagId]);
+        return;
     }
-    ++count;
+    std::lock_guard<std::mutex> hold(g->lock);
+    if (modeId == 2) {
+        if (b.aic) {
+            pypto_emu::group_add(what, g->to_aiv[0][flagId]);
+            pypto_emu::group_add(what, g->to_aiv[1][flagId]);
+        } else {
+            pypto_emu::group_add(what, g->from_aiv[b.sub][flagId]);
+            if (g->from_aiv[0][flagId] > 0 && g->from_aiv[1][flagId] > 0) {
+                --g->from_aiv[0][flagId];
+                --g->from_aiv[1][flagId];
+                pypto_emu::group_add(what, g->to_aic[flagId]);
+            }
+        }
+    } else if (b.aic) {
+        if (modeId == 1) {
+            pypto_emu::fail(what, ": mode 1 synchronises the two vector cores of an AI core; the "
+                                  "cube core cannot take part");
+        }
+        // Mode 0 with one AI core: the only cube core is this one.
+        pypto_emu::group_add(what, b.cross_core[0][flagId]);
+        return;
+    } else {
+        int m = modeId == 1 ? 1 : 0;
+        pypto_emu::group_add(what, g->pair_sets[m][b.sub][flagId]);
+        if (g->pair_sets[m][0][flagId] > 0 && g->pair_sets[m][1][flagId] > 0) {
+            --g->pair_sets[m][0][flagId];
+            --g->pair_sets[m][1][flagId];
+            pypto_emu::group_add(what, g->pair_ready[m][0][flagId]);
+            pypto_emu::group_add(what, g->pair_ready[m][1][flagId]);
+        }
+    }
+    g->changed.notify_all();
 }
 
 template <uint8_t modeId = 0, pipe_t pipe = PIPE_S>
@@ -262,27 +362,43 @@ inline void CrossCoreWaitFlag(uint16_t flagId)
 {
     pypto_emu::poll("CrossCoreWaitFlag");
     uint16_t limit = modeId == 4 ? 27 : 16;
+    std::string what = pypto_emu::concat("CrossCoreWaitFlag<", static_cast<int>(modeId), ">(",
+                                         flagId, ")");
     if (flagId >= limit) {
-        pypto_emu::fail("CrossCoreWaitFlag<", static_cast<int>(modeId), ">(", flagId,
-                        "): flag IDs are 0 to ", limit - 1);
+        pypto_emu::fail(what, ": flag IDs are 0 to ", limit - 1);
     }
-    if (modeId == 2 || modeId == 4) {
-        pypto_emu::fail("CrossCoreWaitFlag<", static_cast<int>(modeId), ">(", flagId,
-                        "): waits for the other core kind of a mixed kernel; the host does not "
-                        "run cube and vector parts paired yet");
+    pypto_emu::BlockState& b = pypto_emu::block;
+    pypto_emu::CoreGroup* g = b.group;
+    if (g == nullptr && (modeId == 2 || modeId == 4)) {
+        pypto_emu::fail(what, ": waits for the other core kind of a mixed kernel, but this "
+                              "kernel runs one core kind; declare it `cores: mixed` (its spec or "
+                              "template contract) so that its cube and vector cores run paired");
     }
-    if (modeId == 0 && pypto_emu::block.num > 1) {
-        pypto_emu::fail("CrossCoreWaitFlag<0>(", flagId, "): waits for all ",
-                        pypto_emu::block.num,
+    if (modeId == 0 && b.num > 1) {
+        pypto_emu::fail(what, ": waits for all ", b.num,
                         " blocks; a barrier across blocks is not emulated on the host");
     }
-    uint8_t& count = pypto_emu::block.cross_core[modeId][flagId];
-    if (count == 0) {
-        pypto_emu::fail("CrossCoreWaitFlag<", static_cast<int>(modeId), ">(", flagId,
-                        "): no CrossCoreSetFlag with this ID is pending; on the NPU the core "
-                        "would wait for ever");
+    if (g != nullptr && modeId == 4) {
+        pypto_emu::fail(what, ": mode 4 (Ascend 950) is not emulated");
     }
-    --count;
+    if (g != nullptr && modeId == 1 && b.aic) {
+        pypto_emu::fail(what, ": mode 1 synchronises the two vector cores of an AI core; the "
+                              "cube core cannot take part");
+    }
+    if (g == nullptr || (b.aic && modeId == 0)) {
+        uint8_t& count = b.cross_core[modeId][flagId];
+        if (count == 0) {
+            pypto_emu::fail(what, ": no CrossCoreSetFlag with this ID is pending; on the NPU the "
+                                  "core would wait for ever");
+        }
+        --count;
+        return;
+    }
+    if (modeId == 2) {
+        pypto_emu::group_take(what, b.aic ? g->to_aic[flagId] : g->to_aiv[b.sub][flagId]);
+    } else {
+        pypto_emu::group_take(what, g->pair_ready[modeId == 1 ? 1 : 0][b.sub][flagId]);
+    }
 }
 
 } // namespace AscendC

@@ -1,0 +1,287 @@
+//! Kernels brought as existing Ascend C (`source:` + `entry:`), and what
+//! only they declare in the spec: the block count (`blocks:`) and the core
+//! kind (`cores:`). Scalars bound to sizes (`value: x.numel`) are checked
+//! here too, for every kernel.
+
+use super::{BlockRule, Draft, ParamKind, SizeOf, TemplateRef};
+use crate::contract::CoreKind;
+use crate::diag::{Sink, clip, display_path};
+use crate::names::{c_identifier_problem, did_you_mean};
+use crate::spec::{KernelSpec, QUOTED};
+use crate::yaml::Value;
+
+/// Most blocks a spec may ask for: the NPU runtime's largest block
+/// dimension (pypto-rt's `MAX_LAUNCH_BLOCKS`).
+pub const MAX_SPEC_BLOCKS: u64 = 65535;
+
+/// What a `source:` kernel declares beside its params.
+pub(super) struct SourceParts {
+    pub entry: String,
+    pub blocks: BlockRule,
+    pub cores: CoreKind,
+}
+
+/// A scalar param whose value is a size of the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bound {
+    pub param: usize,
+    pub of: SizeOf,
+}
+
+/// Checks `entry`, `blocks` and `cores`: required (entry, blocks) or
+/// allowed (cores) for a `source:` kernel, refused for a template kernel.
+pub(super) fn check_source_parts(
+    k: &KernelSpec,
+    ctx: &str,
+    template: Option<&TemplateRef>,
+    drafts: &[Draft<'_>],
+    sink: &mut Sink<'_>,
+) -> Option<SourceParts> {
+    let is_source = k.source.is_some();
+    // Both `template` and `source`: reported once, by the template check.
+    if is_source && (k.template.is_some() || k.given.iter().any(|g| g == "template")) {
+        return None;
+    }
+    if !is_source {
+        for (key, pos) in [
+            ("entry", k.entry.as_ref().map(|e| e.pos)),
+            ("blocks", k.blocks.as_ref().map(|b| b.pos)),
+            ("cores", k.cores.as_ref().map(|c| c.pos)),
+        ] {
+            if let Some(pos) = pos {
+                sink.error(
+                    pos,
+                    format!(
+                        "{ctx}: `{key}` is for kernels brought as Ascend C (`source:`); a \
+                         template's contract sets its {}",
+                        if key == "entry" {
+                            "entry"
+                        } else if key == "blocks" {
+                            "block rule"
+                        } else {
+                            "core kind"
+                        }
+                    ),
+                );
+            }
+        }
+        return None;
+    }
+    let entry = match &k.entry {
+        Some(e) => match c_identifier_problem(&e.value) {
+            None => Some(e.value.clone()),
+            Some(problem) => {
+                sink.error(
+                    e.pos,
+                    format!(
+                        "{ctx}, `entry`: `{}` cannot name a kernel function: {problem}",
+                        clip(&e.value, QUOTED)
+                    ),
+                );
+                None
+            }
+        },
+        None => {
+            if !k.given.iter().any(|g| g == "entry") {
+                sink.error(
+                    k.name.pos,
+                    format!(
+                        "{ctx}: has `source` but no `entry`; name the source's kernel function \
+                         (its `__global__ __aicore__` entry)"
+                    ),
+                );
+            }
+            None
+        }
+    };
+    // The entry must be in the source: a misspelt name would otherwise
+    // surface as a C++ error in generated code.
+    if let (Some(entry), Some(TemplateRef::Source(path))) = (&entry, template)
+        && let Ok(text) = std::fs::read_to_string(path)
+        && !contains_word(&text, entry)
+    {
+        let pos = k.entry.as_ref().map_or(k.name.pos, |e| e.pos);
+        sink.error(
+            pos,
+            format!(
+                "{ctx}, `entry`: `{entry}` does not appear in `{}`; give the name of its \
+                 `__global__ __aicore__` function",
+                display_path(path)
+            ),
+        );
+    }
+    let cores = match &k.cores {
+        None => Some(CoreKind::Vector),
+        Some(word) => {
+            let kinds = [CoreKind::Vector, CoreKind::Cube, CoreKind::Mixed];
+            let found = kinds.into_iter().find(|c| c.spec_name() == word.value);
+            if found.is_none() {
+                sink.error(
+                    word.pos,
+                    format!(
+                        "{ctx}, `cores`: unknown core kind `{}`; expected vector, cube or \
+                         mixed{}",
+                        clip(&word.value, QUOTED),
+                        did_you_mean(&word.value, ["vector", "cube", "mixed"])
+                    ),
+                );
+            }
+            found
+        }
+    };
+    let blocks = match &k.blocks {
+        None => {
+            sink.error(
+                k.name.pos,
+                format!(
+                    "{ctx}: has `source` but no `blocks`; give the block count the kernel is \
+                     launched with: a number, or a size such as `x.0` or `x.numel`"
+                ),
+            );
+            None
+        }
+        Some(node) => match &node.value {
+            Value::Int(n) => match u64::try_from(*n) {
+                Ok(n @ 1..=MAX_SPEC_BLOCKS) => Some(BlockRule::Count(n as u32)),
+                _ => {
+                    sink.error(
+                        node.pos,
+                        format!(
+                            "{ctx}, `blocks`: {n} is not a block count; use 1 to \
+                             {MAX_SPEC_BLOCKS}, or a size such as `x.0`"
+                        ),
+                    );
+                    None
+                }
+            },
+            Value::Str(text) => match size_expr(text, drafts) {
+                Ok(of) => Some(BlockRule::Size(of)),
+                Err(why) => {
+                    sink.error(node.pos, format!("{ctx}, `blocks`: {why}"));
+                    None
+                }
+            },
+            other => {
+                sink.error(
+                    node.pos,
+                    format!(
+                        "{ctx}, `blocks`: expected a number or a size such as `x.0`, found {}",
+                        other.kind()
+                    ),
+                );
+                None
+            }
+        },
+    };
+    Some(SourceParts {
+        entry: entry?,
+        blocks: blocks?,
+        cores: cores?,
+    })
+}
+
+/// The scalar params bound to sizes (`value:`), checked: only on integer
+/// scalars, naming a tensor param of the kernel and an axis it has.
+pub(super) fn check_bound(ctx: &str, drafts: &[Draft<'_>], sink: &mut Sink<'_>) -> Vec<Bound> {
+    let mut bound = Vec::new();
+    for (i, d) in drafts.iter().enumerate() {
+        let Some(value) = &d.spec.value else {
+            continue;
+        };
+        let pctx = format!(
+            "{ctx}, param `{}`, `value`",
+            clip(&d.spec.name.value, QUOTED)
+        );
+        let ParamKind::Scalar(dtype) = d.kind else {
+            sink.error(
+                value.pos,
+                format!("{pctx}: only a scalar param can be bound to a size"),
+            );
+            continue;
+        };
+        if dtype.size_max().is_none() {
+            sink.error(
+                value.pos,
+                format!(
+                    "{pctx}: a size is bound to an integer scalar; `{}` is {}",
+                    d.spec.name.value,
+                    dtype.spec_name()
+                ),
+            );
+            continue;
+        }
+        match size_expr(&value.value, drafts) {
+            Ok(of) => bound.push(Bound { param: i, of }),
+            Err(why) => sink.error(value.pos, format!("{pctx}: {why}")),
+        }
+    }
+    bound
+}
+
+/// `x.numel`, `x.last` or `x.N` over the kernel's tensor params.
+fn size_expr(text: &str, drafts: &[Draft<'_>]) -> Result<SizeOf, String> {
+    let shown = clip(text, QUOTED);
+    let usage = "write `PARAM.numel`, `PARAM.last` or `PARAM.N` (an axis index)";
+    let Some((name, what)) = text.trim().split_once('.') else {
+        return Err(format!("`{shown}` is not a size; {usage}"));
+    };
+    let tensors: Vec<&str> = drafts
+        .iter()
+        .filter(|d| matches!(d.kind, ParamKind::Tensor { .. }))
+        .map(|d| d.spec.name.value.as_str())
+        .collect();
+    let Some((param, draft)) = drafts
+        .iter()
+        .enumerate()
+        .find(|(_, d)| d.spec.name.value == name)
+    else {
+        return Err(format!(
+            "`{shown}`: no param `{}`{}",
+            clip(name, QUOTED),
+            did_you_mean(name, tensors.iter().copied())
+        ));
+    };
+    let ParamKind::Tensor { axes, .. } = &draft.kind else {
+        return Err(format!(
+            "`{shown}`: `{name}` is a scalar; sizes are of tensor params"
+        ));
+    };
+    let rank = axes.len();
+    let of = match what {
+        "numel" => SizeOf::Numel(param),
+        "last" => SizeOf::Axis(param, rank - 1),
+        n => match n.parse::<usize>() {
+            Ok(axis) if axis < rank => SizeOf::Axis(param, axis),
+            Ok(axis) => {
+                return Err(format!(
+                    "`{shown}`: `{name}` has rank {rank}, so it has no axis {axis}"
+                ));
+            }
+            Err(_) => return Err(format!("`{shown}` is not a size; {usage}")),
+        },
+    };
+    Ok(of)
+}
+
+/// Whether `word` occurs in `text` as a whole identifier.
+fn contains_word(text: &str, word: &str) -> bool {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_whole_identifiers() {
+        assert!(contains_word("void add_custom(GM_ADDR x)", "add_custom"));
+        assert!(!contains_word("void add_custom2(GM_ADDR x)", "add_custom"));
+        assert!(!contains_word("void my_add_custom()", "add_custom"));
+        assert!(contains_word("add_custom", "add_custom"));
+    }
+}

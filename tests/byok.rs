@@ -1,0 +1,354 @@
+//! Kernels brought as existing Ascend C (`source:` + `entry:` in
+//! `tests/kernels/byok.yaml`, sources in `tests/kernels/byok/`), compiled
+//! unchanged and called through typed wrappers on the host backend: sizes
+//! bound to scalars (`value:`), block counts from the spec and overridden
+//! at run time, a kernel with mask/repeat forms and hand-placed
+//! SetFlag/WaitFlag, and a mixed cube + vector kernel whose cube core and
+//! two vector cores run paired. Each result is checked against plain Rust.
+//! The same kernels on the fake NPU: tests/npu_fake.rs.
+
+use half::f16;
+use pypto_examples::{data, kernels};
+use pypto_rt::{Device, Error, last_launch, with_host_blocks};
+
+fn add_reference(x: &[f16], y: &[f16]) -> Vec<f16> {
+    x.iter()
+        .zip(y)
+        .map(|(a, b)| f16::from_f32(a.to_f32() + b.to_f32()))
+        .collect()
+}
+
+#[test]
+fn add_custom_takes_its_length_by_value_and_its_blocks_from_the_spec() {
+    let dev = Device::host();
+    // Whole 512-element tiles, a tail tile, fewer tiles than blocks, one element.
+    for n in [4096usize, 3000, 700, 1] {
+        let x: Vec<f16> = data(n, 1).iter().map(|v| f16::from_f32(*v)).collect();
+        let y: Vec<f16> = data(n, 2).iter().map(|v| f16::from_f32(*v)).collect();
+        let want = add_reference(&x, &y);
+        let (xt, yt) = (
+            dev.tensor_from(&x, (n,)).unwrap(),
+            dev.tensor_from(&y, (n,)).unwrap(),
+        );
+        let mut z = dev.zeros((n,)).unwrap();
+        // `total_length` is computed from x: the wrapper does not ask for it.
+        kernels::add_custom(&xt, &yt, &mut z).unwrap();
+        assert_eq!(z.to_vec().unwrap(), want, "n = {n}");
+        assert_eq!(last_launch().unwrap().blocks, 8, "blocks: 8 in the spec");
+        // Overridden at run time, for tests: the kernel deals tiles by GetBlockNum().
+        for blocks in [1, 3, 48] {
+            let mut z = dev.zeros((n,)).unwrap();
+            with_host_blocks(blocks, || kernels::add_custom(&xt, &yt, &mut z))
+                .unwrap()
+                .unwrap();
+            assert_eq!(z.to_vec().unwrap(), want, "n = {n}, {blocks} blocks");
+            assert_eq!(last_launch().unwrap().blocks, blocks);
+        }
+    }
+}
+
+#[test]
+fn add_custom_checks_what_its_types_cannot() {
+    let dev = Device::host();
+    let x = dev.tensor_from(&[f16::ONE; 8], (8,)).unwrap();
+    let y = dev.tensor_from(&[f16::ONE; 9], (9,)).unwrap();
+    let mut z = dev.zeros((8,)).unwrap();
+    let err = kernels::add_custom(&x, &y, &mut z).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kernel `add_custom`: `y.0` is 9 but `x.0` is 8; they must be equal because they are the \
+         dim `LENGTH`"
+    );
+}
+
+fn leaky_reference(x: &[f32], alpha: f32) -> Vec<f32> {
+    x.iter()
+        .map(|&v| (if v < 0.0 { v * alpha } else { v }) + 1.0)
+        .collect()
+}
+
+#[test]
+fn leaky_rows_runs_mask_forms_and_hand_placed_flags() {
+    let dev = Device::host();
+    for (rows, cols) in [(1usize, 64usize), (5, 256), (60, 128), (3, 8192)] {
+        let x = data(rows * cols, rows as u64);
+        let xt = dev.tensor_from(&x, (rows, cols)).unwrap();
+        let mut out = dev.zeros((rows, cols)).unwrap();
+        kernels::leaky_rows(&xt, &mut out, 0.25).unwrap();
+        assert_eq!(
+            out.to_vec().unwrap(),
+            leaky_reference(&x, 0.25),
+            "{rows}x{cols}"
+        );
+        // `blocks: x.0`: one block per row, beyond the 48 of a rule.
+        assert_eq!(last_launch().unwrap().blocks, rows as u32);
+    }
+    // Fewer blocks than rows: each block takes several rows, reusing its
+    // buffers behind the MTE3_V and V_MTE2 flags.
+    let x = data(9 * 128, 3);
+    let xt = dev.tensor_from(&x, (9, 128)).unwrap();
+    let mut out = dev.zeros((9, 128)).unwrap();
+    with_host_blocks(2, || kernels::leaky_rows(&xt, &mut out, -0.5))
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.to_vec().unwrap(), leaky_reference(&x, -0.5));
+}
+
+#[test]
+fn a_block_count_past_the_runtime_limit_is_an_error() {
+    let dev = Device::host();
+    let xt = dev.zeros((65536, 64)).unwrap();
+    let mut out = dev.zeros((65536, 64)).unwrap();
+    let err = kernels::leaky_rows(&xt, &mut out, 1.0).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kernel `leaky_rows`: size overflow: `blocks: x.0` asks for 65536 blocks; a launch has at \
+         most 65535"
+    );
+    // No rows: nothing to launch.
+    let xt = dev.zeros((0, 64)).unwrap();
+    let mut out = dev.zeros((0, 64)).unwrap();
+    kernels::leaky_rows(&xt, &mut out, 1.0).unwrap();
+    assert_eq!(last_launch().unwrap().blocks, 0);
+}
+
+#[test]
+fn leaky_rows_reports_a_row_too_wide_for_its_buffers() {
+    let dev = Device::host();
+    let xt = dev.zeros((1, 8256)).unwrap();
+    let mut out = dev.zeros((1, 8256)).unwrap();
+    match kernels::leaky_rows(&xt, &mut out, 1.0) {
+        Err(Error::Kernel { block, message, .. }) => {
+            assert_eq!(block, 0);
+            assert!(message.starts_with("DataCopy"), "{message}");
+        }
+        other => panic!("expected a kernel error, got {other:?}"),
+    }
+}
+
+fn matmul_reference(a: &[f16], b: &[f16], m: usize, k: usize, n: usize) -> Vec<f32> {
+    let mut c = vec![0.0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            c[i * n + j] = (0..k)
+                .map(|t| a[i * k + t].to_f32() * b[t * n + j].to_f32())
+                .sum();
+        }
+    }
+    c
+}
+
+/// Small integers: every product and sum is exact in f32, whatever the order.
+fn small(n: usize, seed: u64) -> Vec<f16> {
+    data(n, seed)
+        .iter()
+        .map(|v| f16::from_f32(v.round()))
+        .collect()
+}
+
+#[test]
+fn matmul_relu_runs_its_cube_and_vector_cores_paired() {
+    let dev = Device::host();
+    for (m, k, n) in [(64usize, 32usize, 48usize), (128, 128, 128), (64, 16, 16)] {
+        let (a, b) = (small(m * k, 1), small(k * n, 2));
+        let want_c = matmul_reference(&a, &b, m, k, n);
+        let want_out: Vec<f32> = want_c.iter().map(|v| v.max(0.0)).collect();
+        let mut c = dev.zeros((m, n)).unwrap();
+        let mut out = dev.zeros((m, n)).unwrap();
+        kernels::matmul_relu(
+            &dev.tensor_from(&a, (m, k)).unwrap(),
+            &dev.tensor_from(&b, (k, n)).unwrap(),
+            &mut c,
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(c.to_vec().unwrap(), want_c, "c, {m}x{k}x{n}");
+        assert_eq!(out.to_vec().unwrap(), want_out, "out, {m}x{k}x{n}");
+        assert_eq!(last_launch().unwrap().blocks, 2);
+    }
+}
+
+fn cross_core(which: i32) -> Result<Vec<i32>, Error> {
+    let dev = Device::host();
+    let mut out = dev.zeros((pypto_rt::Const::<6>,)).unwrap();
+    kernels::cross_core(&mut out, which)?;
+    Ok(out.to_vec().unwrap())
+}
+
+#[test]
+fn mixed_kernels_number_their_cores_as_the_hardware_does() {
+    // Block b: the cube core is GetBlockIdx() b with ratio 1; vector cores
+    // are 2b and 2b + 1, sub-blocks 0 and 1, ratio 2.
+    assert_eq!(cross_core(0).unwrap(), [1, 2, 112, 101, 202, 312]);
+}
+
+#[test]
+fn a_cross_core_wait_no_core_can_satisfy_is_an_error_not_a_hang() {
+    for (which, core, flag) in [
+        (1, "cube core (AIC)", "CrossCoreWaitFlag<2>(7)"),
+        (2, "vector core 1 (AIV)", "CrossCoreWaitFlag<1>(2)"),
+    ] {
+        match cross_core(which) {
+            Err(Error::Kernel { block, message, .. }) => {
+                assert_eq!(block, 0);
+                assert_eq!(
+                    message,
+                    format!(
+                        "{core}: {flag}: no core of this AI core can set the flag any more (the \
+                         others are waiting or have finished); on the NPU this core would wait \
+                         for ever"
+                    )
+                );
+            }
+            other => panic!("scenario {which}: expected a kernel error, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_mixed_source_declared_vector_says_to_declare_it_mixed() {
+    let dev = Device::host();
+    let mut out = dev.zeros((pypto_rt::Const::<6>,)).unwrap();
+    match kernels::cross_core_vector(&mut out, 0) {
+        Err(Error::Kernel { block, message, .. }) => {
+            assert_eq!(block, 0);
+            assert_eq!(
+                message,
+                "CrossCoreWaitFlag<2>(1): waits for the other core kind of a mixed kernel, but \
+                 this kernel runs one core kind; declare it `cores: mixed` (its spec or template \
+                 contract) so that its cube and vector cores run paired"
+            );
+        }
+        other => panic!("expected a kernel error, got {other:?}"),
+    }
+}
+
+/// The scratch crate's program: each brought kernel on the default device
+/// (the fake NPU when its runtime is found), checked against plain Rust.
+const FAKE_NPU_MAIN: &str = r#"pypto_rt::include_kernels!();
+
+use half::f16;
+use pypto_rt::Device;
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+fn small(n: usize, seed: u32) -> Vec<f32> {
+    (0..n).map(|i| ((i as u32 * 7 + seed * 3) % 9) as f32 - 4.0).collect()
+}
+
+fn main() -> Result<()> {
+    let dev = Device::from_env()?;
+    println!("device: {dev}");
+
+    let n = 3000;
+    let x: Vec<f16> = small(n, 1).iter().map(|v| f16::from_f32(*v)).collect();
+    let y: Vec<f16> = small(n, 2).iter().map(|v| f16::from_f32(*v)).collect();
+    let mut z = dev.zeros((n,))?;
+    kernels::add_custom(&dev.tensor_from(&x, (n,))?, &dev.tensor_from(&y, (n,))?, &mut z)?;
+    let want: Vec<f16> = x.iter().zip(&y).map(|(a, b)| f16::from_f32(a.to_f32() + b.to_f32())).collect();
+    assert_eq!(z.to_vec()?, want, "add_custom");
+    println!("add_custom ok");
+
+    let (rows, cols) = (5, 256);
+    let x = small(rows * cols, 3);
+    let mut out = dev.zeros((rows, cols))?;
+    kernels::leaky_rows(&dev.tensor_from(&x, (rows, cols))?, &mut out, 0.25)?;
+    let want: Vec<f32> = x.iter().map(|&v| (if v < 0.0 { v * 0.25 } else { v }) + 1.0).collect();
+    assert_eq!(out.to_vec()?, want, "leaky_rows");
+    println!("leaky_rows ok");
+
+    let (m, k, n) = (64, 32, 48);
+    let a: Vec<f16> = small(m * k, 4).iter().map(|v| f16::from_f32(*v)).collect();
+    let b: Vec<f16> = small(k * n, 5).iter().map(|v| f16::from_f32(*v)).collect();
+    let mut c = dev.zeros((m, n))?;
+    let mut out = dev.zeros((m, n))?;
+    kernels::matmul_relu(&dev.tensor_from(&a, (m, k))?, &dev.tensor_from(&b, (k, n))?, &mut c, &mut out)?;
+    let got = out.to_vec()?;
+    for i in 0..m {
+        for j in 0..n {
+            let s: f32 = (0..k).map(|t| a[i * k + t].to_f32() * b[t * n + j].to_f32()).sum();
+            assert_eq!(got[i * n + j], s.max(0.0), "matmul_relu ({i}, {j})");
+        }
+    }
+    println!("matmul_relu ok");
+    Ok(())
+}
+"#;
+
+/// Copies the brought kernels and their spec into a scratch user crate.
+fn byok_crate() -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("scratch-byok");
+    pypto_examples::user_crate(
+        &dir,
+        "scratch-byok",
+        "[dependencies.half]\nversion = \"2\"\n\n",
+    )
+    .unwrap();
+    let kernels = pypto_examples::workspace_root().join("tests/kernels");
+    std::fs::create_dir_all(dir.join("kernels/byok")).unwrap();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::copy(kernels.join("byok.yaml"), dir.join("kernels/byok.yaml")).unwrap();
+    for entry in std::fs::read_dir(kernels.join("byok")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(
+            &path,
+            dir.join("kernels/byok").join(path.file_name().unwrap()),
+        )
+        .unwrap();
+    }
+    std::fs::write(dir.join("src/main.rs"), FAKE_NPU_MAIN).unwrap();
+    dir
+}
+
+#[test]
+fn brought_kernels_run_unchanged_on_the_fake_npu() {
+    use pypto_examples::fake_cann::{FakeCann, FakeVersion};
+    use std::process::Command;
+
+    let tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let dir = byok_crate();
+    let target = pypto_examples::workspace_root().join("target/scratch");
+    let fake = FakeCann::assemble(&tmp.join("fake-cann-byok"), FakeVersion::Cann85).unwrap();
+    let build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--offline"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", &target)
+        .env("ASCEND_HOME_PATH", &fake.home)
+        .env_remove("RUSTFLAGS")
+        .env_remove("PYPTO_BACKEND")
+        .env_remove("ASCEND_TOOLKIT_HOME")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&build.stderr);
+    assert!(build.status.success(), "NPU build failed:\n{stderr}");
+    // Every source compiled for each architecture its targets need.
+    let log = fake.bisheng_log();
+    assert_eq!(log.len(), 10, "{log:#?}");
+    assert!(
+        log.iter()
+            .any(|l| l.contains("/npu-dav2201/matmul_relu_s0.cpp")),
+        "{log:#?}"
+    );
+
+    for device in ["npu", "host"] {
+        let out = Command::new(target.join("debug/scratch-byok"))
+            .env("PYPTO_DEVICE", device)
+            .env_remove("PYPTO_ACL_LIBRARY")
+            .env_remove("PYPTO_FAKE_ACL_FAIL")
+            .env_remove("PYPTO_FAKE_SOC")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{device}: {stdout}\n{stderr}");
+        let shown = if device == "npu" {
+            "npu:0 (Ascend910B3)"
+        } else {
+            "the host (CPU)"
+        };
+        assert_eq!(
+            stdout,
+            format!("device: {shown}\nadd_custom ok\nleaky_rows ok\nmatmul_relu ok\n")
+        );
+    }
+}
