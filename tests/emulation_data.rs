@@ -33,7 +33,11 @@ fn check(which: i32, model: impl Fn(&[f32], &mut [f32])) {
     let x = input();
     let mut want = vec![SENTINEL; 1024];
     model(&x, &mut want);
-    assert_ne!(want, vec![SENTINEL; 1024], "scenario {which}: the model writes something");
+    assert_ne!(
+        want,
+        vec![SENTINEL; 1024],
+        "scenario {which}: the model writes something"
+    );
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_eq!(
             g.to_bits(),
