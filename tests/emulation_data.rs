@@ -189,8 +189,8 @@ fn nd2nz_and_nz2nd_follow_their_strides() {
 fn gather_offsets_are_bytes_from_the_base() {
     // Count form: srcBaseAddr 64 bytes (16 floats), offsets (37 i mod 256) * 4.
     check(12, |x, o| {
-        for i in 0..200 {
-            o[i] = x[16 + (i * 37) % 256];
+        for (i, v) in o.iter_mut().take(200).enumerate() {
+            *v = x[16 + (i * 37) % 256];
         }
     });
     // Mask form: the first 50 of each 64-element repeat, 3 repeats, dst
@@ -231,8 +231,8 @@ fn transpose_and_vec_index() {
                 t[c * 16 + r] = h[r * 16 + c];
             }
         }
-        for i in 0..128 {
-            o[i] = f32::from_bits(u32::from(t[2 * i]) | (u32::from(t[2 * i + 1]) << 16));
+        for (v, pair) in o.iter_mut().zip(t.chunks(2)) {
+            *v = f32::from_bits(u32::from(pair[0]) | (u32::from(pair[1]) << 16));
         }
     });
     // n 2, c 3, h * w 8.
