@@ -138,12 +138,28 @@ void check_cube_operand(const AscendC::LocalTensor<T>& t, Memory expected, uint6
 
 namespace AscendC {
 
-// GM (row-major) -> L1 in the Nz layout; column tails are zero-filled to 32 bytes.
+// GM (row-major) -> L1 or UB in the Nz layout; column tails are zero-filled to 32 bytes.
 template <typename T>
 void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2NzParams& p)
 {
-    const char* what = "DataCopy(GM->L1, Nd2NzParams)";
-    static_assert(sizeof(T) <= 4, "DataCopy(Nd2NzParams): 8-byte types are not supported");
+    PYPTO_REQUIRE_COPY_TYPE(slice_type, "DataCopy(Nd2NzParams)",
+                            "int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
+    bool to_ub = pypto_emu::memory_of(dst.position()) == pypto_emu::Memory::UB;
+    const char* what = to_ub ? "DataCopy(GM->UB, Nd2NzParams)" : "DataCopy(GM->L1, Nd2NzParams)";
+    pypto_emu::poll(what);
+    if (to_ub) {
+        // The documented ranges of the GM -> UB form (the upper bounds; the
+        // documentation's own example passes dstNzMatrixStride 0 with ndNum 1).
+        auto range = [&](const char* name, uint64_t v, uint64_t hi) {
+            if (v > hi) {
+                pypto_emu::fail(what, ": ", name, " ", v, " exceeds ", hi);
+            }
+        };
+        range("ndNum", p.ndNum, 4095);
+        range("nValue", p.nValue, 16384);
+        range("dstNzC0Stride", p.dstNzC0Stride, 16384);
+        range("dstNzNStride", p.dstNzNStride, 16384);
+    }
     if (p.ndNum == 0 || p.nValue == 0 || p.dValue == 0) {
         return;
     }
@@ -154,7 +170,11 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2Nz
     uint32_t blocks = (p.dValue + c0 - 1) / c0;
     uint64_t last = (p.ndNum - 1ull) * p.dstNzMatrixStride * sizeof(T) +
                     ((blocks - 1ull) * p.dstNzC0Stride + (p.nValue - 1ull) * p.dstNzNStride + 1) * 32;
-    pypto_emu::check_cube_operand(dst, pypto_emu::Memory::L1, last, what);
+    if (to_ub) {
+        pypto_emu::check_local(dst, last, what);
+    } else {
+        pypto_emu::check_cube_operand(dst, pypto_emu::Memory::L1, last, what);
+    }
     uint64_t src_last = (p.ndNum - 1ull) * p.srcNdMatrixStride + (p.nValue - 1ull) * p.srcDValue + p.dValue;
     const T* s = src.range(0, src_last, what);
     for (uint32_t nd = 0; nd < p.ndNum; ++nd) {
