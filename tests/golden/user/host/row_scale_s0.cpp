@@ -64,7 +64,7 @@ extern "C" __global__ __aicore__ void pypto_x6_goldenk11_row_5fscale_s0(GM_ADDR 
 #if defined(PYPTO_HOST_BACKEND)
 extern "C" int32_t pypto_x6_goldenk11_row_5fscale_host_s0(pypto_emu::HostLaunch* launch)
 {
-    return pypto_emu::run_block(launch, [&] {
+    return pypto_emu::run_cube_block(launch, [&] {
         pypto_x6_goldenk11_row_5fscale_s0(static_cast<GM_ADDR>(launch->args[0]),
             static_cast<GM_ADDR>(launch->args[1]),
             static_cast<GM_ADDR>(launch->args[2]),
@@ -78,6 +78,9 @@ extern "C" int32_t pypto_x6_goldenk11_row_5fscale_host_s0(pypto_emu::HostLaunch*
 #if !defined(PYPTO_HOST_BACKEND)
 extern "C" int32_t pypto_x6_goldenk11_row_5fscale_npu_s0(uint32_t block_num, void* stream, void** args)
 {
+#if defined(PYPTO_FAKE_NPU)
+    pypto_fake_npu::next_launch_cores("cube");
+#endif
     pypto_x6_goldenk11_row_5fscale_s0<<<block_num, nullptr, stream>>>(static_cast<uint8_t*>(args[0]), static_cast<uint8_t*>(args[1]), static_cast<uint8_t*>(args[2]), static_cast<uint8_t*>(args[3]));
     return 0;
 }
