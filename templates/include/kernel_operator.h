@@ -17,3 +17,4 @@
 #include "pypto_emu/mask.h"
 #include "pypto_emu/reduce.h"
 #include "pypto_emu/cube.h"
+#include "pypto_emu/system.h"
