@@ -513,6 +513,7 @@ constexpr int16_t GetDataBlockSizeInBytes() { return 32; }
 // different at different ones; not an NPU program counter.
 __attribute__((noinline)) inline int64_t GetProgramCounter()
 {
+    asm volatile("" ::: "memory"); // not a pure function: each call is kept
     return static_cast<int64_t>(reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
 }
 
