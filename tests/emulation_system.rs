@@ -75,7 +75,9 @@ fn scalar_bit_operations_match_the_documented_examples_and_a_model() {
     assert_eq!(got, want);
     assert_eq!(
         &got[..18],
-        &[64, -1, 0, 64, -1, 0, 0, -1, 64, 0, 0, -1, 63, 62, 1, 63, 0, 1]
+        &[
+            64, -1, 0, 64, -1, 0, 0, -1, 64, 0, 0, -1, 63, 62, 1, 63, 0, 1
+        ]
     );
 }
 
