@@ -183,6 +183,15 @@ fn covered(name: &str, words: &HashSet<&str>, text: &str) -> bool {
         }
 }
 
+/// One family's counts and its uncovered names with their gaps.
+#[derive(Default)]
+struct Family {
+    name: String,
+    covered: usize,
+    total: usize,
+    missing: Vec<(String, String)>,
+}
+
 #[test]
 fn coverage_table_matches_the_headers() {
     let bless = std::env::var("PYPTO_BLESS").is_ok_and(|v| v == "1");
@@ -205,8 +214,7 @@ fn coverage_table_matches_the_headers() {
         .map(|l| l.split('\t').map(str::to_owned).collect())
         .collect();
 
-    // (family, covered, total, uncovered (name, gap)) in table order.
-    let mut families: Vec<(String, usize, usize, Vec<(String, String)>)> = Vec::new();
+    let mut families: Vec<Family> = Vec::new(); // in table order
     let mut problems = Vec::new();
     for row in &mut rows {
         let (family, name) = (row[0].clone(), row[1].clone());
@@ -224,29 +232,39 @@ fn coverage_table_matches_the_headers() {
                 "{name} ({family}) is not covered and has no gap reason"
             ));
         }
-        if families.last().is_none_or(|f| f.0 != family) {
-            families.push((family, 0, 0, Vec::new()));
+        if families.last().is_none_or(|f| f.name != family) {
+            families.push(Family {
+                name: family,
+                ..Family::default()
+            });
         }
         let f = families.last_mut().unwrap();
-        f.2 += 1;
+        f.total += 1;
         if is_covered {
-            f.1 += 1;
+            f.covered += 1;
         } else {
-            f.3.push((name, gap.clone()));
+            f.missing.push((name, gap.clone()));
         }
     }
 
     let mut section = String::from(BEGIN);
     section.push_str("\n| family | covered | total |\n|---|---:|---:|\n");
-    for (family, c, t, _) in &families {
-        let _ = writeln!(section, "| {family} | {c} | {t} |");
+    for f in &families {
+        let _ = writeln!(section, "| {} | {} | {} |", f.name, f.covered, f.total);
     }
-    let (c, t) = families.iter().fold((0, 0), |a, f| (a.0 + f.1, a.1 + f.2));
+    let (c, t) = families
+        .iter()
+        .fold((0, 0), |a, f| (a.0 + f.covered, a.1 + f.total));
     let _ = writeln!(
         section,
         "| **all** | **{c}** | **{t}** |\n\n## Not covered, by family\n"
     );
-    for (family, _, _, missing) in families.iter().filter(|f| !f.3.is_empty()) {
+    for Family {
+        name: family,
+        missing,
+        ..
+    } in families.iter().filter(|f| !f.missing.is_empty())
+    {
         let _ = writeln!(section, "### {family}\n");
         let mut gaps: Vec<&str> = Vec::new();
         for (_, gap) in missing {
