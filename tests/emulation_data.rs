@@ -313,7 +313,7 @@ fn broken_limits_are_errors_naming_the_rule() {
         ),
     ];
     for (which, want) in cases {
-        let err = run(which).err().expect("an error");
+        let err = run(which).expect_err("an error");
         assert_eq!(kernel_message(err), want, "scenario {which}");
     }
 }

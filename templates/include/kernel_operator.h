@@ -18,3 +18,4 @@
 #include "pypto_emu/reduce.h"
 #include "pypto_emu/cube.h"
 #include "pypto_emu/layout.h"
+#include "pypto_emu/system.h"

@@ -26,11 +26,17 @@
 // says it instead (`cores: vector|cube|mixed`), which picks the block
 // runner (core.h).
 #define __mix__(...)
+// On the host they only check the type against the Atlas A2/A3 list
+// (KernelMetaType, system.h).
 #ifndef KERNEL_TASK_TYPE_DEFAULT
-#define KERNEL_TASK_TYPE_DEFAULT(type)
+#define KERNEL_TASK_TYPE_DEFAULT(type) \
+    static_assert(::pypto_emu::supported_kernel_type(type), \
+                  "KERNEL_TASK_TYPE_DEFAULT: Atlas A2/A3 take KERNEL_TYPE_AIV_ONLY, KERNEL_TYPE_AIC_ONLY or a KERNEL_TYPE_MIX_ type")
 #endif
 #ifndef KERNEL_TASK_TYPE
-#define KERNEL_TASK_TYPE(key, type)
+#define KERNEL_TASK_TYPE(key, type) \
+    static_assert(::pypto_emu::supported_kernel_type(type), \
+                  "KERNEL_TASK_TYPE: Atlas A2/A3 take KERNEL_TYPE_AIV_ONLY, KERNEL_TYPE_AIC_ONLY or a KERNEL_TYPE_MIX_ type")
 #endif
 
 // Written as `if ASCEND_IS_AIV { ... }` in kernels, so each expands to a
@@ -168,10 +174,10 @@ inline void print_from_block(const std::string& text)
 }
 
 template <typename... Args>
-[[noreturn]] void assert_failed(const char* expr, const char* file, int line, const char* fmt = nullptr,
-                                const Args&... args)
+[[noreturn]] void assert_failed(const char* macro, const char* expr, const char* file, int line,
+                                const char* fmt = nullptr, const Args&... args)
 {
-    std::string message = concat("assert(", expr, ") failed");
+    std::string message = concat(macro, "(", expr, ") failed");
     if (fmt != nullptr) {
         message += concat(": ", format(fmt, args...));
         while (!message.empty() && message.back() == '\n') {
@@ -301,5 +307,5 @@ void PRINTF(const char* fmt, Args&&... args)
 #define assert(expr, ...) ((void)0)
 #else
 #define assert(expr, ...)                                                                         \
-    ((expr) ? (void)0 : ::pypto_emu::assert_failed(#expr, __FILE__, __LINE__, ##__VA_ARGS__))
+    ((expr) ? (void)0 : ::pypto_emu::assert_failed("assert", #expr, __FILE__, __LINE__, ##__VA_ARGS__))
 #endif
