@@ -11,7 +11,7 @@
 //! tree within a repeat), so the comparisons are exact.
 
 use half::f16;
-use pypto_examples::{data, kernels, Float};
+use pypto_examples::{Float, data, kernels};
 use pypto_rt::{Const, Device, Error};
 
 const SENTINEL: f32 = -7.0;
@@ -30,7 +30,9 @@ impl E for f32 {
     fn run(x: &[f32], which: i32) -> Result<(Vec<f32>, Vec<f32>), Error> {
         let dev = Device::host();
         let x = dev.tensor_from(x, (Const::<2048>,)).unwrap();
-        let mut out = dev.tensor_from(&[SENTINEL; 2048], (Const::<2048>,)).unwrap();
+        let mut out = dev
+            .tensor_from(&[SENTINEL; 2048], (Const::<2048>,))
+            .unwrap();
         let mut regs = dev.tensor_from(&[SENTINEL; 16], (Const::<16>,)).unwrap();
         kernels::reduce_f32(&x, which, &mut out, &mut regs)?;
         Ok((out.to_vec().unwrap(), regs.to_vec().unwrap()))
@@ -346,9 +348,18 @@ fn input<T: E>(which: i32) -> Vec<T> {
 fn masks<T: E>() -> ([u64; 2], [u64; 2], [u64; 2]) {
     let wide = T::SIZE == 2;
     (
-        [0xF0F0F0F00000FFFF, if wide { 0x0123456789ABCDEF } else { 0 }],
-        [0x00FF00000000FFFF, if wide { 0xFFFF0000000000FF } else { 0 }],
-        [0x5A5A5A5A5A5A5A5B, if wide { 0x5A5A5A5A5A5A5A5A } else { 0 }],
+        [
+            0xF0F0F0F00000FFFF,
+            if wide { 0x0123456789ABCDEF } else { 0 },
+        ],
+        [
+            0x00FF00000000FFFF,
+            if wide { 0xFFFF0000000000FF } else { 0 },
+        ],
+        [
+            0x5A5A5A5A5A5A5A5B,
+            if wide { 0x5A5A5A5A5A5A5A5A } else { 0 },
+        ],
     )
 }
 
@@ -362,22 +373,59 @@ fn expect<T: E>(which: i32, x: &[T]) -> (Image, Image) {
     let ones = if s == 2 { 0xFFFF } else { 0xFFFF_FFFF };
     match which {
         0 => {
-            reduce_repeat(&mut o, x, Kind::Sum, &Plan::bits::<T>(3, m0), 2, 2, 16, Order::ValueIndex);
+            reduce_repeat(
+                &mut o,
+                x,
+                Kind::Sum,
+                &Plan::bits::<T>(3, m0),
+                2,
+                2,
+                16,
+                Order::ValueIndex,
+            );
         }
         1 => {
             let p = Plan::first::<T>(4, pr - 5);
-            let (v, i) = reduce_repeat(&mut o, x, Kind::Max, &p, 1, 1, 8, Order::ValueIndex).unwrap();
+            let (v, i) =
+                reduce_repeat(&mut o, x, Kind::Max, &p, 1, 1, 8, Order::ValueIndex).unwrap();
             g.put(0, v);
             g.put(s, T::from_raw(i as u32));
         }
         2 => {
-            reduce_repeat(&mut o, x, Kind::Min, &Plan::first::<T>(3, 40), 3, 1, 8, Order::IndexValue);
+            reduce_repeat(
+                &mut o,
+                x,
+                Kind::Min,
+                &Plan::first::<T>(3, 40),
+                3,
+                1,
+                8,
+                Order::IndexValue,
+            );
         }
         3 => {
-            reduce_repeat(&mut o, x, Kind::Min, &Plan::bits::<T>(2, m0), 1, 1, 4, Order::OnlyValue);
+            reduce_repeat(
+                &mut o,
+                x,
+                Kind::Min,
+                &Plan::bits::<T>(2, m0),
+                1,
+                1,
+                4,
+                Order::OnlyValue,
+            );
         }
         4 => {
-            reduce_repeat(&mut o, x, Kind::Max, &Plan::first::<T>(5, pr), 1, 1, 8, Order::OnlyIndex);
+            reduce_repeat(
+                &mut o,
+                x,
+                Kind::Max,
+                &Plan::first::<T>(5, pr),
+                1,
+                1,
+                8,
+                Order::OnlyIndex,
+            );
         }
         5 => data_block(&mut o, x, Kind::Sum, &Plan::bits::<T>(2, m1), 2, 1, 8, 0),
         6 => data_block(&mut o, x, Kind::Max, &Plan::first::<T>(3, 20), 1, 2, 8, 0),
@@ -385,7 +433,16 @@ fn expect<T: E>(which: i32, x: &[T]) -> (Image, Image) {
         8 => pair(&mut o, x, &Plan::bits::<T>(2, m2), 1, 1, 8),
         9 => pair(&mut o, x, &Plan::first::<T>(3, 37), 2, 1, 8),
         10 => {
-            reduce_repeat(&mut o, x, Kind::Sum, &Plan::first::<T>(4, 50), 1, 1, 8, Order::ValueIndex);
+            reduce_repeat(
+                &mut o,
+                x,
+                Kind::Sum,
+                &Plan::first::<T>(4, 50),
+                1,
+                1,
+                8,
+                Order::ValueIndex,
+            );
         }
         11 => {
             let v = sum_count(x, 1000);
@@ -432,10 +489,22 @@ fn check<T: E>(which: i32) {
     let (want_o, want_g) = expect(which, &x);
     let name = if T::SIZE == 2 { "half" } else { "float" };
     let got_o = Image::of(&out);
-    for (i, (g, w)) in got_o.0.chunks(T::SIZE).zip(want_o.0.chunks(T::SIZE)).enumerate() {
-        assert_eq!(g, w, "{name} scenario {which}: out[{i}] bytes {g:02x?}, want {w:02x?}");
+    for (i, (g, w)) in got_o
+        .0
+        .chunks(T::SIZE)
+        .zip(want_o.0.chunks(T::SIZE))
+        .enumerate()
+    {
+        assert_eq!(
+            g, w,
+            "{name} scenario {which}: out[{i}] bytes {g:02x?}, want {w:02x?}"
+        );
     }
-    assert_eq!(Image::of(&regs).0, want_g.0, "{name} scenario {which}: regs");
+    assert_eq!(
+        Image::of(&regs).0,
+        want_g.0,
+        "{name} scenario {which}: regs"
+    );
 }
 
 #[test]
@@ -511,7 +580,10 @@ fn broken_limits_are_errors_naming_the_rule() {
             "ReduceSum: with isSetMask = false the element count comes from the mask register in \
              counter mode (SetMaskCount, then SetVectorMask), but it is in normal mode",
         ),
-        (106, "WholeReduceSum: srcBlkStride 70000 is outside 0..65535"),
+        (
+            106,
+            "WholeReduceSum: srcBlkStride 70000 is outside 0..65535",
+        ),
         (107, "ReduceMin: count 2049 exceeds src's 2048 elements"),
     ];
     let x = input::<f32>(0);
