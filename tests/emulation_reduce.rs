@@ -369,6 +369,7 @@ fn expect<T: E>(which: i32, x: &[T]) -> (Image, Image) {
     let mut g = Image::new::<T>(16);
     let (m0, m1, m2) = masks::<T>();
     let pr = 256 / T::SIZE;
+    let rr = 2048 / pr - 2;
     let s = T::SIZE;
     let ones = if s == 2 { 0xFFFF } else { 0xFFFF_FFFF };
     match which {
@@ -451,10 +452,10 @@ fn expect<T: E>(which: i32, x: &[T]) -> (Image, Image) {
         }
         12 => {
             o.put(0, sum_mask(x, &Plan::bits::<T>(300, m0), 0));
-            o.put(16 * s, sum_mask(x, &Plan::first::<T>(30, pr), 8));
+            o.put(16 * s, sum_mask(x, &Plan::first::<T>(rr, pr), 8));
         }
         13 => {
-            let (v, i) = maxmin_all(x, Kind::Max, &Plan::bits::<T>(30, m0), 8);
+            let (v, i) = maxmin_all(x, Kind::Max, &Plan::bits::<T>(rr, m0), 8);
             o.put(0, v);
             o.put(s, T::from_raw(i as u32));
             g.put(0, v);
@@ -594,6 +595,6 @@ fn broken_limits_are_errors_naming_the_rule() {
     let err = f16::run(&input::<f16>(0), 101).err().expect("an error");
     assert_eq!(
         kernel_message(err),
-        "ReduceMax: sharedTmpBuffer has 8 elements; 30 repeats with the index need 80"
+        "ReduceMax: sharedTmpBuffer has 8 elements; 14 repeats with the index need 48"
     );
 }
