@@ -181,10 +181,10 @@ fn beats<T: E>(kind: Kind, cand: T, best: T) -> bool {
 fn best<T: E>(kind: Kind, v: &[Option<T>]) -> Option<(T, usize)> {
     let mut found: Option<(T, usize)> = None;
     for (i, s) in v.iter().enumerate() {
-        if let Some(c) = *s {
-            if found.is_none_or(|(b, _)| beats(kind, c, b)) {
-                found = Some((c, i));
-            }
+        if let Some(c) = *s
+            && found.is_none_or(|(b, _)| beats(kind, c, b))
+        {
+            found = Some((c, i));
         }
     }
     found
@@ -315,10 +315,10 @@ fn maxmin_all<T: E>(x: &[T], kind: Kind, p: &Plan, srep: usize) -> (T, usize) {
     let mut found: Option<(T, usize)> = None;
     for r in 0..p.repeats {
         for (e, s) in slots(x, p, 1, srep, r).into_iter().enumerate() {
-            if let Some(c) = s {
-                if found.is_none_or(|(b, _)| beats(kind, c, b)) {
-                    found = Some((c, r * p.per + e));
-                }
+            if let Some(c) = s
+                && found.is_none_or(|(b, _)| beats(kind, c, b))
+            {
+                found = Some((c, r * p.per + e));
             }
         }
     }
@@ -589,10 +589,10 @@ fn broken_limits_are_errors_naming_the_rule() {
     ];
     let x = input::<f32>(0);
     for (which, want) in cases {
-        let err = f32::run(&x, which).err().expect("an error");
+        let err = f32::run(&x, which).expect_err("an error");
         assert_eq!(kernel_message(err), want, "scenario {which}");
     }
-    let err = f16::run(&input::<f16>(0), 101).err().expect("an error");
+    let err = f16::run(&input::<f16>(0), 101).expect_err("an error");
     assert_eq!(
         kernel_message(err),
         "ReduceMax: sharedTmpBuffer has 8 elements; 14 repeats with the index need 48"
