@@ -68,6 +68,8 @@ namespace pypto_emu {
 template <typename T>
 void check_local(const AscendC::LocalTensor<T>& t, uint64_t bytes, const char* what)
 {
+    static_assert(!is_int4<T>, "DataCopy/DataCopyPad: int4b_t is not a data-movement type on Atlas A2/A3; copy the "
+                               "bytes as int8_t or uint8_t and ReinterpretCast<int4b_t>() the local tensor");
     if (t.data() == nullptr) {
         fail(what, ": the LocalTensor was never allocated");
     }

@@ -144,6 +144,7 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2Nz
 {
     const char* what = "DataCopy(GM->L1, Nd2NzParams)";
     static_assert(sizeof(T) <= 4, "DataCopy(Nd2NzParams): 8-byte types are not supported");
+    static_assert(!pypto_emu::is_int4<T>, "DataCopy(Nd2NzParams): int4b_t (b4) is not emulated yet");
     if (p.ndNum == 0 || p.nValue == 0 || p.dValue == 0) {
         return;
     }
@@ -178,6 +179,7 @@ template <typename T>
 void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2DParams& p)
 {
     const char* what = "LoadData";
+    static_assert(!pypto_emu::is_int4<T>, "LoadData: int4b_t (b4) is not emulated yet");
     if (p.repeatTimes == 0) {
         return;
     }
