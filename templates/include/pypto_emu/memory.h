@@ -1,5 +1,6 @@
 // Memories, tensors and the buffer manager: TPosition, GlobalTensor,
-// LocalTensor, TPipe, TQue, TQueBind, TBuf. Enforced: capacity per memory,
+// LocalTensor (int4b_t ones too), TPipe, TQue, TQueBind (in-place queues of
+// depth 0), TBuf, TBufPool. Enforced: capacity per memory,
 // 32-byte placement of Unified Buffer tensors, buffer-count limits, queue
 // misuse (AllocTensor with no free buffer, EnQue into a full queue, DeQue of
 // an empty queue, FreeTensor twice), and bounds of every element access.
@@ -149,6 +150,20 @@ constexpr bool dependent_false = false;
 namespace AscendC {
 
 using TTagType = int32_t;
+
+// A queue's compile-time configuration (TQue's `mask` argument as a
+// pointer); accepted, the fields are not used by the emulation.
+struct TQueConfig {
+    bool nd2nz = false;
+    bool nz2nd = false;
+    bool scmBlockGroup = false;
+    uint32_t bufferLen = 0;
+    uint32_t bufferNumber = 0;
+    uint32_t consumerSize = 0;
+    TPosition consumer[8] = {};
+    bool enableStaticEvtId = false;
+    bool enableLoopQueue = false;
+};
 
 constexpr uint32_t K_MAX_DIM = pypto_emu::max_dim;
 
