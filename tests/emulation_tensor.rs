@@ -323,11 +323,11 @@ fn cast_pairs_of_the_a2_a3_table() {
         .map(|i| ((i * 2654435761u64 as i64) % 65536 - 32768) as i16)
         .collect();
     let i32s: Vec<i32> = (0..256)
-        .map(|i| (i as i32 - 128) * 16_777_259 + i as i32 * 3)
+        .map(|i| (i as i32 - 128).wrapping_mul(16_777_259) + i as i32 * 3)
         .collect();
     let small_i32s: Vec<i32> = (0..256).map(|i| (i as i32 - 128) * 467).collect();
     let i64s: Vec<i64> = (0..256)
-        .map(|i| (i as i64 - 128) * 72_057_594_037_927_941 + i as i64)
+        .map(|i| (i as i64 - 128).wrapping_mul(72_057_594_037_927_941) + i as i64)
         .collect();
     let bytes_of_f32 = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     let bytes_of_f16 = |v: &[f16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
@@ -375,11 +375,16 @@ fn cast_pairs_of_the_a2_a3_table() {
         check_cast(4, mode, &bytes_of_f32(&floats), &bytes_of_f32(&want));
         let want: Vec<f32> = i64s.iter().map(|&v| int_to_f32(v, mode)).collect();
         check_cast(6, mode, &bytes_of_i64(&i64s), &bytes_of_f32(&want));
-        let want: Vec<i64> = floats
+        let big: Vec<f32> = floats
             .iter()
-            .map(|&v| round_mode(v as f64 * 1e12, mode) as i64)
+            .enumerate()
+            .map(|(i, &v)| if i % 2 == 0 { v * 1e12 } else { v })
             .collect();
-        let big: Vec<f32> = floats.iter().map(|&v| v * 1e12).collect();
+        let want: Vec<i64> = big
+            .iter()
+            .map(|&v| round_mode(v as f64, mode) as i64)
+            .collect();
+
         check_cast(
             14,
             mode,
