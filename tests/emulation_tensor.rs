@@ -83,7 +83,7 @@ fn queue_and_tensor_misuse_are_errors_naming_the_rule() {
         ),
     ];
     for (which, want) in cases {
-        let err = queue(which).err().expect("an error");
+        let err = queue(which).expect_err("an error");
         assert_eq!(kernel_message(err), want, "scenario {which}");
     }
 }
@@ -91,7 +91,7 @@ fn queue_and_tensor_misuse_are_errors_naming_the_rule() {
 // ---- int4b_t -----------------------------------------------------------------
 
 fn nibble(bytes: &[u8], i: usize) -> i32 {
-    let n = if i % 2 == 0 {
+    let n = if i.is_multiple_of(2) {
         bytes[i / 2] & 0xf
     } else {
         bytes[i / 2] >> 4
@@ -102,7 +102,7 @@ fn nibble(bytes: &[u8], i: usize) -> i32 {
 fn set_nibble(bytes: &mut [u8], i: usize, v: i32) {
     let n = (v as u8) & 0xf;
     let b = &mut bytes[i / 2];
-    *b = if i % 2 == 0 {
+    *b = if i.is_multiple_of(2) {
         (*b & 0xf0) | n
     } else {
         (*b & 0x0f) | (n << 4)
@@ -145,12 +145,12 @@ fn int4_tensors_cast_to_half_and_back_with_every_round_mode() {
         for mode in 0..=5 {
             let (h, back) = int4(which, mode, &packed).unwrap();
             let mut want_back = vec![0x77u8; 64];
-            for i in 0..128 {
+            for (i, hi) in h.iter().enumerate() {
                 let active = which == 0 || (i % 8) < 4;
                 let v = nibble(&packed, i);
                 let want_h = if active { v as f32 } else { -7.0 };
                 assert_eq!(
-                    h[i].to_f32(),
+                    hi.to_f32(),
                     want_h,
                     "scenario {which} mode {mode}: h[{i}] (int4 {v})"
                 );
@@ -196,7 +196,7 @@ fn int4_limits_are_errors_naming_the_rule() {
         ),
     ];
     for (which, want) in cases {
-        let err = int4(which, 1, &packed).err().expect("an error");
+        let err = int4(which, 1, &packed).expect_err("an error");
         assert_eq!(kernel_message(err), want, "scenario {which}");
     }
 }
@@ -323,9 +323,9 @@ fn cast_pairs_of_the_a2_a3_table() {
         .map(|i| ((i * 2654435761u64 as i64) % 65536 - 32768) as i16)
         .collect();
     let i32s: Vec<i32> = (0..256)
-        .map(|i| (i as i32 - 128).wrapping_mul(16_777_259) + i as i32 * 3)
+        .map(|i: i32| (i - 128).wrapping_mul(16_777_259) + i * 3)
         .collect();
-    let small_i32s: Vec<i32> = (0..256).map(|i| (i as i32 - 128) * 467).collect();
+    let small_i32s: Vec<i32> = (0..256).map(|i: i32| (i - 128) * 467).collect();
     let i64s: Vec<i64> = (0..256)
         .map(|i| (i as i64 - 128).wrapping_mul(72_057_594_037_927_941) + i as i64)
         .collect();
@@ -429,13 +429,13 @@ fn cast_pairs_of_the_a2_a3_table() {
 
 #[test]
 fn cast_limits_are_errors_naming_the_rule() {
-    let err = cast(100, 1, &[]).err().expect("an error");
+    let err = cast(100, 1, &[]).expect_err("an error");
     assert_eq!(
         kernel_message(err),
         "Cast: float -> int16_t takes CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND, CAST_TRUNC, not \
          CAST_NONE (Atlas A2/A3)"
     );
-    let err = cast(101, 0, &[]).err().expect("an error");
+    let err = cast(101, 0, &[]).expect_err("an error");
     assert_eq!(
         kernel_message(err),
         "Cast: int32_t -> half scales by the DEQSCALE register; call SetDeqScale(half) first"
