@@ -160,6 +160,8 @@ const char* copy_type_name()
 template <typename T>
 void check_local(const AscendC::LocalTensor<T>& t, uint64_t bytes, const char* what)
 {
+    static_assert(!is_int4<T>, "DataCopy/DataCopyPad: int4b_t is not a data-movement type on Atlas A2/A3; copy the "
+                               "bytes as int8_t or uint8_t and ReinterpretCast<int4b_t>() the local tensor");
     poll(what);
     if (t.data() == nullptr) {
         fail(what, ": the LocalTensor was never allocated");

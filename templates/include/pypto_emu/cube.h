@@ -142,6 +142,7 @@ namespace AscendC {
 template <typename T>
 void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2NzParams& p)
 {
+    static_assert(!pypto_emu::is_int4<T>, "DataCopy(Nd2NzParams): int4b_t (b4) is not emulated yet");
     PYPTO_REQUIRE_COPY_TYPE(slice_type, "DataCopy(Nd2NzParams)",
                             "int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
     bool to_ub = pypto_emu::memory_of(dst.position()) == pypto_emu::Memory::UB;
@@ -198,6 +199,7 @@ template <typename T>
 void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2DParams& p)
 {
     const char* what = "LoadData";
+    static_assert(!pypto_emu::is_int4<T>, "LoadData: int4b_t (b4) is not emulated yet");
     if (p.repeatTimes == 0) {
         return;
     }

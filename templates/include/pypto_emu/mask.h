@@ -139,7 +139,7 @@ inline MaskRegisters& mask_registers()
 
 inline const char* width_name(uint32_t elem_bytes)
 {
-    return elem_bytes == 2 ? "16-bit" : elem_bytes == 4 ? "32-bit" : "8-bit";
+    return elem_bytes == 2 ? "16-bit" : elem_bytes == 4 ? "32-bit" : elem_bytes == 8 ? "64-bit" : "8-bit";
 }
 
 // Which elements of which repeats an instruction processes.
@@ -457,48 +457,6 @@ void check_compare_count(uint32_t count, const char* what)
     }
 }
 
-// Conversions of Cast (as the count form in vector.h), one element.
-template <typename T, typename U>
-T convert(U v, AscendC::RoundMode mode)
-{
-    if constexpr (std::is_same_v<T, float>) {
-        return static_cast<float>(v);
-    } else if constexpr (std::is_same_v<T, int32_t>) {
-        return round_integer<int32_t>(static_cast<float>(v), mode);
-    } else {
-        return round_narrow<T>(static_cast<float>(v), mode);
-    }
-}
-
-template <typename T, typename U>
-void check_cast_mode(AscendC::RoundMode mode, const char* what)
-{
-    using AscendC::RoundMode;
-    constexpr bool widen = std::is_same_v<T, float> && one_of<U, half, bfloat16_t>;
-    if (mode == RoundMode::CAST_HYBRID) {
-        fail(what, ": CAST_HYBRID is for hifloat8_t results, which " PYPTO_VECTOR_TARGET " does not have");
-    }
-    if (mode == RoundMode::CAST_ODD && !(std::is_same_v<T, half> && std::is_same_v<U, float>)) {
-        fail(what, ": CAST_ODD is supported only for float -> half");
-    }
-    if constexpr (widen) {
-        if (mode != RoundMode::CAST_NONE) {
-            fail(what, ": widening to float is exact and takes CAST_NONE");
-        }
-    }
-    if constexpr (std::is_same_v<T, bfloat16_t>) {
-        if (mode == RoundMode::CAST_NONE) {
-            fail(what, ": float -> bfloat16_t needs an explicit round mode "
-                       "(CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND or CAST_TRUNC)");
-        }
-    }
-    if constexpr (std::is_same_v<T, int32_t>) {
-        if (mode == RoundMode::CAST_NONE) {
-            fail(what, ": conversion to int32_t needs an explicit round mode");
-        }
-    }
-}
-
 } // namespace pypto_emu
 
 namespace AscendC {
@@ -745,6 +703,97 @@ void masked_duplicate(const AscendC::LocalTensor<T>& dst, T value, MaskArg arg, 
     run_plan(p, d, [&](uint32_t, uint32_t) { return value; });
 }
 
+// A Cast operand seen through block and repeat strides, addressed in bits
+// so that int4b_t operands (two elements a byte) work like the others.
+template <typename T>
+struct CastOperand {
+    T* base;
+    uint64_t bytes;
+    uint32_t blk;
+    uint32_t rep;
+    const char* name;
+
+    uint64_t bit(uint32_t r, uint32_t e) const
+    {
+        uint64_t b = static_cast<uint64_t>(e) * bits_of<T>;
+        return static_cast<uint64_t>(r) * rep * 256 + (b / 256) * blk * 256 + b % 256;
+    }
+    T get(uint32_t r, uint32_t e) const
+    {
+        if constexpr (is_int4<T>) {
+            return load_int4(base, bit(r, e) / 4);
+        } else {
+            return *reinterpret_cast<const T*>(reinterpret_cast<const uint8_t*>(base) + bit(r, e) / 8);
+        }
+    }
+    void set(uint32_t r, uint32_t e, T v) const
+    {
+        if constexpr (is_int4<T>) {
+            store_int4(base, bit(r, e) / 4, v);
+        } else {
+            *reinterpret_cast<T*>(reinterpret_cast<uint8_t*>(base) + bit(r, e) / 8) = v;
+        }
+    }
+
+    void check_reach(const RepeatPlan& p, const char* what) const
+    {
+        uint64_t end = 0;
+        uint32_t at_repeat = 0;
+        for (uint32_t r = 0; r < p.repeats; ++r) {
+            for (uint32_t e = 0; e < p.per_repeat; ++e) {
+                if (p.active(r, e)) {
+                    uint64_t o = (bit(r, e) + bits_of<T> + 7) / 8;
+                    if (o > end) {
+                        end = o;
+                        at_repeat = r;
+                    }
+                }
+            }
+        }
+        if (end > bytes) {
+            fail(what, ": repeat ", at_repeat, " reaches byte ", end, " of ", name, ", which has ", bytes,
+                 " bytes (block stride ", blk, ", repeat stride ", rep,
+                 ", in 32-byte blocks); accesses must stay inside the operands");
+        }
+    }
+};
+
+template <typename T>
+CastOperand<T> cast_operand(const AscendC::LocalTensor<T>& t, uint32_t blk, uint32_t rep, const char* name,
+                            const char* what, bool is_dst = false)
+{
+    check_vector_operand(t, 0, what);
+    if (is_dst && blk == 0) {
+        fail(what, ": ", name, "'s block stride is 0; the destination block stride must be at least 1 (0 is "
+                               "undefined on the hardware)");
+    }
+    return CastOperand<T>{t.data(), bytes_for<T>(t.GetSize()), blk, rep, name};
+}
+
+// With an int4b_t operand the mask selects whole bytes of it: an even
+// count, or bits 2k and 2k + 1 alike.
+inline void check_int4_mask(const RepeatPlan& p, MaskArg arg, uint64_t len, const char* what)
+{
+    if (arg == MaskArg::Continuous && len % 2 != 0) {
+        fail(what, ": mask ", len, " is odd; with an int4b_t operand the mask must be even");
+    }
+    if (p.counter) {
+        if (p.total % 2 != 0) {
+            fail(what, ": the mask register counts ", p.total, " elements, an odd number; with an int4b_t operand "
+                       "it must be even");
+        }
+        return;
+    }
+    for (int w = 0; w < 2; ++w) {
+        uint64_t diff = (p.bits[w] ^ (p.bits[w] >> 1)) & 0x5555555555555555ull;
+        if (diff != 0) {
+            int k = __builtin_ctzll(diff) + 64 * w;
+            fail(what, ": mask bits ", k, " and ", k + 1, " differ; with an int4b_t operand each pair of bits "
+                       "(2k, 2k + 1) must be alike");
+        }
+    }
+}
+
 template <typename T, typename U>
 void masked_cast(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<U>& src, AscendC::RoundMode mode,
                  MaskArg arg, const uint64_t* bits, uint64_t len, int32_t repeat_time,
@@ -753,12 +802,28 @@ void masked_cast(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<
     const char* what = "Cast";
     check_cast_mode<T, U>(mode, what);
     // The mask counts elements of the wider of the two types.
-    RepeatPlan p = make_plan(what, sizeof(T) > sizeof(U) ? sizeof(T) : sizeof(U), arg, bits, len, repeat_time);
-    auto d = strided(dst, rp.dstBlkStride, rp.dstRepStride, "dst", what, true);
-    auto s = strided(src, rp.srcBlkStride, rp.srcRepStride, "src", what);
-    check_reach(d, p, what);
-    check_reach(s, p, what);
-    run_plan(p, d, [&](uint32_t r, uint32_t e) { return convert<T>(s.at(r, e), mode); });
+    constexpr uint32_t wide = static_cast<uint32_t>(bits_of<T> > bits_of<U> ? bits_of<T> : bits_of<U>) / 8;
+    RepeatPlan p = make_plan(what, wide, arg, bits, len, repeat_time);
+    if constexpr (is_int4<T> || is_int4<U>) {
+        check_int4_mask(p, arg, len, what);
+    }
+    auto d = cast_operand(dst, rp.dstBlkStride, rp.dstRepStride, "dst", what, true);
+    auto s = cast_operand(src, rp.srcBlkStride, rp.srcRepStride, "src", what);
+    d.check_reach(p, what);
+    s.check_reach(p, what);
+    std::vector<T> vals(p.per_repeat);
+    for (uint32_t r = 0; r < p.repeats; ++r) {
+        for (uint32_t e = 0; e < p.per_repeat; ++e) {
+            if (p.active(r, e)) {
+                vals[e] = convert<T, U>(s.get(r, e), mode);
+            }
+        }
+        for (uint32_t e = 0; e < p.per_repeat; ++e) {
+            if (p.active(r, e)) {
+                d.set(r, e, vals[e]);
+            }
+        }
+    }
 }
 
 template <typename T>
@@ -799,14 +864,6 @@ void Duplicate(const LocalTensor<T>& dst, const pypto_emu::same_t<T>& scalarValu
     pypto_emu::masked_duplicate<T>(dst, scalarValue, PYPTO_MASK_LEN(mask), repeatTime, dstBlockStride,
                                    dstRepeatStride);
 }
-
-#define PYPTO_CAST_TYPES_OK                                                                             \
-    static_assert((std::is_same_v<T, float> && pypto_emu::one_of<U, half, bfloat16_t>) ||              \
-                      (std::is_same_v<U, float> && pypto_emu::one_of<T, half, bfloat16_t>) ||          \
-                      (pypto_emu::one_of<U, float, half, bfloat16_t> && std::is_same_v<T, int32_t>) || \
-                      (std::is_same_v<U, int32_t> && std::is_same_v<T, float>),                        \
-                  "Cast: conversion not emulated (emulated: half/bfloat16_t -> float, float -> "        \
-                  "half/bfloat16_t, float/half/bfloat16_t -> int32_t, int32_t -> float)")
 
 template <typename T, typename U, bool isSetMask = true>
 void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode, const uint64_t mask[],

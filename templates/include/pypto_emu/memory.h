@@ -1,11 +1,16 @@
 // Memories, tensors and the buffer manager: TPosition, GlobalTensor,
-// LocalTensor, TPipe, TQue, TQueBind, TBuf. Enforced: capacity per memory,
+// LocalTensor (int4b_t ones too), TPipe, TQue, TQueBind (in-place queues of
+// depth 0), TBuf, TBufPool. Enforced: capacity per memory,
 // 32-byte placement of Unified Buffer tensors, buffer-count limits, queue
 // misuse (AllocTensor with no free buffer, EnQue into a full queue, DeQue of
 // an empty queue, FreeTensor twice), and bounds of every element access.
 #pragma once
 
+#include <cstdio>
 #include <deque>
+#include <iomanip>
+#include <sstream>
+#include <string>
 #include <memory>
 
 #include "core.h"
@@ -114,16 +119,124 @@ inline uint8_t* arena(Memory mem)
     return a.get() + ((512 - addr % 512) % 512);
 }
 
-// Packed 4-bit integers have no tensor support yet (see README, gaps).
-template <typename T>
-constexpr bool tensor_element_ok = !std::is_same_v<T, int4b_t>;
-
 // One buffer of a queue, and where its tensor is in the queue protocol.
 struct Slot {
     enum class State { Free, Allocated, Queued, Dequeued };
     uint8_t* data = nullptr;
     uint32_t bytes = 0;
     State state = State::Free;
+    int32_t tag = 0;                      // SetUserTag travels with the buffer through the queue
+    AscendC::TPosition user_src = TPosition::MAX; // EnQue<src, dst>: the pair it was queued with
+    AscendC::TPosition user_dst = TPosition::MAX;
+};
+
+// Counts TPipe lifetimes, resets and destroys in this thread: a queue, TBuf
+// or TBufPool set up under an earlier value has lost its memory.
+inline uint64_t& pipe_epoch()
+{
+    thread_local uint64_t epoch = 1;
+    return epoch;
+}
+
+// Largest number of dimensions in a ShapeInfo (the documentation names the
+// constant K_MAX_DIM without its value; 8 is the emulation's choice).
+constexpr uint32_t max_dim = 8;
+
+template <typename>
+constexpr bool dependent_false = false;
+
+} // namespace pypto_emu
+
+namespace AscendC {
+
+using TTagType = int32_t;
+
+// A queue's compile-time configuration (TQue's `mask` argument as a
+// pointer); accepted, the fields are not used by the emulation.
+struct TQueConfig {
+    bool nd2nz = false;
+    bool nz2nd = false;
+    bool scmBlockGroup = false;
+    uint32_t bufferLen = 0;
+    uint32_t bufferNumber = 0;
+    uint32_t consumerSize = 0;
+    TPosition consumer[8] = {};
+    bool enableStaticEvtId = false;
+    bool enableLoopQueue = false;
+};
+
+constexpr uint32_t K_MAX_DIM = pypto_emu::max_dim;
+
+enum class DataFormat : uint8_t { ND = 0, NZ, NCHW, NC1HWC0, NHWC };
+
+// The shape of a tensor, as set by SetShapeInfo: the current shape and the
+// original one (the same unless given), and the data format.
+struct ShapeInfo {
+    ShapeInfo() {}
+    ShapeInfo(const uint8_t inputShapeDim, const uint32_t inputShape[], const uint8_t inputOriginalShapeDim,
+              const uint32_t inputOriginalShape[], const DataFormat inputFormat)
+        : shapeDim(inputShapeDim), originalShapeDim(inputOriginalShapeDim), dataFormat(inputFormat)
+    {
+        check(inputShapeDim, "shape");
+        check(inputOriginalShapeDim, "original shape");
+        for (uint32_t i = 0; i < inputShapeDim; ++i) {
+            shape[i] = inputShape[i];
+        }
+        for (uint32_t i = 0; i < inputOriginalShapeDim; ++i) {
+            originalShape[i] = inputOriginalShape[i];
+        }
+    }
+    ShapeInfo(const uint8_t inputShapeDim, const uint32_t inputShape[], const DataFormat inputFormat)
+        : ShapeInfo(inputShapeDim, inputShape, inputShapeDim, inputShape, inputFormat)
+    {
+    }
+    ShapeInfo(const uint8_t inputShapeDim, const uint32_t inputShape[])
+        : ShapeInfo(inputShapeDim, inputShape, inputShapeDim, inputShape, DataFormat::ND)
+    {
+    }
+
+    uint8_t shapeDim = 0;
+    uint8_t originalShapeDim = 0;
+    uint32_t shape[K_MAX_DIM] = {};
+    uint32_t originalShape[K_MAX_DIM] = {};
+    DataFormat dataFormat = DataFormat::ND;
+
+private:
+    static void check(uint8_t dim, const char* which)
+    {
+        if (dim > K_MAX_DIM) {
+            pypto_emu::fail("ShapeInfo: a ", which, " of ", static_cast<int>(dim), " dimensions; at most ",
+                            K_MAX_DIM, " are supported");
+        }
+    }
+};
+
+// The product of the current shape's dimensions.
+inline int GetShapeSize(const ShapeInfo& shapeInfo)
+{
+    int n = 1;
+    for (uint32_t i = 0; i < shapeInfo.shapeDim && i < K_MAX_DIM; ++i) {
+        n *= static_cast<int>(shapeInfo.shape[i]);
+    }
+    return n;
+}
+
+} // namespace AscendC
+
+namespace pypto_emu {
+
+// Shape information a tensor carries once SetShapeInfo has been called.
+struct ShapeSlot {
+    AscendC::ShapeInfo info;
+    bool set = false;
+
+    AscendC::ShapeInfo get(const char* what) const
+    {
+        if (!set) {
+            fail(what, ": the tensor has no shape information; SetShapeInfo first (a shape has no default)");
+        }
+        return info;
+    }
 };
 
 } // namespace pypto_emu
@@ -132,9 +245,6 @@ namespace AscendC {
 
 template <typename T>
 class GlobalTensor {
-    static_assert(pypto_emu::tensor_element_ok<T>,
-                  "GlobalTensor<int4b_t>: packed 4-bit tensors are not emulated yet");
-
 public:
     using PrimType = T;
 
@@ -147,14 +257,17 @@ public:
 
     GlobalTensor() = default;
 
+    // `bufferSize` elements (for int4b_t, two a byte) at `buffer`.
     void SetGlobalBuffer(__gm__ T* buffer, uint64_t bufferSize)
     {
-        pypto_emu::check_gm(buffer, bufferSize * sizeof(T), "GlobalTensor::SetGlobalBuffer");
+        pypto_emu::check_gm(buffer, pypto_emu::bytes_for<T>(bufferSize), "GlobalTensor::SetGlobalBuffer");
         data_ = buffer;
         size_ = bufferSize;
         launch_ = pypto_emu::block.launch_id;
     }
 
+    // Size unknown: GetSize() is 0 and accesses are checked only against
+    // the launch's tensors.
     void SetGlobalBuffer(__gm__ T* buffer)
     {
         data_ = buffer;
@@ -165,13 +278,13 @@ public:
     T GetValue(uint64_t offset) const
     {
         check(offset, 1, "GlobalTensor::GetValue", false);
-        return data_[offset];
+        return load(offset);
     }
 
     void SetValue(uint64_t offset, T value) const
     {
         check(offset, 1, "GlobalTensor::SetValue", true);
-        data_[offset] = value;
+        store(offset, value);
     }
 
     // One element through operator(): reading it is a read, assigning to
@@ -181,12 +294,12 @@ public:
         operator T() const
         {
             owner_->check(offset_, 1, "GlobalTensor::operator()", false);
-            return owner_->data_[offset_];
+            return owner_->load(offset_);
         }
         const Element& operator=(T value) const
         {
             owner_->check(offset_, 1, "GlobalTensor::operator()", true);
-            owner_->data_[offset_] = value;
+            owner_->store(offset_, value);
             return *this;
         }
         const Element& operator=(const Element& other) const { return *this = static_cast<T>(other); }
@@ -210,16 +323,46 @@ public:
             pypto_emu::fail("GlobalTensor::operator[]: offset ", offset,
                             " is past the tensor's ", size_, " elements");
         }
-        GlobalTensor view;
-        view.data_ = data_ + offset;
+        check_whole_byte(offset, "GlobalTensor::operator[]");
+        GlobalTensor view = *this;
+        view.data_ = at(offset);
         view.size_ = size_ != 0 ? size_ - offset : 0;
-        view.launch_ = launch_;
         return view;
     }
 
     uint64_t GetSize() const { return size_; }
     const __gm__ T* GetPhyAddr() const { return data_; }
-    __gm__ T* GetPhyAddr(uint64_t offset) const { return data_ + offset; }
+    __gm__ T* GetPhyAddr(uint64_t offset) const
+    {
+        check_whole_byte(offset, "GlobalTensor::GetPhyAddr");
+        return at(offset);
+    }
+
+    void SetShapeInfo(const ShapeInfo& shapeInfo)
+    {
+        shape_.info = shapeInfo;
+        shape_.set = true;
+    }
+    ShapeInfo GetShapeInfo() const { return shape_.get("GlobalTensor::GetShapeInfo"); }
+
+    // Documented for the Ascend 950 only; Atlas A2/A3 kernels SetGlobalBuffer
+    // a GlobalTensor of the other type instead.
+    template <typename CAST_T>
+    GlobalTensor<CAST_T> ReinterpretCast() const
+    {
+#if defined(PYPTO_TARGET_950)
+        GlobalTensor<CAST_T> other;
+        other.data_ = reinterpret_cast<CAST_T*>(data_);
+        other.size_ = size_ * pypto_emu::bits_of<T> / pypto_emu::bits_of<CAST_T>;
+        other.launch_ = launch_;
+        return other;
+#else
+        static_assert(pypto_emu::dependent_false<CAST_T>,
+                      "GlobalTensor::ReinterpretCast is not supported on Atlas A2/A3 (documented for Ascend 950 "
+                      "only); call SetGlobalBuffer on a GlobalTensor of the new type with GetPhyAddr() instead");
+        return {};
+#endif
+    }
 
     // For the emulation's copies: checks [offset, offset + count) and
     // returns its address; `range` for reading, `range_out` for writing.
@@ -236,6 +379,46 @@ public:
     }
 
 private:
+    template <typename U>
+    friend class GlobalTensor;
+
+    T* at(uint64_t offset) const
+    {
+        return reinterpret_cast<T*>(reinterpret_cast<uint8_t*>(data_) + offset * pypto_emu::bits_of<T> / 8);
+    }
+
+    T load(uint64_t offset) const
+    {
+        if constexpr (pypto_emu::is_int4<T>) {
+            return pypto_emu::load_int4(data_, offset);
+        } else {
+            return data_[offset];
+        }
+    }
+
+    void store(uint64_t offset, T value) const
+    {
+        if constexpr (pypto_emu::is_int4<T>) {
+            pypto_emu::store_int4(data_, offset, value);
+        } else {
+            data_[offset] = value;
+        }
+    }
+
+    // An int4b_t view or address must start on a byte.
+    void check_whole_byte(uint64_t offset, const char* what) const
+    {
+        if constexpr (pypto_emu::is_int4<T>) {
+            if (offset % 2 != 0) {
+                pypto_emu::fail(what, ": offset ", offset, " of an int4b_t tensor is odd; two int4b_t share "
+                                "a byte, so an offset must be even");
+            }
+        } else {
+            (void)offset;
+            (void)what;
+        }
+    }
+
     void check(uint64_t offset, uint64_t count, const char* what, bool write) const
     {
         if (data_ == nullptr) {
@@ -249,21 +432,23 @@ private:
             pypto_emu::fail(what, ": elements [", offset, ", ", offset + count,
                             ") are outside the GlobalTensor's ", size_, " elements");
         }
-        pypto_emu::check_gm(data_ + offset, count * sizeof(T), what, write);
+        uint64_t first = offset * pypto_emu::bits_of<T> / 8;
+        uint64_t end = pypto_emu::bytes_for<T>(offset + count);
+        pypto_emu::check_gm(reinterpret_cast<uint8_t*>(data_) + first, end - first, what, write);
     }
 
     T* data_ = nullptr;
     uint64_t size_ = 0;
     uint64_t launch_ = 0; // the launch whose memory data_ points into
+    pypto_emu::ShapeSlot shape_;
 };
 
 template <typename T>
 class LocalTensor {
-    static_assert(pypto_emu::tensor_element_ok<T>,
-                  "LocalTensor<int4b_t>: packed 4-bit tensors are not emulated yet");
-
 public:
     using PrimType = T;
+    // operator() yields a reference; for int4b_t a proxy for the nibble.
+    using Ref = std::conditional_t<pypto_emu::is_int4<T>, pypto_emu::Int4Ref, T&>;
 
     LocalTensor() = default;
 
@@ -283,10 +468,10 @@ public:
             pypto_emu::fail("LocalTensor(", name, ", ", addr, ", ", tileSize, "): address ", addr,
                             " of the ", spec.name, " is not 32-byte aligned");
         }
-        uint64_t end = addr + static_cast<uint64_t>(tileSize) * sizeof(T);
+        uint64_t end = addr + pypto_emu::bytes_for<T>(tileSize);
         if (end > spec.capacity) {
             pypto_emu::fail("LocalTensor(", name, ", ", addr, ", ", tileSize, "): ", tileSize,
-                            " elements of ", sizeof(T), " bytes at address ", addr, " end at byte ",
+                            " elements of ", pypto_emu::bits_of<T>, " bits at address ", addr, " end at byte ",
                             end, ", past the ", spec.capacity, " bytes of the ", spec.name);
         }
         if (mem == pypto_emu::Memory::UB && end > pypto_emu::block.ub_peak) {
@@ -298,15 +483,24 @@ public:
         position_ = pos;
     }
 
+    // The tensor from element `offset` on; for int4b_t the offset must be
+    // even (a view starts on a byte).
     LocalTensor operator[](uint32_t offset) const
     {
         if (offset > size_) {
             pypto_emu::fail("LocalTensor::operator[]: offset ", offset, " is past the tensor's ",
                             size_, " elements");
         }
+        if constexpr (pypto_emu::is_int4<T>) {
+            if (offset % 2 != 0) {
+                pypto_emu::fail("LocalTensor::operator[]: offset ", offset, " of an int4b_t tensor is odd; two "
+                                "int4b_t share a byte, so an offset must be even");
+            }
+        }
         LocalTensor view = *this;
-        view.data_ = data_ + offset;
-        view.offset_bytes_ = offset_bytes_ + offset * static_cast<uint32_t>(sizeof(T));
+        uint32_t bytes = static_cast<uint32_t>(offset * pypto_emu::bits_of<T> / 8);
+        view.data_ = reinterpret_cast<T*>(reinterpret_cast<uint8_t*>(data_) + bytes);
+        view.offset_bytes_ = offset_bytes_ + bytes;
         view.size_ = size_ - offset;
         view.slot_ = nullptr;
         return view;
@@ -315,39 +509,127 @@ public:
     T GetValue(uint32_t index) const
     {
         check_index(index, "LocalTensor::GetValue");
-        return data_[index];
+        if constexpr (pypto_emu::is_int4<T>) {
+            return pypto_emu::load_int4(data_, index);
+        } else {
+            return data_[index];
+        }
     }
 
     template <typename V>
     void SetValue(uint32_t index, V value) const
     {
         check_index(index, "LocalTensor::SetValue");
-        data_[index] = static_cast<T>(value);
+        if constexpr (pypto_emu::is_int4<T>) {
+            pypto_emu::store_int4(data_, index, static_cast<int4b_t>(value));
+        } else {
+            data_[index] = static_cast<T>(value);
+        }
     }
 
-    T& operator()(uint32_t index) const
+    Ref operator()(uint32_t index) const
     {
         check_index(index, "LocalTensor::operator()");
-        return data_[index];
+        if constexpr (pypto_emu::is_int4<T>) {
+            return pypto_emu::Int4Ref(data_, index);
+        } else {
+            return data_[index];
+        }
     }
 
+    // Elements (for int4b_t, 4-bit elements).
     uint32_t GetSize() const { return size_; }
-    void SetSize(uint32_t size) { size_ = size; }
-    uint32_t GetLength() const { return size_ * static_cast<uint32_t>(sizeof(T)); }
-    T* GetPhyAddr() const { return data_; }
-    T* GetPhyAddr(uint32_t offset) const { return data_ + offset; }
+    // Changes the element count; the tensor must stay inside its memory.
+    void SetSize(const uint32_t size) { resize(size, "LocalTensor::SetSize"); }
+    // The documentation gives the length in elements (its example says
+    // bytes); the emulation follows the parameter table: elements.
+    void SetBufferLen(uint32_t dataLen) { resize(dataLen, "LocalTensor::SetBufferLen"); }
+    // Bytes the elements occupy (an odd int4b_t count rounds up).
+    uint32_t GetLength() const { return static_cast<uint32_t>(pypto_emu::bytes_for<T>(size_)); }
+    // As on the NPU: the tensor's byte address within its memory.
+    uint64_t GetPhyAddr() const { return offset_bytes_; }
+    uint64_t GetPhyAddr(const uint32_t offset) const
+    {
+        return offset_bytes_ + static_cast<uint64_t>(offset) * pypto_emu::bits_of<T> / 8;
+    }
     int32_t GetPosition() const { return static_cast<int32_t>(position_); }
 
-    template <typename U>
-    LocalTensor<U> ReinterpretCast() const
+    void SetUserTag(const TTagType tag) { tag_ = tag; }
+    TTagType GetUserTag() const { return tag_; }
+
+    void SetShapeInfo(const ShapeInfo& shapeInfo)
     {
-        LocalTensor<U> other;
-        other.data_ = reinterpret_cast<U*>(data_);
-        other.size_ = static_cast<uint32_t>(size_ * sizeof(T) / sizeof(U));
+        shape_.info = shapeInfo;
+        shape_.set = true;
+    }
+    ShapeInfo GetShapeInfo() const { return shape_.get("LocalTensor::GetShapeInfo"); }
+
+    // The same bytes as elements of CAST_T: the size in bytes (bits, for
+    // int4b_t) is kept, an incomplete last element dropped.
+    template <typename CAST_T>
+    LocalTensor<CAST_T> ReinterpretCast() const
+    {
+        LocalTensor<CAST_T> other;
+        other.data_ = reinterpret_cast<CAST_T*>(data_);
+        other.size_ = static_cast<uint32_t>(size_ * pypto_emu::bits_of<T> / pypto_emu::bits_of<CAST_T>);
         other.offset_bytes_ = offset_bytes_;
         other.position_ = position_;
         other.slot_ = nullptr;
+        other.tag_ = tag_;
         return other;
+    }
+
+    // This tensor becomes `src` from its element `offset` on (an offset in
+    // elements of src), with the rest of src's bytes.
+    template <typename S>
+    void SetAddrWithOffset(LocalTensor<S>& src, uint32_t offset)
+    {
+        if (offset > src.size_) {
+            pypto_emu::fail("LocalTensor::SetAddrWithOffset: offset ", offset, " is past the source tensor's ",
+                            src.size_, " elements");
+        }
+        uint64_t skip = static_cast<uint64_t>(offset) * pypto_emu::bits_of<S> / 8;
+        data_ = reinterpret_cast<T*>(reinterpret_cast<uint8_t*>(src.data_) + skip);
+        offset_bytes_ = static_cast<uint32_t>(src.offset_bytes_ + skip);
+        size_ = static_cast<uint32_t>((src.size_ - offset) * pypto_emu::bits_of<S> / pypto_emu::bits_of<T>);
+        position_ = src.position_;
+        slot_ = nullptr;
+    }
+
+    // CPU debugging aids: the elements, one 32-byte block a line, to stderr;
+    // the raw bytes to a file (0 on success).
+    void Print() { Print(size_); }
+    void Print(uint32_t len)
+    {
+        if (len > size_) {
+            len = size_;
+        }
+        std::ostringstream out;
+        uint32_t per_line = static_cast<uint32_t>(256 / pypto_emu::bits_of<T>);
+        for (uint32_t i = 0; i < len; ++i) {
+            if (i % per_line == 0) {
+                out << (i == 0 ? "" : "\n") << std::setw(4) << std::setfill('0') << i << ":";
+            }
+            out << ' ';
+            if constexpr (pypto_emu::is_int4<T> || std::is_integral_v<T>) {
+                out << static_cast<int64_t>(GetValue(i));
+            } else {
+                out << static_cast<double>(static_cast<float>(GetValue(i)));
+            }
+        }
+        out << '\n';
+        std::string text = out.str();
+        std::fwrite(text.data(), 1, text.size(), stderr);
+    }
+    int32_t ToFile(const std::string& fileName) const
+    {
+        std::FILE* f = std::fopen(fileName.c_str(), "wb");
+        if (f == nullptr) {
+            return -1;
+        }
+        size_t n = static_cast<size_t>(GetLength());
+        size_t written = data_ == nullptr ? 0 : std::fwrite(data_, 1, n, f);
+        return std::fclose(f) == 0 && written == n ? 0 : -1;
     }
 
     // ---- emulation internals ----------------------------------------------
@@ -356,7 +638,7 @@ public:
     {
         LocalTensor t;
         t.data_ = reinterpret_cast<T*>(data);
-        t.size_ = bytes / static_cast<uint32_t>(sizeof(T));
+        t.size_ = static_cast<uint32_t>(pypto_emu::elems_in<T>(bytes));
         t.offset_bytes_ = offset_bytes;
         t.position_ = pos;
         t.slot_ = slot;
@@ -366,10 +648,25 @@ public:
     TPosition position() const { return position_; }
     pypto_emu::Slot* slot() const { return slot_; }
     T* data() const { return data_; }
+    void set_tag(TTagType tag) { tag_ = tag; }
 
 private:
     template <typename U>
     friend class LocalTensor;
+
+    void resize(uint32_t size, const char* what)
+    {
+        pypto_emu::Memory mem = pypto_emu::memory_of(position_);
+        if (data_ != nullptr && mem != pypto_emu::Memory::GM) {
+            const auto& spec = pypto_emu::memory_spec(mem);
+            uint64_t end = offset_bytes_ + pypto_emu::bytes_for<T>(size);
+            if (end > spec.capacity) {
+                pypto_emu::fail(what, ": ", size, " elements from byte ", offset_bytes_, " end at byte ", end,
+                                ", past the ", spec.capacity, " bytes of the ", spec.name);
+            }
+        }
+        size_ = size;
+    }
 
     void check_index(uint32_t index, const char* what) const
     {
@@ -388,85 +685,25 @@ private:
     uint32_t offset_bytes_ = 0; // from the start of its memory, for alignment checks
     TPosition position_ = TPosition::GM;
     pypto_emu::Slot* slot_ = nullptr;
+    TTagType tag_ = 0;
+    pypto_emu::ShapeSlot shape_;
 };
 
 class TPipe;
+template <TPosition pos, uint32_t bufIDSize>
+class TBufPool;
 
-// A queue of buffers between pipeline stages.
+// A queue of buffers between pipeline stages (the protocol shared by TQue
+// and TQueBind; see QueueOps for the public members).
 class QueueBase {
 public:
-    template <typename T>
-    LocalTensor<T> AllocTensor()
-    {
-        pypto_emu::poll("TQue::AllocTensor");
-        require_init("AllocTensor");
-        for (pypto_emu::Slot& s : slots_) {
-            if (s.state == pypto_emu::Slot::State::Free) {
-                s.state = pypto_emu::Slot::State::Allocated;
-                return LocalTensor<T>::make(s.data, s.bytes, offset_of(s), position_, &s);
-            }
-        }
-        pypto_emu::fail("TQue<", pypto_emu::position_name(position_), ">::AllocTensor: all ",
-                        slots_.size(), " buffers are in use; FreeTensor one first (on the NPU "
-                        "this call would wait forever)");
-    }
-
-    template <typename T>
-    bool EnQue(const LocalTensor<T>& tensor)
-    {
-        require_init("EnQue");
-        pypto_emu::Slot* s = owned_slot(tensor, "EnQue");
-        if (s->state != pypto_emu::Slot::State::Allocated &&
-            s->state != pypto_emu::Slot::State::Dequeued) {
-            pypto_emu::fail("TQue<", pypto_emu::position_name(position_),
-                            ">::EnQue: the tensor is already in the queue");
-        }
-        if (static_cast<int32_t>(fifo_.size()) >= depth_) {
-            pypto_emu::fail("TQue<", pypto_emu::position_name(position_), ">::EnQue: the queue "
-                            "is full (depth ", depth_, "); DeQue before enqueuing again");
-        }
-        s->state = pypto_emu::Slot::State::Queued;
-        fifo_.push_back(s);
-        return true;
-    }
-
-    template <typename T>
-    LocalTensor<T> DeQue()
-    {
-        pypto_emu::poll("TQue::DeQue");
-        require_init("DeQue");
-        if (fifo_.empty()) {
-            pypto_emu::fail("TQue<", pypto_emu::position_name(position_),
-                            ">::DeQue: the queue is empty; EnQue a tensor first");
-        }
-        pypto_emu::Slot* s = fifo_.front();
-        fifo_.pop_front();
-        s->state = pypto_emu::Slot::State::Dequeued;
-        return LocalTensor<T>::make(s->data, s->bytes, offset_of(*s), position_, s);
-    }
-
-    template <typename T>
-    void FreeTensor(LocalTensor<T>& tensor)
-    {
-        require_init("FreeTensor");
-        pypto_emu::Slot* s = owned_slot(tensor, "FreeTensor");
-        switch (s->state) {
-        case pypto_emu::Slot::State::Free:
-            pypto_emu::fail("TQue<", pypto_emu::position_name(position_),
-                            ">::FreeTensor: the buffer is already free (freed twice)");
-        case pypto_emu::Slot::State::Queued:
-            pypto_emu::fail("TQue<", pypto_emu::position_name(position_),
-                            ">::FreeTensor: the tensor is still in the queue; DeQue it first");
-        default:
-            s->state = pypto_emu::Slot::State::Free;
-        }
-    }
-
-    bool VacantInQue() const { return static_cast<int32_t>(fifo_.size()) < depth_; }
-    bool HasTensorInQue() const { return !fifo_.empty(); }
-    int32_t GetTensorCountInQue() const { return static_cast<int32_t>(fifo_.size()); }
+    bool HasTensorInQue() const { return !fifo_.empty() || queued_in_place() != 0; }
+    int32_t GetTensorCountInQue() const { return static_cast<int32_t>(fifo_.size()) + queued_in_place(); }
     bool HasIdleBuffer() const
     {
+        if (!initialised()) {
+            return false;
+        }
         for (const pypto_emu::Slot& s : slots_) {
             if (s.state == pypto_emu::Slot::State::Free) {
                 return true;
@@ -476,22 +713,139 @@ public:
     }
 
 protected:
-    QueueBase(TPosition position, int32_t depth) : position_(position), depth_(depth)
+    QueueBase(TPosition position, TPosition src, TPosition dst, int32_t depth)
+        : position_(position), src_(src), dst_(dst), depth_(depth)
     {
-        if (depth <= 0) {
-            pypto_emu::fail("TQue depth ", depth, " (in-place queues) is not emulated");
-        }
     }
 
-private:
-    friend class TPipe;
+    const char* name() const { return pypto_emu::position_name(position_); }
+
+    bool initialised() const { return !slots_.empty() && epoch_ == pypto_emu::pipe_epoch(); }
 
     void require_init(const char* what) const
     {
         if (slots_.empty()) {
-            pypto_emu::fail("TQue<", pypto_emu::position_name(position_), ">::", what,
-                            ": the queue has no buffers; call TPipe::InitBuffer first");
+            pypto_emu::fail("TQue<", name(), ">::", what, ": the queue has no buffers; call TPipe::InitBuffer first");
         }
+        if (epoch_ != pypto_emu::pipe_epoch()) {
+            pypto_emu::fail("TQue<", name(), ">::", what, ": the queue's buffers were released by TPipe::Reset or "
+                            "Destroy (or belong to an earlier TPipe); call InitBuffer again");
+        }
+        if (events_freed_) {
+            pypto_emu::fail("TQue<", name(), ">::", what, ": the queue's events were released by FreeAllEvent; "
+                            "it cannot be used again");
+        }
+    }
+
+    pypto_emu::Slot* take_free(const char* what)
+    {
+        pypto_emu::poll(what);
+        require_init("AllocTensor");
+        for (pypto_emu::Slot& s : slots_) {
+            if (s.state == pypto_emu::Slot::State::Free) {
+                s.state = pypto_emu::Slot::State::Allocated;
+                s.tag = 0;
+                return &s;
+            }
+        }
+        pypto_emu::fail("TQue<", name(), ">::AllocTensor: all ", slots_.size(), " buffers are in use; FreeTensor one "
+                        "first (on the NPU this call would wait forever)");
+    }
+
+    template <typename T>
+    LocalTensor<T> tensor_of(pypto_emu::Slot* s) const
+    {
+        LocalTensor<T> t = LocalTensor<T>::make(s->data, s->bytes, offset_of(*s), position_, s);
+        t.set_tag(s->tag);
+        return t;
+    }
+
+    template <typename T>
+    bool enque(const LocalTensor<T>& tensor, TPosition user_src, TPosition user_dst)
+    {
+        require_init("EnQue");
+        pypto_emu::Slot* s = owned_slot(tensor, "EnQue");
+        if (s->state != pypto_emu::Slot::State::Allocated && s->state != pypto_emu::Slot::State::Dequeued) {
+            pypto_emu::fail("TQue<", name(), ">::EnQue: the tensor is already in the queue");
+        }
+        if (depth_ != 0 && static_cast<int32_t>(fifo_.size()) >= depth_) {
+            pypto_emu::fail("TQue<", name(), ">::EnQue: the queue is full (depth ", depth_,
+                            "); DeQue before enqueuing again");
+        }
+        s->state = pypto_emu::Slot::State::Queued;
+        s->tag = tensor.GetUserTag();
+        s->user_src = user_src;
+        s->user_dst = user_dst;
+        if (depth_ != 0) {
+            fifo_.push_back(s);
+        }
+        return true;
+    }
+
+    pypto_emu::Slot* deque(TPosition user_src, TPosition user_dst)
+    {
+        pypto_emu::poll("TQue::DeQue");
+        require_init("DeQue");
+        if (fifo_.empty()) {
+            pypto_emu::fail("TQue<", name(), ">::DeQue: the queue is empty; EnQue a tensor first");
+        }
+        pypto_emu::Slot* s = fifo_.front();
+        if (user_src != TPosition::MAX && s->user_src != TPosition::MAX &&
+            (s->user_src != user_src || s->user_dst != user_dst)) {
+            pypto_emu::fail("TQue<", name(), ">::DeQue<", pypto_emu::position_name(user_src), ", ",
+                            pypto_emu::position_name(user_dst), ">: the tensor at the head was enqueued as ",
+                            pypto_emu::position_name(s->user_src), " -> ", pypto_emu::position_name(s->user_dst));
+        }
+        fifo_.pop_front();
+        s->state = pypto_emu::Slot::State::Dequeued;
+        return s;
+    }
+
+    // In-place (depth 0): the tensor names its buffer; nothing is stored in
+    // the queue, but the buffer must have been enqueued.
+    template <typename T>
+    void deque_in_place(LocalTensor<T>& tensor)
+    {
+        pypto_emu::poll("TQue::DeQue");
+        require_init("DeQue");
+        pypto_emu::Slot* s = owned_slot(tensor, "DeQue");
+        if (s->state != pypto_emu::Slot::State::Queued) {
+            pypto_emu::fail("TQue<", name(), ">::DeQue: the tensor is not in the queue; EnQue it first");
+        }
+        s->state = pypto_emu::Slot::State::Dequeued;
+        tensor = tensor_of<T>(s);
+    }
+
+    template <typename T>
+    void free_tensor(LocalTensor<T>& tensor)
+    {
+        require_init("FreeTensor");
+        pypto_emu::Slot* s = owned_slot(tensor, "FreeTensor");
+        switch (s->state) {
+        case pypto_emu::Slot::State::Free:
+            pypto_emu::fail("TQue<", name(), ">::FreeTensor: the buffer is already free (freed twice)");
+        case pypto_emu::Slot::State::Queued:
+            pypto_emu::fail("TQue<", name(), ">::FreeTensor: the tensor is still in the queue; DeQue it first");
+        default:
+            s->state = pypto_emu::Slot::State::Free;
+        }
+    }
+
+    // Gives the queue `num` buffers of `bytes` bytes at byte `offset` of
+    // its memory.
+    void attach(uint32_t offset, uint8_t num, uint32_t bytes, TPipe* pipe)
+    {
+        uint8_t* base = pypto_emu::arena(pypto_emu::memory_of(position_));
+        slots_.assign(num, pypto_emu::Slot{});
+        fifo_.clear();
+        for (uint8_t i = 0; i < num; ++i) {
+            slots_[i].data = base + offset + static_cast<uint32_t>(i) * bytes;
+            slots_[i].bytes = bytes;
+        }
+        base_offset_ = offset;
+        epoch_ = pypto_emu::pipe_epoch();
+        pipe_ = pipe;
+        events_freed_ = false;
     }
 
     template <typename T>
@@ -502,9 +856,8 @@ private:
                 return &s;
             }
         }
-        pypto_emu::fail("TQue<", pypto_emu::position_name(position_), ">::", what,
-                        ": the tensor was not allocated from this queue (or is a view made "
-                        "with operator[])");
+        pypto_emu::fail("TQue<", name(), ">::", what, ": the tensor was not allocated from this queue (or is a "
+                        "view made with operator[])");
     }
 
     uint32_t offset_of(const pypto_emu::Slot& s) const
@@ -512,23 +865,135 @@ private:
         return base_offset_ + static_cast<uint32_t>(s.data - slots_.front().data);
     }
 
+    int32_t queued_in_place() const
+    {
+        int32_t n = 0;
+        if (depth_ == 0 && initialised()) {
+            for (const pypto_emu::Slot& s : slots_) {
+                n += s.state == pypto_emu::Slot::State::Queued ? 1 : 0;
+            }
+        }
+        return n;
+    }
+
+    friend class TPipe;
+    template <TPosition, uint32_t>
+    friend class TBufPool;
+
     TPosition position_;
+    TPosition src_;
+    TPosition dst_;
     int32_t depth_;
     std::vector<pypto_emu::Slot> slots_;
     std::deque<pypto_emu::Slot*> fifo_;
     uint32_t base_offset_ = 0;
+    uint64_t epoch_ = 0;
+    TPipe* pipe_ = nullptr;
+    bool events_freed_ = false;
+};
+
+// The public members of TQue and TQueBind. Depth 0 makes an in-place queue:
+// AllocTensor(tensor) and DeQue(tensor) work on a tensor the kernel keeps,
+// EnQue/FreeTensor are as usual, and the queue holds no list (its state is
+// that of each buffer). Other depths take the forms returning a tensor.
+template <int32_t depth>
+class QueueOps : public QueueBase {
+    static_assert(depth >= 0, "TQue: the depth must not be negative");
+
+protected:
+    using QueueBase::QueueBase;
+
+public:
+    template <typename T>
+    LocalTensor<T> AllocTensor()
+    {
+        static_assert(depth != 0, "TQue::AllocTensor<T>(): a queue of depth 0 is in-place; use AllocTensor<T>(tensor)");
+        return tensor_of<T>(take_free("TQue::AllocTensor"));
+    }
+
+    template <typename T>
+    void AllocTensor(LocalTensor<T>& tensor)
+    {
+        static_assert(depth == 0, "TQue::AllocTensor<T>(tensor) is the in-place form; it needs a queue of depth 0");
+        tensor = tensor_of<T>(take_free("TQue::AllocTensor"));
+    }
+
+    template <typename T>
+    bool EnQue(const LocalTensor<T>& tensor)
+    {
+        return enque(tensor, TPosition::MAX, TPosition::MAX);
+    }
+
+    // VECIN/VECOUT sharing through TQueBind: the path is GM -> VECIN/VECOUT
+    // or VECIN/VECOUT -> GM; DeQue must name the pair EnQue named.
+    template <TPosition srcUserPos, TPosition dstUserPos, typename T>
+    bool EnQue(const LocalTensor<T>& tensor)
+    {
+        check_user_path<srcUserPos, dstUserPos>();
+        return enque(tensor, srcUserPos, dstUserPos);
+    }
+
+    template <typename T>
+    LocalTensor<T> DeQue()
+    {
+        static_assert(depth != 0, "TQue::DeQue<T>(): a queue of depth 0 is in-place; use DeQue<T>(tensor)");
+        return tensor_of<T>(deque(TPosition::MAX, TPosition::MAX));
+    }
+
+    template <TPosition srcUserPos, TPosition dstUserPos, typename T>
+    LocalTensor<T> DeQue()
+    {
+        static_assert(depth != 0, "TQue::DeQue<src, dst, T>() needs a queue of nonzero depth");
+        check_user_path<srcUserPos, dstUserPos>();
+        return tensor_of<T>(deque(srcUserPos, dstUserPos));
+    }
+
+    template <typename T>
+    void DeQue(LocalTensor<T>& tensor)
+    {
+        static_assert(depth == 0, "TQue::DeQue<T>(tensor) is the in-place form; it needs a queue of depth 0");
+        deque_in_place(tensor);
+    }
+
+    template <typename T>
+    void FreeTensor(LocalTensor<T>& tensor)
+    {
+        free_tensor(tensor);
+    }
+
+    bool VacantInQue() const
+    {
+        static_assert(depth != 0, "TQue::VacantInQue is not supported for in-place queues (depth 0)");
+        return static_cast<int32_t>(fifo_.size()) < depth;
+    }
+
+    // Releases the hardware events of the queue's buffers, so that other
+    // queues can be given buffers at its position; the queue is finished.
+    void FreeAllEvent();
+
+private:
+    template <TPosition s, TPosition d>
+    static constexpr void check_user_path()
+    {
+        constexpr bool ub_s = s == TPosition::VECIN || s == TPosition::VECOUT;
+        constexpr bool ub_d = d == TPosition::VECIN || d == TPosition::VECOUT;
+        static_assert((s == TPosition::GM && ub_d) || (ub_s && d == TPosition::GM),
+                      "TQue::EnQue/DeQue<srcUserPos, dstUserPos>: only GM -> VECIN/VECOUT and VECIN/VECOUT -> GM");
+    }
 };
 
 template <TPosition pos, int32_t depth, auto mask = 0>
-class TQue : public QueueBase {
+class TQue : public QueueOps<depth> {
 public:
-    TQue() : QueueBase(pos, depth) {}
+    TQue() : QueueOps<depth>(pos, pos, pos, depth) {}
 };
 
+// A queue between two positions; its buffers are in the source's memory
+// (the destination's for a GM source).
 template <TPosition src, TPosition dst, int32_t depth, auto mask = 0>
-class TQueBind : public QueueBase {
+class TQueBind : public QueueOps<depth> {
 public:
-    TQueBind() : QueueBase(src == TPosition::GM ? dst : src, depth) {}
+    TQueBind() : QueueOps<depth>(src == TPosition::GM ? dst : src, src, dst, depth) {}
 };
 
 // A single buffer for temporaries: no queue protocol.
@@ -542,36 +1007,45 @@ public:
         return LocalTensor<T>::make(data_, bytes_, offset_, pos, nullptr);
     }
 
+    // `len` elements; they must fit the buffer.
     template <typename T>
     LocalTensor<T> Get(uint32_t len) const
     {
         require_init("Get");
-        if (static_cast<uint64_t>(len) * sizeof(T) > bytes_) {
-            pypto_emu::fail("TBuf::Get: ", len, " elements (", len * sizeof(T),
+        uint64_t bytes = pypto_emu::bytes_for<T>(len);
+        if (bytes > bytes_) {
+            pypto_emu::fail("TBuf<", pypto_emu::position_name(pos), ">::Get: ", len, " elements (", bytes,
                             " bytes) exceed the buffer's ", bytes_, " bytes");
         }
-        return LocalTensor<T>::make(data_, static_cast<uint32_t>(len * sizeof(T)), offset_, pos,
-                                    nullptr);
+        LocalTensor<T> t = LocalTensor<T>::make(data_, static_cast<uint32_t>(bytes), offset_, pos, nullptr);
+        t.SetSize(len);
+        return t;
     }
 
+    // `size` elements from byte `bufOffset` (a multiple of 32).
     template <typename T>
     LocalTensor<T> GetWithOffset(uint32_t size, uint32_t bufOffset) const
     {
         require_init("GetWithOffset");
         if (bufOffset % 32 != 0) {
-            pypto_emu::fail("TBuf::GetWithOffset: byte offset ", bufOffset,
+            pypto_emu::fail("TBuf<", pypto_emu::position_name(pos), ">::GetWithOffset: byte offset ", bufOffset,
                             " is not a multiple of 32");
         }
-        if (static_cast<uint64_t>(size) * sizeof(T) + bufOffset > bytes_) {
-            pypto_emu::fail("TBuf::GetWithOffset: ", size, " elements at byte ", bufOffset,
-                            " exceed the buffer's ", bytes_, " bytes");
+        uint64_t bytes = pypto_emu::bytes_for<T>(size);
+        if (bytes + bufOffset > bytes_) {
+            pypto_emu::fail("TBuf<", pypto_emu::position_name(pos), ">::GetWithOffset: ", size, " elements (",
+                            bytes, " bytes) at byte ", bufOffset, " exceed the buffer's ", bytes_, " bytes");
         }
-        return LocalTensor<T>::make(data_ + bufOffset, static_cast<uint32_t>(size * sizeof(T)),
-                                    offset_ + bufOffset, pos, nullptr);
+        LocalTensor<T> t = LocalTensor<T>::make(data_ + bufOffset, static_cast<uint32_t>(bytes),
+                                                offset_ + bufOffset, pos, nullptr);
+        t.SetSize(size);
+        return t;
     }
 
 private:
     friend class TPipe;
+    template <TPosition, uint32_t>
+    friend class TBufPool;
 
     void require_init(const char* what) const
     {
@@ -579,13 +1053,192 @@ private:
             pypto_emu::fail("TBuf<", pypto_emu::position_name(pos), ">::", what,
                             ": the buffer has no memory; call TPipe::InitBuffer first");
         }
+        if (epoch_ != pypto_emu::pipe_epoch()) {
+            pypto_emu::fail("TBuf<", pypto_emu::position_name(pos), ">::", what, ": the buffer was released by "
+                            "TPipe::Reset or Destroy (or belongs to an earlier TPipe); call InitBuffer again");
+        }
+    }
+
+    void attach(uint32_t offset, uint32_t bytes)
+    {
+        data_ = pypto_emu::arena(pypto_emu::memory_of(pos)) + offset;
+        bytes_ = bytes;
+        offset_ = offset;
+        epoch_ = pypto_emu::pipe_epoch();
     }
 
     uint8_t* data_ = nullptr;
     uint32_t bytes_ = 0;
     uint32_t offset_ = 0;
+    uint64_t epoch_ = 0;
 };
 
+// A pool of Unified Buffer or L1 memory carved out of the TPipe (or out of
+// another pool), from which queues, TBufs and smaller pools get their
+// buffers; a pool may share another pool's memory (both start at the same
+// byte). bufIDSize buffers at most (up to 16).
+template <TPosition pos, uint32_t bufIDSize = 4>
+class TBufPool {
+    static_assert(bufIDSize <= 16, "TBufPool: bufIDSize is at most 16");
+    static_assert(pos == TPosition::VECIN || pos == TPosition::VECOUT || pos == TPosition::VECCALC ||
+                      pos == TPosition::A1 || pos == TPosition::B1 || pos == TPosition::C1,
+                  "TBufPool: the position must be VECIN, VECOUT, VECCALC, A1, B1 or C1");
+
+public:
+    static constexpr TPosition position = pos;
+    static constexpr uint32_t buf_ids = bufIDSize;
+
+    TBufPool() = default;
+
+    template <class Queue>
+    bool InitBuffer(Queue& que, uint8_t num, uint32_t len)
+    {
+        static_assert(std::is_base_of_v<QueueBase, Queue>, "TBufPool::InitBuffer(que, num, len) takes a TQue");
+        const char* what = "TBufPool::InitBuffer";
+        require_init(what);
+        if (pypto_emu::memory_of(que.position_) != pypto_emu::memory_of(pos)) {
+            pypto_emu::fail(what, ": a queue at ", pypto_emu::position_name(que.position_),
+                            " cannot take buffers from a pool at ", pypto_emu::position_name(pos),
+                            " (another memory)");
+        }
+        if (num == 0 || len == 0) {
+            pypto_emu::fail(what, ": ", static_cast<int>(num), " buffers of ", len, " bytes; both must be positive");
+        }
+        uint32_t bytes = round32(len);
+        uint32_t offset = take(what, num, static_cast<uint64_t>(bytes) * num);
+        count_buffers(que.position_, num, true);
+        que.attach(offset, num, bytes, pipe_);
+        return true;
+    }
+
+    template <TPosition bufPos>
+    bool InitBuffer(TBuf<bufPos>& buf, uint32_t len)
+    {
+        static_assert(pypto_emu::memory_of(bufPos) == pypto_emu::memory_of(pos),
+                      "TBufPool::InitBuffer: the TBuf must be in the pool's memory");
+        const char* what = "TBufPool::InitBuffer";
+        require_init(what);
+        if (len == 0) {
+            pypto_emu::fail(what, ": a TBuf of 0 bytes");
+        }
+        uint32_t bytes = round32(len);
+        uint32_t offset = take(what, 1, bytes);
+        count_buffers(bufPos, 1, false);
+        buf.attach(offset, bytes);
+        return true;
+    }
+
+    // A pool of `len` bytes from this one; it takes its bufIDSize buffers
+    // from this pool's remaining ones.
+    template <class Pool>
+    bool InitBufPool(Pool& pool, uint32_t len)
+    {
+        static_assert(pypto_emu::memory_of(Pool::position) == pypto_emu::memory_of(pos),
+                      "TBufPool::InitBufPool: the new pool must be in the same memory");
+        const char* what = "TBufPool::InitBufPool";
+        require_init(what);
+        pool.check_fresh(what);
+        uint32_t bytes = round32(len);
+        if (Pool::buf_ids > bufIDSize - ids_used_) {
+            pypto_emu::fail(what, ": the new pool's ", Pool::buf_ids, " buffers exceed the ",
+                            bufIDSize - ids_used_, " this pool has left");
+        }
+        uint32_t offset = take(what, 0, bytes);
+        ids_used_ += Pool::buf_ids;
+        pool.setup(offset, bytes, pipe_);
+        return true;
+    }
+
+    // A pool sharing `shareBuf`'s memory (same start; len at most its length).
+    template <class Pool, class Share>
+    bool InitBufPool(Pool& pool, uint32_t len, Share& shareBuf)
+    {
+        static_assert(pypto_emu::memory_of(Pool::position) == pypto_emu::memory_of(Share::position),
+                      "TBufPool::InitBufPool: a pool must share memory of the same kind");
+        const char* what = "TBufPool::InitBufPool";
+        require_init(what);
+        pool.check_fresh(what);
+        shareBuf.require_init(what);
+        if (Pool::buf_ids > bufIDSize) {
+            pypto_emu::fail(what, ": the new pool's ", Pool::buf_ids, " buffers exceed this pool's ", bufIDSize);
+        }
+        pool.setup_shared(round32(len), shareBuf, what);
+        return true;
+    }
+
+    // Ends the pool's use before switching to another pool; its buffers
+    // stay allocated (their contents may be overwritten by the other pool).
+    void Reset() { require_init("TBufPool::Reset"); }
+
+private:
+    friend class TPipe;
+    template <TPosition, uint32_t>
+    friend class TBufPool;
+
+    static uint32_t round32(uint32_t n) { return (n + 31) / 32 * 32; }
+
+    void require_init(const char* what) const
+    {
+        if (epoch_ == 0) {
+            pypto_emu::fail(what, ": the TBufPool has no memory; call TPipe::InitBufPool first");
+        }
+        if (epoch_ != pypto_emu::pipe_epoch()) {
+            pypto_emu::fail(what, ": the TBufPool was released by TPipe::Reset or Destroy; call InitBufPool again");
+        }
+    }
+
+    void check_fresh(const char* what) const
+    {
+        if (epoch_ != 0 && epoch_ == pypto_emu::pipe_epoch()) {
+            pypto_emu::fail(what, ": the TBufPool already has memory");
+        }
+    }
+
+    // `bytes` more bytes and `ids` more buffer IDs; returns the offset.
+    uint32_t take(const char* what, uint32_t ids, uint64_t bytes)
+    {
+        if (ids_used_ + ids > bufIDSize) {
+            pypto_emu::fail(what, ": ", ids, " more buffer", ids == 1 ? "" : "s", " exceed the pool's bufIDSize of ",
+                            bufIDSize, " (", ids_used_, " used)");
+        }
+        if (used_ + bytes > len_) {
+            pypto_emu::fail(what, ": ", bytes, " bytes exceed the ", len_ - used_, " bytes left in the pool (",
+                            len_, " bytes)");
+        }
+        uint32_t offset = start_ + used_;
+        used_ += static_cast<uint32_t>(bytes);
+        ids_used_ += ids;
+        return offset;
+    }
+
+    void count_buffers(TPosition p, uint32_t num, bool queued);
+
+    void setup(uint32_t start, uint32_t len, TPipe* pipe)
+    {
+        start_ = start;
+        len_ = len;
+        used_ = 0;
+        ids_used_ = 0;
+        pipe_ = pipe;
+        epoch_ = pypto_emu::pipe_epoch();
+    }
+
+    template <class Share>
+    void setup_shared(uint32_t len, const Share& share, const char* what)
+    {
+        if (len > share.len_) {
+            pypto_emu::fail(what, ": ", len, " bytes exceed the ", share.len_, " bytes of the pool to share");
+        }
+        setup(share.start_, len, share.pipe_);
+    }
+
+    uint32_t start_ = 0;
+    uint32_t len_ = 0;
+    uint32_t used_ = 0;
+    uint32_t ids_used_ = 0;
+    TPipe* pipe_ = nullptr;
+    uint64_t epoch_ = 0;
+};
 // Owns the on-chip memories of one block and hands out their buffers.
 class TPipe {
 public:
@@ -602,12 +1255,14 @@ public:
         ++pypto_emu::block.live_pipes;
         alive_ = true;
         pypto_emu::block.pipe = this;
+        ++pypto_emu::pipe_epoch();
     }
 
     ~TPipe()
     {
         if (alive_) {
             --pypto_emu::block.live_pipes;
+            ++pypto_emu::pipe_epoch();
         }
         if (pypto_emu::block.pipe == this) {
             pypto_emu::block.pipe = nullptr;
@@ -621,7 +1276,7 @@ public:
     bool InitBuffer(Queue& que, uint8_t num, uint32_t len)
     {
         static_assert(std::is_base_of_v<QueueBase, Queue>, "InitBuffer(que, num, len) takes a TQue");
-        if (!que.slots_.empty()) {
+        if (que.initialised()) {
             pypto_emu::fail("TPipe::InitBuffer: the queue already has buffers; Reset the pipe first");
         }
         if (num == 0 || len == 0) {
@@ -632,19 +1287,14 @@ public:
         count_buffers(que.position_, num, true);
         uint32_t bytes = round_up(len, 32);
         uint32_t offset = allocate(mem, static_cast<uint64_t>(bytes) * num, num, bytes);
-        que.slots_.resize(num);
-        for (uint8_t i = 0; i < num; ++i) {
-            que.slots_[i].data = base(mem) + offset + i * bytes;
-            que.slots_[i].bytes = bytes;
-        }
-        que.base_offset_ = offset;
+        que.attach(offset, num, bytes, this);
         return true;
     }
 
     template <TPosition pos>
     bool InitBuffer(TBuf<pos>& buf, uint32_t len)
     {
-        if (buf.data_ != nullptr) {
+        if (buf.data_ != nullptr && buf.epoch_ == pypto_emu::pipe_epoch()) {
             pypto_emu::fail("TPipe::InitBuffer: the TBuf already has memory; Reset the pipe first");
         }
         if (len == 0) {
@@ -654,15 +1304,48 @@ public:
         count_buffers(pos, 1, false);
         uint32_t bytes = round_up(len, 32);
         uint32_t offset = allocate(mem, bytes, 1, bytes);
-        buf.data_ = base(mem) + offset;
-        buf.bytes_ = bytes;
-        buf.offset_ = offset;
+        buf.attach(offset, bytes);
         return true;
+    }
+
+    // A TBufPool of `len` bytes (rounded up to 32) of its position's memory.
+    template <class Pool>
+    bool InitBufPool(Pool& bufPool, uint32_t len)
+    {
+        const char* what = "TPipe::InitBufPool";
+        bufPool.check_fresh(what);
+        if (len == 0) {
+            pypto_emu::fail(what, ": a pool of 0 bytes");
+        }
+        uint32_t bytes = round_up(len, 32);
+        uint32_t offset = allocate(pypto_emu::memory_of(Pool::position), bytes, 1, bytes, what);
+        bufPool.setup(offset, bytes, this);
+        return true;
+    }
+
+    // A TBufPool sharing `shareBuf`'s memory (same start; len at most its length).
+    template <class Pool, class Share>
+    bool InitBufPool(Pool& bufPool, uint32_t len, Share& shareBuf)
+    {
+        static_assert(pypto_emu::memory_of(Pool::position) == pypto_emu::memory_of(Share::position),
+                      "TPipe::InitBufPool: a pool must share memory of the same kind");
+        const char* what = "TPipe::InitBufPool";
+        bufPool.check_fresh(what);
+        shareBuf.require_init(what);
+        bufPool.setup_shared(round_up(len, 32), shareBuf, what);
+        return true;
+    }
+
+    // CPU debugging: the host address of a position's memory.
+    uint8_t* GetBaseAddr(int8_t logicPos)
+    {
+        return pypto_emu::arena(pypto_emu::memory_of(static_cast<TPosition>(logicPos)));
     }
 
     // Releases every buffer; queues and TBufs must be initialised again.
     void Reset()
     {
+        ++pypto_emu::pipe_epoch();
         for (auto& used : used_) {
             used = 0;
         }
@@ -683,6 +1366,9 @@ public:
             pypto_emu::block.pipe = nullptr;
         }
     }
+
+    // As Destroy (the host has no pipes to synchronise).
+    void DestroyWithoutPipeAll() { Destroy(); }
 
     void Init()
     {
@@ -743,20 +1429,26 @@ public:
     }
 
 private:
+    template <TPosition, uint32_t>
+    friend class TBufPool;
+    template <int32_t>
+    friend class QueueOps;
+
     static uint32_t round_up(uint32_t n, uint32_t to) { return (n + to - 1) / to * to; }
 
     uint8_t* base(pypto_emu::Memory mem) { return pypto_emu::arena(mem); }
 
-    uint32_t allocate(pypto_emu::Memory mem, uint64_t total, uint32_t num, uint32_t each)
+    uint32_t allocate(pypto_emu::Memory mem, uint64_t total, uint32_t num, uint32_t each,
+                      const char* what = "TPipe::InitBuffer")
     {
         const auto& spec = pypto_emu::memory_spec(mem);
         if (mem == pypto_emu::Memory::GM) {
-            pypto_emu::fail("TPipe::InitBuffer: the position is in global memory, not on chip");
+            pypto_emu::fail(what, ": the position is in global memory, not on chip");
         }
         uint32_t& used = used_[static_cast<int>(mem)];
         uint32_t start = round_up(used, spec.align);
         if (start + total > spec.usable) {
-            pypto_emu::fail("TPipe::InitBuffer: ", num, " buffer", num == 1 ? "" : "s", " of ",
+            pypto_emu::fail(what, ": ", num, " buffer", num == 1 ? "" : "s", " of ",
                             each, " bytes need ", total, " bytes of the ", spec.name, ", but ",
                             used, " of its ", spec.usable, " usable bytes are taken (",
                             spec.capacity, " bytes", *spec.why ? ", " : "", spec.why, ")");
@@ -794,5 +1486,34 @@ private:
     uint32_t buffers_ = 0;
     bool alive_ = false;
 };
+
+template <TPosition pos, uint32_t bufIDSize>
+void TBufPool<pos, bufIDSize>::count_buffers(TPosition p, uint32_t num, bool queued)
+{
+    if (pipe_ == nullptr || pypto_emu::block.pipe != pipe_) {
+        pypto_emu::fail("TBufPool::InitBuffer: the TPipe that made the pool is gone");
+    }
+    pipe_->count_buffers(p, num, queued);
+}
+
+template <int32_t depth>
+void QueueOps<depth>::FreeAllEvent()
+{
+    static_assert(depth != 0, "TQue::FreeAllEvent is not supported for in-place queues (depth 0)");
+    require_init("FreeAllEvent");
+    uint32_t busy = 0;
+    for (const pypto_emu::Slot& s : slots_) {
+        busy += s.state != pypto_emu::Slot::State::Free ? 1 : 0;
+    }
+    if (busy != 0) {
+        pypto_emu::fail("TQue<", name(), ">::FreeAllEvent: ", busy, " of its buffers are still allocated or queued; "
+                        "FreeTensor them first");
+    }
+    if (pipe_ != nullptr && pypto_emu::block.pipe == pipe_) {
+        uint32_t& n = pipe_->per_position_[static_cast<int>(position_)];
+        n -= static_cast<uint32_t>(slots_.size()) <= n ? static_cast<uint32_t>(slots_.size()) : n;
+    }
+    events_freed_ = true;
+}
 
 } // namespace AscendC

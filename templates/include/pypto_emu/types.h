@@ -123,11 +123,11 @@ struct fp8_e5m2_t {
     uint8_t bits = 0;
 };
 
-// A signed 4-bit integer, as Ascend C's `int4b_t` (two per byte in
-// memory). Scalars only: a value in [-8, 7] kept in a byte; converting from
-// a wider integer keeps the low 4 bits (two's complement), as packing does.
-// Tensors of int4b_t (and Cast to or from it) are not emulated: declaring
-// GlobalTensor<int4b_t> or LocalTensor<int4b_t> is a compile error.
+// A signed 4-bit integer, as Ascend C's `int4b_t`. As a scalar: a value in
+// [-8, 7] kept in a byte; converting from a wider integer keeps the low 4
+// bits (two's complement), as packing does. In tensors two share a byte:
+// element 2k in the low nibble, 2k + 1 in the high nibble (a host
+// convention; the documentation does not say which nibble comes first).
 struct int4b_t {
     int8_t value = 0;
 
@@ -146,6 +146,56 @@ inline uint8_t pack_int4(int4b_t lo, int4b_t hi)
                                 ((static_cast<uint8_t>(hi.value) & 0xfu) << 4));
 }
 inline int4b_t unpack_int4(uint8_t byte, int which) { return int4b_t(which == 0 ? byte & 0xf : byte >> 4); }
+
+// Element sizes in bits, so that int4b_t tensors (4 bits an element) and
+// byte-sized types share one set of size rules.
+template <typename T>
+constexpr bool is_int4 = std::is_same_v<T, int4b_t>;
+template <typename T>
+constexpr uint64_t bits_of = is_int4<T> ? 4 : sizeof(T) * 8;
+// Bytes that n elements occupy (a trailing half byte counts as a byte).
+template <typename T>
+constexpr uint64_t bytes_for(uint64_t n)
+{
+    return (n * bits_of<T> + 7) / 8;
+}
+// Whole elements in `bytes` bytes.
+template <typename T>
+constexpr uint64_t elems_in(uint64_t bytes)
+{
+    return bytes * 8 / bits_of<T>;
+}
+
+inline int4b_t load_int4(const void* base, uint64_t i)
+{
+    return unpack_int4(static_cast<const uint8_t*>(base)[i / 2], static_cast<int>(i % 2));
+}
+
+inline void store_int4(void* base, uint64_t i, int4b_t v)
+{
+    uint8_t& byte = static_cast<uint8_t*>(base)[i / 2];
+    uint8_t nibble = static_cast<uint8_t>(v.value) & 0xfu;
+    byte = static_cast<uint8_t>(i % 2 == 0 ? (byte & 0xf0u) | nibble : (byte & 0x0fu) | (nibble << 4));
+}
+
+// An int4b_t element of a tensor, by reference (operator() of an int4b_t
+// LocalTensor): reads and writes its nibble.
+class Int4Ref {
+public:
+    Int4Ref(void* base, uint64_t index) : base_(base), index_(index) {}
+    operator int4b_t() const { return load_int4(base_, index_); }
+    operator int32_t() const { return load_int4(base_, index_).value; }
+    const Int4Ref& operator=(int4b_t v) const
+    {
+        store_int4(base_, index_, v);
+        return *this;
+    }
+    const Int4Ref& operator=(const Int4Ref& other) const { return *this = static_cast<int4b_t>(other); }
+
+private:
+    void* base_;
+    uint64_t index_;
+};
 
 } // namespace pypto_emu
 

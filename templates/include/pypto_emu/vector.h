@@ -307,8 +307,40 @@ N round_narrow(float x, RoundMode mode)
     }
 }
 
+// A value (integral, or integral-valued) clamped to I's range.
+template <typename I, typename V>
+I saturate(V v)
+{
+    constexpr int bits = static_cast<int>(bits_of<I>);
+    constexpr bool is_signed = is_int4<I> || std::is_signed_v<I>;
+    const long double lo = is_signed ? -std::ldexp(1.0L, bits - 1) : 0.0L;
+    const long double hi_excl = is_signed ? std::ldexp(1.0L, bits - 1) : std::ldexp(1.0L, bits);
+    long double x = static_cast<long double>(v);
+    if (x != x) {
+        return I(0);
+    }
+    if (x < lo) {
+        return I(static_cast<int64_t>(lo));
+    }
+    if (x >= hi_excl) {
+        if constexpr (is_signed) {
+            return I(static_cast<int64_t>(hi_excl - 1));
+        } else {
+            return static_cast<I>(static_cast<uint64_t>(hi_excl - 1));
+        }
+    }
+    if constexpr (is_signed) {
+        return I(static_cast<int64_t>(x));
+    } else {
+        return static_cast<I>(static_cast<uint64_t>(x));
+    }
+}
+
+// Rounds `x` to an integer with `mode` (CAST_NONE and CAST_RINT: to nearest,
+// ties to even; CAST_ROUND: ties away from zero) and saturates to I's range
+// (int4b_t: -8..7). NaN becomes 0.
 template <typename I>
-I round_integer(float x, RoundMode mode)
+I round_integer(double x, RoundMode mode)
 {
     double r;
     switch (mode) {
@@ -318,75 +350,247 @@ I round_integer(float x, RoundMode mode)
     case RoundMode::CAST_ROUND: r = std::round(x); break;
     default: r = std::nearbyint(x); break;
     }
-    if (std::isnan(r)) {
+    return saturate<I>(r);
+}
+
+// An integer rounded to float with `mode` (int32_t/int64_t -> float).
+inline float int_to_float(int64_t v, RoundMode mode)
+{
+    float f = static_cast<float>(v); // to nearest, ties to even
+    long double lv = static_cast<long double>(v);
+    long double lf = static_cast<long double>(f);
+    if (lf == lv || mode == RoundMode::CAST_NONE || mode == RoundMode::CAST_RINT) {
+        return f;
+    }
+    float down = lf > lv ? std::nextafter(f, -INFINITY) : f;
+    float up = lf < lv ? std::nextafter(f, INFINITY) : f;
+    switch (mode) {
+    case RoundMode::CAST_FLOOR: return down;
+    case RoundMode::CAST_CEIL: return up;
+    case RoundMode::CAST_TRUNC: return v > 0 ? down : up;
+    default: { // CAST_ROUND: nearest, ties away from zero
+        long double dd = lv - static_cast<long double>(down);
+        long double du = static_cast<long double>(up) - lv;
+        if (dd != du) {
+            return dd < du ? down : up;
+        }
+        return v > 0 ? up : down;
+    }
+    }
+}
+
+// A float rounded to an integral float value (float -> float).
+inline float round_float(float x, RoundMode mode)
+{
+    switch (mode) {
+    case RoundMode::CAST_FLOOR: return std::floor(x);
+    case RoundMode::CAST_CEIL: return std::ceil(x);
+    case RoundMode::CAST_TRUNC: return std::trunc(x);
+    case RoundMode::CAST_ROUND: return std::round(x);
+    default: return std::nearbyint(x);
+    }
+}
+
+// The DEQSCALE register's half scale (SetDeqScale(half)), per block.
+struct DeqScale {
+    uint64_t launch = ~0ull;
+    uint32_t block_idx = ~0u;
+    bool set = false;
+    float scale = 1.0f;
+};
+
+inline DeqScale& deq_scale()
+{
+    static thread_local DeqScale d;
+    if (d.launch != block.launch_id || d.block_idx != block.idx) {
+        d = DeqScale{};
+        d.launch = block.launch_id;
+        d.block_idx = block.idx;
+    }
+    return d;
+}
+
+// The Cast conversion table of Atlas A2/A3: for dst type T and src type U,
+// a bit per accepted RoundMode (0: no such conversion).
+constexpr uint32_t mode_bit(RoundMode m) { return 1u << static_cast<uint32_t>(m); }
+constexpr uint32_t cast_none = mode_bit(RoundMode::CAST_NONE);
+constexpr uint32_t cast_five = mode_bit(RoundMode::CAST_RINT) | mode_bit(RoundMode::CAST_FLOOR) |
+                               mode_bit(RoundMode::CAST_CEIL) | mode_bit(RoundMode::CAST_ROUND) |
+                               mode_bit(RoundMode::CAST_TRUNC);
+constexpr uint32_t cast_six = cast_five | cast_none;
+constexpr uint32_t cast_any = 0xffu; // int32_t -> half: the mode has no effect
+
+template <typename T, typename U>
+constexpr uint32_t cast_modes()
+{
+    using std::is_same_v;
+    if constexpr (is_same_v<U, int4b_t> || is_same_v<U, int8_t> || is_same_v<U, uint8_t>) {
+        return is_same_v<T, half> ? cast_none : 0;
+    } else if constexpr (is_same_v<U, int16_t>) {
+        return is_same_v<T, half> ? cast_six : is_same_v<T, float> ? cast_none : 0;
+    } else if constexpr (is_same_v<U, half>) {
+        return one_of<T, int4b_t, int8_t, uint8_t> ? cast_six
+               : one_of<T, int16_t, int32_t>      ? cast_five
+               : is_same_v<T, float>              ? cast_none
+                                                  : 0;
+    } else if constexpr (is_same_v<U, bfloat16_t>) {
+        return is_same_v<T, int32_t> ? cast_five : is_same_v<T, float> ? cast_none : 0;
+    } else if constexpr (is_same_v<U, int32_t>) {
+        return one_of<T, int16_t, int64_t> ? cast_none
+               : is_same_v<T, half>        ? cast_any
+               : is_same_v<T, float>       ? cast_six
+                                           : 0;
+    } else if constexpr (is_same_v<U, float>) {
+        return one_of<T, int16_t, bfloat16_t, int32_t, float, int64_t> ? cast_five
+               : is_same_v<T, half> ? cast_six | mode_bit(RoundMode::CAST_ODD)
+                                    : 0;
+    } else if constexpr (is_same_v<U, int64_t>) {
+        return is_same_v<T, int32_t> ? cast_none : is_same_v<T, float> ? cast_five : 0;
+    } else {
         return 0;
     }
-    // Overflow saturates, as on the hardware.
-    if (r < static_cast<double>(std::numeric_limits<I>::min())) {
-        return std::numeric_limits<I>::min();
+}
+
+template <typename T>
+constexpr const char* type_name()
+{
+    if constexpr (std::is_same_v<T, int4b_t>) return "int4b_t";
+    else if constexpr (std::is_same_v<T, int8_t>) return "int8_t";
+    else if constexpr (std::is_same_v<T, uint8_t>) return "uint8_t";
+    else if constexpr (std::is_same_v<T, int16_t>) return "int16_t";
+    else if constexpr (std::is_same_v<T, uint16_t>) return "uint16_t";
+    else if constexpr (std::is_same_v<T, int32_t>) return "int32_t";
+    else if constexpr (std::is_same_v<T, uint32_t>) return "uint32_t";
+    else if constexpr (std::is_same_v<T, int64_t>) return "int64_t";
+    else if constexpr (std::is_same_v<T, half>) return "half";
+    else if constexpr (std::is_same_v<T, bfloat16_t>) return "bfloat16_t";
+    else if constexpr (std::is_same_v<T, float>) return "float";
+    else return "this type";
+}
+
+inline const char* round_mode_name(RoundMode m)
+{
+    static const char* names[] = {"CAST_NONE", "CAST_RINT", "CAST_FLOOR", "CAST_CEIL",
+                                  "CAST_ROUND", "CAST_TRUNC", "CAST_ODD", "CAST_HYBRID"};
+    int i = static_cast<int>(m);
+    return i >= 0 && i < 8 ? names[i] : "an unknown round mode";
+}
+
+// The round mode is one the conversion takes, and int32_t -> half has a
+// scale from SetDeqScale.
+template <typename T, typename U>
+void check_cast_mode(RoundMode mode, const char* what)
+{
+    constexpr uint32_t allowed = cast_modes<T, U>();
+    uint32_t m = static_cast<uint32_t>(mode);
+    if (m > 7 || (allowed & (1u << m)) == 0) {
+        std::string list;
+        for (uint32_t i = 0; i < 8; ++i) {
+            if ((allowed & (1u << i)) != 0) {
+                list += list.empty() ? "" : ", ";
+                list += round_mode_name(static_cast<RoundMode>(i));
+            }
+        }
+        fail(what, ": ", type_name<U>(), " -> ", type_name<T>(), " takes ", list, ", not ", round_mode_name(mode),
+             " (" PYPTO_VECTOR_TARGET ")");
     }
-    if (r > static_cast<double>(std::numeric_limits<I>::max())) {
-        return std::numeric_limits<I>::max();
+    if constexpr (std::is_same_v<T, half> && std::is_same_v<U, int32_t>) {
+        if (!deq_scale().set) {
+            fail(what, ": int32_t -> half scales by the DEQSCALE register; call SetDeqScale(half) first");
+        }
     }
-    return static_cast<I>(r);
+}
+
+// One element converted by Cast.
+template <typename T, typename U>
+T convert(U v, RoundMode mode)
+{
+    constexpr bool int_src = is_int4<U> || std::is_integral_v<U>;
+    constexpr bool int_dst = is_int4<T> || std::is_integral_v<T>;
+    if constexpr (std::is_same_v<T, half> && std::is_same_v<U, int32_t>) {
+        double scaled = static_cast<double>(v) * static_cast<double>(deq_scale().scale);
+        return half(static_cast<float>(scaled));
+    } else if constexpr (int_src && int_dst) {
+        return saturate<T>(static_cast<int64_t>(v));
+    } else if constexpr (int_dst) {
+        return round_integer<T>(static_cast<double>(static_cast<float>(v)), mode);
+    } else if constexpr (int_src && std::is_same_v<T, float>) {
+        return int_to_float(static_cast<int64_t>(v), mode);
+    } else if constexpr (int_src) { // to half: every source value is exact in float
+        return round_narrow<T>(static_cast<float>(static_cast<int64_t>(v)), mode);
+    } else if constexpr (std::is_same_v<T, float> && std::is_same_v<U, float>) {
+        return round_float(v, mode);
+    } else if constexpr (std::is_same_v<T, float>) {
+        return static_cast<float>(v);
+    } else {
+        return round_narrow<T>(static_cast<float>(v), mode);
+    }
+}
+
+template <typename T>
+T load_elem(const T* base, uint64_t i)
+{
+    if constexpr (is_int4<T>) {
+        return load_int4(base, i);
+    } else {
+        return base[i];
+    }
+}
+
+template <typename T>
+void store_elem(T* base, uint64_t i, T v)
+{
+    if constexpr (is_int4<T>) {
+        store_int4(base, i, v);
+    } else {
+        base[i] = v;
+    }
 }
 
 } // namespace pypto_emu
 
 namespace AscendC {
 
-// dst = src converted, element by element. The supported conversions and
-// round modes are those of Atlas A2/A3 among float, half, bfloat16_t and
-// int32_t; others do not compile.
-template <typename T, typename U>
-void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode,
-          const uint32_t count)
+// The DEQSCALE register for int32_t -> half Cast: dst = src * scale.
+inline void SetDeqScale(half scale)
 {
-    using pypto_emu::one_of;
-    constexpr bool widen = (std::is_same_v<T, float> && one_of<U, half, bfloat16_t>);
-    constexpr bool narrow = (std::is_same_v<U, float> && one_of<T, half, bfloat16_t>);
-    constexpr bool to_int = (one_of<U, float, half, bfloat16_t> && std::is_same_v<T, int32_t>);
-    constexpr bool from_int = (std::is_same_v<U, int32_t> && std::is_same_v<T, float>);
-    static_assert(widen || narrow || to_int || from_int,
-                  "Cast: conversion not emulated (emulated: half/bfloat16_t -> float, float -> "
-                  "half/bfloat16_t, float/half/bfloat16_t -> int32_t, int32_t -> float); half <-> "
-                  "bfloat16_t goes through float on Atlas A2/A3");
+    pypto_emu::DeqScale& d = pypto_emu::deq_scale();
+    d.scale = static_cast<float>(scale);
+    d.set = true;
+}
+
+#define PYPTO_CAST_TYPES_OK                                                                                        \
+    static_assert(pypto_emu::cast_modes<T, U>() != 0,                                                              \
+                  "Cast: no such conversion on " PYPTO_VECTOR_TARGET " (supported: int4b_t/int8_t/uint8_t/int16_t " \
+                  "-> half, int16_t -> float, half -> int4b_t/int8_t/uint8_t/int16_t/int32_t/float, bfloat16_t -> " \
+                  "int32_t/float, int32_t -> int16_t/half/float/int64_t, float -> int16_t/half/bfloat16_t/"         \
+                  "int32_t/float/int64_t, int64_t -> int32_t/float); other pairs go through a supported type")
+
+// dst = src converted, the first `count` elements, following the Atlas
+// A2/A3 conversion table and its round modes. With an int4b_t operand the
+// count must be even. All elements are read before any is written.
+template <typename T, typename U>
+void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode, const uint32_t count)
+{
+    PYPTO_CAST_TYPES_OK;
     const char* what = "Cast";
     if (count > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) {
         pypto_emu::fail(what, ": count ", count, " is too large");
     }
     pypto_emu::check_vector_operand(dst, static_cast<int32_t>(count), what);
     pypto_emu::check_vector_operand(src, static_cast<int32_t>(count), what);
-    if constexpr (widen) {
-        if (roundMode != RoundMode::CAST_NONE) {
-            pypto_emu::fail(what, ": widening to float is exact and takes CAST_NONE");
+    pypto_emu::check_cast_mode<T, U>(roundMode, what);
+    if constexpr (pypto_emu::is_int4<T> || pypto_emu::is_int4<U>) {
+        if (count % 2 != 0) {
+            pypto_emu::fail(what, ": count ", count, " is odd; with an int4b_t operand it must be even");
         }
     }
-    if constexpr (narrow && std::is_same_v<T, bfloat16_t>) {
-        if (roundMode == RoundMode::CAST_NONE) {
-            pypto_emu::fail(what, ": float -> bfloat16_t needs an explicit round mode "
-                                  "(CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND or CAST_TRUNC)");
-        }
-    }
-    if constexpr (to_int) {
-        if (roundMode == RoundMode::CAST_NONE) {
-            pypto_emu::fail(what, ": conversion to int32_t needs an explicit round mode");
-        }
-    }
-    // Widening and narrowing may share storage only element for element;
-    // read everything before writing, as one vector instruction would.
-    std::vector<float> values(count);
+    std::vector<U> values(count);
     for (uint32_t i = 0; i < count; ++i) {
-        values[i] = static_cast<float>(src.data()[i]);
+        values[i] = pypto_emu::load_elem(src.data(), i);
     }
     for (uint32_t i = 0; i < count; ++i) {
-        if constexpr (narrow) {
-            dst.data()[i] = pypto_emu::round_narrow<T>(values[i], roundMode);
-        } else if constexpr (to_int) {
-            dst.data()[i] = pypto_emu::round_integer<int32_t>(values[i], roundMode);
-        } else {
-            dst.data()[i] = static_cast<T>(values[i]);
-        }
+        pypto_emu::store_elem(dst.data(), i, pypto_emu::convert<T, U>(values[i], roundMode));
     }
 }
 
