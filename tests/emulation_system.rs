@@ -175,8 +175,8 @@ fn broken_rules_are_errors_with_their_reason() {
     );
     assert_eq!(
         one_block(14),
-        "SyncAll<false>: synchronises with the cube cores of a mixed kernel; the host does not \
-         run cube and vector parts paired yet"
+        "SyncAll<false>: a barrier across the cube and vector cores of every block is not \
+         emulated on the host"
     );
     // A failed block leaves no state behind: the next launch runs clean
     // (SetNextTaskStart/WaitPreTaskEnd once more, the IBSet flag gone).

@@ -311,8 +311,8 @@ inline void SyncAll()
 {
     pypto_emu::poll("SyncAll");
     if (!isAIVOnly) {
-        pypto_emu::fail("SyncAll<false>: synchronises with the cube cores of a mixed kernel; the host "
-                        "does not run cube and vector parts paired yet");
+        pypto_emu::fail("SyncAll<false>: a barrier across the cube and vector cores of every block is "
+                        "not emulated on the host");
     }
     if (pypto_emu::block.num > 1) {
         pypto_emu::fail("SyncAll: waits for all ", pypto_emu::block.num,
