@@ -281,6 +281,9 @@ pub struct HostLaunch {
     /// Set non-zero when the launch has run past its timeout.
     pub cancel: *const AtomicU32,
     pub timeout_ms: u64,
+    /// The sanitizer checks to run ([`crate::Sanitize::bits`]).
+    pub sanitize: u32,
+    pub reserved: u32,
 }
 
 /// What the emulation knows of one tensor argument's memory
@@ -345,7 +348,7 @@ layout! {
         writable: 32,
         reserved: 36,
     }
-    HostLaunch (120) {
+    HostLaunch (128) {
         block_idx: 0,
         block_num: 4,
         args: 8,
@@ -362,6 +365,8 @@ layout! {
         launch_id: 96,
         cancel: 104,
         timeout_ms: 112,
+        sanitize: 120,
+        reserved: 124,
     }
 }
 
@@ -693,6 +698,7 @@ struct HostCall<'a> {
     kernel: &'static str,
     launch_id: u64,
     watch: &'a watchdog::Watch,
+    sanitize: crate::Sanitize,
 }
 
 // SAFETY: the pointers are only dereferenced by the kernel, whose blocks
@@ -731,6 +737,8 @@ unsafe fn run_block(
         launch_id: call.launch_id,
         cancel: call.watch.cancel_flag(),
         timeout_ms: call.watch.timeout_ms(),
+        sanitize: call.sanitize.bits(),
+        reserved: 0,
     };
     call.watch.block_started(block);
     // SAFETY: `entry` is the compiled kernel for these arguments (the
@@ -771,6 +779,10 @@ unsafe fn run_on_host(
     tensors: &Tensors<'_>,
     args: &[Arg<'_>],
 ) -> (Result<(), Error>, u64) {
+    let sanitize = match crate::sanitize::current() {
+        Ok(checks) => checks,
+        Err(e) => return (Err(e), 0),
+    };
     let watch = match watchdog::watch(desc.name) {
         Ok(watch) => watch,
         Err(e) => return (Err(e), 0),
@@ -806,6 +818,7 @@ unsafe fn run_on_host(
         kernel: desc.name,
         launch_id: LAUNCHES.fetch_add(1, Ordering::Relaxed),
         watch: &watch,
+        sanitize,
     };
     // SAFETY: forwarded from this function's contract.
     let (mut result, peak) = unsafe { run_blocks(desc.name, entry, blocks, &call) };

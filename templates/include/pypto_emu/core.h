@@ -101,7 +101,14 @@ struct BlockState {
     uint8_t sub = 0;          // GetSubBlockIdx: which vector core of a mixed kernel's AI core
     uint8_t ratio = 1;        // GetTaskRatio: 2 on the vector cores of a mixed kernel
     struct CoreGroup* group = nullptr; // the AI core's cores, for a mixed kernel
+    uint32_t sanitize = 0;    // SANITIZE_* bits of the launch
 };
+
+// The sanitizer checks (pypto-rt's `Sanitize`, PYPTO_SANITIZE).
+constexpr uint32_t SANITIZE_RACE = 1; // pipe races
+constexpr uint32_t SANITIZE_INIT = 2; // reads of unwritten local memory
+constexpr uint32_t SANITIZE_SYNC = 4; // unpaired flags, unreleased IDs, unfreed buffers
+constexpr uint32_t SANITIZE_MEM = 8;  // blocks overlapping in global memory
 
 // The three cores of one AI core running a mixed kernel (Atlas A2/A3 pair
 // one cube core with two vector cores), and the cross-core flags between
@@ -126,6 +133,9 @@ struct CoreGroup {
 };
 
 inline thread_local BlockState block;
+
+// Whether the launch runs sanitizer check `bit` (SANITIZE_*).
+inline bool sanitizing(uint32_t bit) { return (block.sanitize & bit) != 0; }
 
 // Per tensor argument, what pypto-rt says about its memory (mirrored in
 // launch.rs as `HostArg`).
@@ -157,6 +167,8 @@ struct HostLaunch {
     uint64_t launch_id;
     const uint32_t* cancel;
     uint64_t timeout_ms;
+    uint32_t sanitize; // SANITIZE_* bits: the sanitizer checks to run
+    uint32_t reserved;
 };
 
 // The layout pypto-rt's launch.rs asserts too, with the same numbers (a
@@ -175,7 +187,7 @@ PYPTO_EMU_FIELD(HostArg, name, 16);
 PYPTO_EMU_FIELD(HostArg, name_len, 24);
 PYPTO_EMU_FIELD(HostArg, writable, 32);
 PYPTO_EMU_FIELD(HostArg, reserved, 36);
-PYPTO_EMU_SIZE(HostLaunch, 120);
+PYPTO_EMU_SIZE(HostLaunch, 128);
 PYPTO_EMU_FIELD(HostLaunch, block_idx, 0);
 PYPTO_EMU_FIELD(HostLaunch, block_num, 4);
 PYPTO_EMU_FIELD(HostLaunch, args, 8);
@@ -192,6 +204,8 @@ PYPTO_EMU_FIELD(HostLaunch, kernel_len, 88);
 PYPTO_EMU_FIELD(HostLaunch, launch_id, 96);
 PYPTO_EMU_FIELD(HostLaunch, cancel, 104);
 PYPTO_EMU_FIELD(HostLaunch, timeout_ms, 112);
+PYPTO_EMU_FIELD(HostLaunch, sanitize, 120);
+PYPTO_EMU_FIELD(HostLaunch, reserved, 124);
 #undef PYPTO_EMU_FIELD
 #undef PYPTO_EMU_SIZE
 
@@ -459,6 +473,7 @@ int32_t run_core(HostLaunch* launch, CoreRole role, CoreGroup* group, Body&& bod
     block.launch_id = launch->launch_id;
     block.cancel = launch->cancel;
     block.timeout_ms = launch->timeout_ms;
+    block.sanitize = launch->sanitize;
     block.kernel = launch->kernel != nullptr ? launch->kernel : "";
     block.kernel_len = launch->kernel != nullptr ? launch->kernel_len : 0;
     ::block_idx = block.idx;
