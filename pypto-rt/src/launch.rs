@@ -283,7 +283,10 @@ pub struct HostLaunch {
     pub timeout_ms: u64,
     /// The sanitizer checks to run ([`crate::Sanitize::bits`]).
     pub sanitize: u32,
-    pub reserved: u32,
+    /// Out: non-zero when the failure is block `fail_block - 1`'s (a
+    /// memcheck overlap found by the launch's last block names the higher
+    /// of the two blocks).
+    pub fail_block: u32,
 }
 
 /// What the emulation knows of one tensor argument's memory
@@ -366,7 +369,7 @@ layout! {
         cancel: 104,
         timeout_ms: 112,
         sanitize: 120,
-        reserved: 124,
+        fail_block: 124,
     }
 }
 
@@ -716,7 +719,7 @@ unsafe fn run_block(
     block: u32,
     blocks: u32,
     call: &HostCall<'_>,
-) -> (Option<String>, u64) {
+) -> (Option<(u32, String)>, u64) {
     // Written by the entry only on failure, so it is not zeroed per launch.
     let mut message = std::mem::MaybeUninit::<[u8; 1024]>::uninit();
     let tensors = call.tensors;
@@ -738,7 +741,7 @@ unsafe fn run_block(
         cancel: call.watch.cancel_flag(),
         timeout_ms: call.watch.timeout_ms(),
         sanitize: call.sanitize.bits(),
-        reserved: 0,
+        fail_block: 0,
     };
     call.watch.block_started(block);
     // SAFETY: `entry` is the compiled kernel for these arguments (the
@@ -752,7 +755,11 @@ unsafe fn run_block(
     // SAFETY: a failing entry writes a NUL-terminated message of at most
     // `err_len` bytes (pypto_emu::write_message).
     let text = unsafe { std::ffi::CStr::from_ptr(message.as_ptr().cast()) };
-    (Some(text.to_string_lossy().into_owned()), record.ub_peak)
+    let owner = record.fail_block.checked_sub(1).unwrap_or(block);
+    (
+        Some((owner, text.to_string_lossy().into_owned())),
+        record.ub_peak,
+    )
 }
 
 /// The host's hardware threads, asked once: the standard library reads
@@ -893,11 +900,11 @@ unsafe fn run_blocks(
             // SAFETY: forwarded from this function's contract.
             let (message, ub_peak) = unsafe { run_block(entry, block, blocks, call) };
             peak.fetch_max(ub_peak, Ordering::Relaxed);
-            if let Some(text) = message {
+            if let Some(failure) = message {
                 failures
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .push((block, text));
+                    .push(failure);
             }
         }
     };
