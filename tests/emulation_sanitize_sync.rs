@@ -5,7 +5,7 @@
 //! gives exact results; with the checks off the bugs go unreported.
 
 use pypto_examples::{data, kernels};
-use pypto_rt::{Device, Error, Sanitize, with_sanitize};
+use pypto_rt::{Const, Device, Error, Sanitize, with_sanitize};
 
 const COLS: usize = 64;
 
@@ -18,8 +18,8 @@ fn whole(n: usize, seed: u64) -> Vec<f32> {
 fn run(rows: usize, which: i32) -> (Vec<f32>, Vec<f32>, Result<(), Error>) {
     let dev = Device::host();
     let a = whole(rows * COLS, rows as u64 + 7);
-    let x = dev.tensor_from(&a, (rows, COLS)).unwrap();
-    let mut y = dev.zeros((rows, COLS)).unwrap();
+    let x = dev.tensor_from(&a, (rows, Const::<64>)).unwrap();
+    let mut y = dev.zeros((rows, Const::<64>)).unwrap();
     let result = kernels::sanitize_sync(&x, which, &mut y).map(|_| ());
     (a, y.to_vec().unwrap(), result)
 }
