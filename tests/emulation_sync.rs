@@ -165,8 +165,9 @@ fn broken_rules_are_errors_with_their_reason() {
     );
     assert_eq!(
         misuse(8),
-        "CrossCoreWaitFlag<2>(3): waits for the other core kind of a mixed kernel; the host does \
-         not run cube and vector parts paired yet"
+        "CrossCoreWaitFlag<2>(3): waits for the other core kind of a mixed kernel, but this \
+         kernel runs one core kind; declare it `cores: mixed` (its spec or template contract) so \
+         that its cube and vector cores run paired"
     );
     assert_eq!(
         misuse(9),
