@@ -156,6 +156,15 @@ pub enum Error {
         value: String,
     },
 
+    /// An environment setting (such as [`crate::SANITIZE_VAR`]) with a
+    /// value it does not take.
+    #[error("{setting}: `{value}` is not {expected}")]
+    Setting {
+        setting: &'static str,
+        value: String,
+        expected: &'static str,
+    },
+
     /// The device or its runtime failed.
     #[error("{0}")]
     Backend(String),

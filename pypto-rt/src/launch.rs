@@ -281,6 +281,12 @@ pub struct HostLaunch {
     /// Set non-zero when the launch has run past its timeout.
     pub cancel: *const AtomicU32,
     pub timeout_ms: u64,
+    /// The sanitizer checks to run ([`crate::Sanitize::bits`]).
+    pub sanitize: u32,
+    /// Out: non-zero when the failure is block `fail_block - 1`'s (a
+    /// memcheck overlap found by the launch's last block names the higher
+    /// of the two blocks).
+    pub fail_block: u32,
 }
 
 /// What the emulation knows of one tensor argument's memory
@@ -345,7 +351,7 @@ layout! {
         writable: 32,
         reserved: 36,
     }
-    HostLaunch (120) {
+    HostLaunch (128) {
         block_idx: 0,
         block_num: 4,
         args: 8,
@@ -362,6 +368,8 @@ layout! {
         launch_id: 96,
         cancel: 104,
         timeout_ms: 112,
+        sanitize: 120,
+        fail_block: 124,
     }
 }
 
@@ -693,6 +701,7 @@ struct HostCall<'a> {
     kernel: &'static str,
     launch_id: u64,
     watch: &'a watchdog::Watch,
+    sanitize: crate::Sanitize,
 }
 
 // SAFETY: the pointers are only dereferenced by the kernel, whose blocks
@@ -710,7 +719,7 @@ unsafe fn run_block(
     block: u32,
     blocks: u32,
     call: &HostCall<'_>,
-) -> (Option<String>, u64) {
+) -> (Option<(u32, String)>, u64) {
     // Written by the entry only on failure, so it is not zeroed per launch.
     let mut message = std::mem::MaybeUninit::<[u8; 1024]>::uninit();
     let tensors = call.tensors;
@@ -731,6 +740,8 @@ unsafe fn run_block(
         launch_id: call.launch_id,
         cancel: call.watch.cancel_flag(),
         timeout_ms: call.watch.timeout_ms(),
+        sanitize: call.sanitize.bits(),
+        fail_block: 0,
     };
     call.watch.block_started(block);
     // SAFETY: `entry` is the compiled kernel for these arguments (the
@@ -744,7 +755,11 @@ unsafe fn run_block(
     // SAFETY: a failing entry writes a NUL-terminated message of at most
     // `err_len` bytes (pypto_emu::write_message).
     let text = unsafe { std::ffi::CStr::from_ptr(message.as_ptr().cast()) };
-    (Some(text.to_string_lossy().into_owned()), record.ub_peak)
+    let owner = record.fail_block.checked_sub(1).unwrap_or(block);
+    (
+        Some((owner, text.to_string_lossy().into_owned())),
+        record.ub_peak,
+    )
 }
 
 /// The host's hardware threads, asked once: the standard library reads
@@ -771,6 +786,10 @@ unsafe fn run_on_host(
     tensors: &Tensors<'_>,
     args: &[Arg<'_>],
 ) -> (Result<(), Error>, u64) {
+    let sanitize = match crate::sanitize::current() {
+        Ok(checks) => checks,
+        Err(e) => return (Err(e), 0),
+    };
     let watch = match watchdog::watch(desc.name) {
         Ok(watch) => watch,
         Err(e) => return (Err(e), 0),
@@ -806,6 +825,7 @@ unsafe fn run_on_host(
         kernel: desc.name,
         launch_id: LAUNCHES.fetch_add(1, Ordering::Relaxed),
         watch: &watch,
+        sanitize,
     };
     // SAFETY: forwarded from this function's contract.
     let (mut result, peak) = unsafe { run_blocks(desc.name, entry, blocks, &call) };
@@ -880,11 +900,11 @@ unsafe fn run_blocks(
             // SAFETY: forwarded from this function's contract.
             let (message, ub_peak) = unsafe { run_block(entry, block, blocks, call) };
             peak.fetch_max(ub_peak, Ordering::Relaxed);
-            if let Some(text) = message {
+            if let Some(failure) = message {
                 failures
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .push((block, text));
+                    .push(failure);
             }
         }
     };

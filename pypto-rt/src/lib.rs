@@ -29,7 +29,8 @@ pub mod dtype;
 pub mod error;
 mod host_mem;
 mod launch;
-pub mod shape;
+mod sanitize;
+mod shape;
 pub mod tensor;
 mod watchdog;
 
@@ -43,6 +44,7 @@ pub use host_mem::READONLY_INPUTS_VAR;
 pub use launch::{
     BLOCKS_VAR, LaunchStats, MAX_BLOCKS, MAX_LAUNCH_BLOCKS, last_launch, with_host_blocks,
 };
+pub use sanitize::{SANITIZE_VAR, Sanitize, with_sanitize};
 pub use shape::{Shape, Sizes};
 pub use tensor::Tensor;
 pub use watchdog::TIMEOUT_VAR;

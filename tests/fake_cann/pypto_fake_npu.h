@@ -79,6 +79,8 @@ struct Launch {
         for (uint32_t b = 0; b < blocks; ++b) {
             pypto_emu::HostLaunch record{b, blocks, ptrs, bytes, count, nullptr, 0, err,
                 sizeof err, 0};
+            // Every sanitizer check, as on the host backend by default.
+            record.sanitize = 15;
             auto body = [&] { kernel(args...); };
             int32_t status = std::strcmp(cores, "mixed") == 0
                 ? pypto_emu::run_mixed_block(&record, body)

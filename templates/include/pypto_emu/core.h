@@ -5,9 +5,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <chrono>
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
+#include <iterator>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -101,7 +104,22 @@ struct BlockState {
     uint8_t sub = 0;          // GetSubBlockIdx: which vector core of a mixed kernel's AI core
     uint8_t ratio = 1;        // GetTaskRatio: 2 on the vector cores of a mixed kernel
     struct CoreGroup* group = nullptr; // the AI core's cores, for a mixed kernel
+    uint32_t sanitize = 0;    // SANITIZE_* bits of the launch
+    // synccheck: the first leak seen while the block ran (a queue buffer
+    // or an event ID dropped while still held), reported if the block ends
+    // normally; the live queues with buffers (AscendC::QueueBase).
+    std::string sync_leak;
+    std::vector<void*> queues;
+    // memcheck: per tensor argument, the byte ranges [begin, end) this core
+    // wrote without an atomic mode, merged (begin -> end).
+    std::vector<std::map<uint64_t, uint64_t>> gm_writes;
 };
+
+// The sanitizer checks (pypto-rt's `Sanitize`, PYPTO_SANITIZE).
+constexpr uint32_t SANITIZE_RACE = 1; // pipe races
+constexpr uint32_t SANITIZE_INIT = 2; // reads of unwritten local memory
+constexpr uint32_t SANITIZE_SYNC = 4; // unpaired flags, unreleased IDs, unfreed buffers
+constexpr uint32_t SANITIZE_MEM = 8;  // blocks overlapping in global memory
 
 // The three cores of one AI core running a mixed kernel (Atlas A2/A3 pair
 // one cube core with two vector cores), and the cross-core flags between
@@ -126,6 +144,9 @@ struct CoreGroup {
 };
 
 inline thread_local BlockState block;
+
+// Whether the launch runs sanitizer check `bit` (SANITIZE_*).
+inline bool sanitizing(uint32_t bit) { return (block.sanitize & bit) != 0; }
 
 // Per tensor argument, what pypto-rt says about its memory (mirrored in
 // launch.rs as `HostArg`).
@@ -157,6 +178,8 @@ struct HostLaunch {
     uint64_t launch_id;
     const uint32_t* cancel;
     uint64_t timeout_ms;
+    uint32_t sanitize; // SANITIZE_* bits: the sanitizer checks to run
+    uint32_t fail_block; // out: non-zero when the failure belongs to block fail_block - 1
 };
 
 // The layout pypto-rt's launch.rs asserts too, with the same numbers (a
@@ -175,7 +198,7 @@ PYPTO_EMU_FIELD(HostArg, name, 16);
 PYPTO_EMU_FIELD(HostArg, name_len, 24);
 PYPTO_EMU_FIELD(HostArg, writable, 32);
 PYPTO_EMU_FIELD(HostArg, reserved, 36);
-PYPTO_EMU_SIZE(HostLaunch, 120);
+PYPTO_EMU_SIZE(HostLaunch, 128);
 PYPTO_EMU_FIELD(HostLaunch, block_idx, 0);
 PYPTO_EMU_FIELD(HostLaunch, block_num, 4);
 PYPTO_EMU_FIELD(HostLaunch, args, 8);
@@ -192,6 +215,8 @@ PYPTO_EMU_FIELD(HostLaunch, kernel_len, 88);
 PYPTO_EMU_FIELD(HostLaunch, launch_id, 96);
 PYPTO_EMU_FIELD(HostLaunch, cancel, 104);
 PYPTO_EMU_FIELD(HostLaunch, timeout_ms, 112);
+PYPTO_EMU_FIELD(HostLaunch, sanitize, 120);
+PYPTO_EMU_FIELD(HostLaunch, fail_block, 124);
 #undef PYPTO_EMU_FIELD
 #undef PYPTO_EMU_SIZE
 
@@ -437,6 +462,210 @@ inline void write_message(HostLaunch* launch, const char* text)
     launch->err[n] = '\0';
 }
 
+// ---- sanitizer: memcheck across the blocks of a launch --------------------
+//
+// Each core records the global-memory bytes it writes without an atomic
+// mode (note_gm_write, from store_gm, GlobalTensor::SetValue and
+// operator()); when a core ends, its ranges join its block's in a registry
+// keyed by launch; the launch's last block to finish compares the blocks.
+
+// Records that this core wrote [p, p + bytes) of a tensor argument.
+inline void note_gm_write(const void* ptr, uint64_t bytes)
+{
+    if ((block.sanitize & 8u) == 0 || block.num < 2 || bytes == 0) {
+        return;
+    }
+    const auto* p = static_cast<const uint8_t*>(ptr);
+    for (const GmRegion& r : block.regions) {
+        if (r.arg != UINT32_MAX && p >= r.begin && p < r.begin + r.bytes) {
+            if (block.gm_writes.size() <= r.arg) {
+                block.gm_writes.resize(r.arg + 1);
+            }
+            std::map<uint64_t, uint64_t>& m = block.gm_writes[r.arg];
+            uint64_t b = static_cast<uint64_t>(p - r.begin);
+            uint64_t e = b + bytes;
+            // Merge with every range it touches (adjacent ones too).
+            auto it = m.upper_bound(b);
+            if (it != m.begin()) {
+                auto prev = std::prev(it);
+                if (prev->second >= b) {
+                    if (prev->second >= e) {
+                        return;
+                    }
+                    b = prev->first;
+                    m.erase(prev);
+                }
+            }
+            while (it != m.end() && it->first <= e) {
+                e = it->second > e ? it->second : e;
+                it = m.erase(it);
+            }
+            m.emplace(b, e);
+            return;
+        }
+    }
+}
+
+struct LaunchWrites {
+    uint32_t num = 0;
+    uint32_t finished = 0;
+    bool failed = false;
+    std::vector<uint8_t> done; // per block
+    // Per block, per tensor argument: merged written ranges.
+    std::vector<std::vector<std::map<uint64_t, uint64_t>>> writes;
+};
+
+inline std::mutex& launch_writes_lock()
+{
+    static std::mutex lock;
+    return lock;
+}
+
+inline std::map<uint64_t, LaunchWrites>& launch_writes()
+{
+    static std::map<uint64_t, LaunchWrites> registry;
+    return registry;
+}
+
+inline LaunchWrites& launch_entry(uint64_t id, uint32_t num, uint32_t idx)
+{
+    LaunchWrites& w = launch_writes()[id];
+    // A stale entry (a launch that stopped early with the same ID): start over.
+    if (w.num != num || (idx < w.done.size() && w.done[idx] != 0)) {
+        w = LaunchWrites{};
+        w.num = num;
+        w.done.assign(num, 0);
+        w.writes.resize(num);
+    }
+    return w;
+}
+
+// Adds this core's written ranges to its block's (cores of one mixed block
+// share one entry: their hand-offs are ordered by cross-core flags).
+inline void deposit_gm_writes(const HostLaunch* launch)
+{
+    if ((launch->sanitize & 8u) == 0 || launch->block_num < 2) {
+        return;
+    }
+    std::lock_guard<std::mutex> hold(launch_writes_lock());
+    LaunchWrites& w = launch_entry(launch->launch_id, launch->block_num, launch->block_idx);
+    auto& mine = w.writes[launch->block_idx];
+    if (mine.size() < block.gm_writes.size()) {
+        mine.resize(block.gm_writes.size());
+    }
+    for (size_t a = 0; a < block.gm_writes.size(); ++a) {
+        if (mine[a].empty()) {
+            mine[a].swap(block.gm_writes[a]);
+            continue;
+        }
+        for (const auto& range : block.gm_writes[a]) {
+            auto& m = mine[a];
+            uint64_t b = range.first;
+            uint64_t e = range.second;
+            auto it = m.upper_bound(b);
+            if (it != m.begin() && std::prev(it)->second >= b) {
+                --it;
+                b = it->first;
+            }
+            while (it != m.end() && it->first <= e) {
+                e = it->second > e ? it->second : e;
+                it = m.erase(it);
+            }
+            m.emplace(b, e);
+        }
+    }
+    block.gm_writes.clear();
+}
+
+// The first overlap between two blocks' writes, as a message; "" if none.
+inline std::string find_overlap(const LaunchWrites& w, const HostLaunch* launch, uint32_t* higher)
+{
+    size_t args = 0;
+    for (const auto& per_block : w.writes) {
+        args = per_block.size() > args ? per_block.size() : args;
+    }
+    struct Range {
+        uint64_t begin, end;
+        uint32_t block;
+        bool operator<(const Range& o) const
+        {
+            return begin != o.begin ? begin < o.begin : block < o.block;
+        }
+    };
+    std::vector<Range> all;
+    for (size_t a = 0; a < args; ++a) {
+        all.clear();
+        for (uint32_t b = 0; b < w.writes.size(); ++b) {
+            if (a < w.writes[b].size()) {
+                for (const auto& range : w.writes[b][a]) {
+                    all.push_back({range.first, range.second, b});
+                }
+            }
+        }
+        std::sort(all.begin(), all.end());
+        // Ranges of one block are disjoint, so a range that starts before
+        // the furthest end so far overlaps another block's.
+        const Range* reach = nullptr;
+        for (const Range& r : all) {
+            if (reach != nullptr && r.begin < reach->end) {
+                uint32_t lo = reach->block < r.block ? reach->block : r.block;
+                uint32_t hi = reach->block < r.block ? r.block : reach->block;
+                uint64_t end = reach->end < r.end ? reach->end : r.end;
+                GmRegion region{nullptr, 0, static_cast<uint32_t>(a), true, nullptr, 0, 0, 0};
+                if (launch->arg_info != nullptr) {
+                    region.name = launch->arg_info[a].name;
+                    region.name_len = launch->arg_info[a].name_len;
+                }
+                *higher = hi;
+                return concat("memcheck: blocks ", lo, " and ", hi, " both write bytes [", r.begin,
+                              ", ", end, ") of ", param_name(region),
+                              " without an atomic mode, so the result depends on which block "
+                              "writes last; give each block its own part of the output, or "
+                              "accumulate with SetAtomicAdd");
+            }
+            if (reach == nullptr || r.end > reach->end) {
+                reach = &r;
+            }
+        }
+    }
+    return "";
+}
+
+// Called once per block of a launch when the block has finished (all its
+// cores): the last block checks the launch. Returns a new status.
+inline int32_t finish_gm_writes(HostLaunch* launch, int32_t status)
+{
+    if ((launch->sanitize & 8u) == 0 || launch->block_num < 2) {
+        return status;
+    }
+    LaunchWrites w;
+    {
+        std::lock_guard<std::mutex> hold(launch_writes_lock());
+        LaunchWrites& entry = launch_entry(launch->launch_id, launch->block_num, launch->block_idx);
+        entry.done[launch->block_idx] = 1;
+        entry.failed = entry.failed || status != 0;
+        if (++entry.finished < entry.num) {
+            return status;
+        }
+        w = std::move(entry);
+        launch_writes().erase(launch->launch_id);
+    }
+    if (w.failed || status != 0) {
+        return status;
+    }
+    uint32_t higher = 0;
+    std::string message = find_overlap(w, launch, &higher);
+    if (message.empty()) {
+        return status;
+    }
+    write_message(launch, message.c_str());
+    launch->fail_block = higher + 1;
+    return 1;
+}
+
+// synccheck at the end of a block (sync.h/memory.h define it).
+inline void sync_check_end();
+
 // Which core of an AI core a block runs as.
 enum class CoreRole : uint8_t { Vector, Cube, MixedCube, MixedVector0, MixedVector1 };
 
@@ -459,6 +688,7 @@ int32_t run_core(HostLaunch* launch, CoreRole role, CoreGroup* group, Body&& bod
     block.launch_id = launch->launch_id;
     block.cancel = launch->cancel;
     block.timeout_ms = launch->timeout_ms;
+    block.sanitize = launch->sanitize;
     block.kernel = launch->kernel != nullptr ? launch->kernel : "";
     block.kernel_len = launch->kernel != nullptr ? launch->kernel_len : 0;
     ::block_idx = block.idx;
@@ -482,6 +712,10 @@ int32_t run_core(HostLaunch* launch, CoreRole role, CoreGroup* group, Body&& bod
             {launch->tiling, launch->tiling_bytes, UINT32_MAX, false, nullptr, 0, 0, 0});
         block.in_kernel = 1;
         body();
+        block.in_kernel = 0;
+        if (sanitizing(SANITIZE_SYNC)) {
+            sync_check_end();
+        }
     } catch (const EmulationError& e) {
         write_message(launch, e.what());
         status = 1;
@@ -494,6 +728,8 @@ int32_t run_core(HostLaunch* launch, CoreRole role, CoreGroup* group, Body&& bod
     }
     block.in_kernel = 0;
     launch->ub_peak = block.ub_peak;
+    deposit_gm_writes(launch);
+    block.queues.clear();
     return status;
 }
 
@@ -501,15 +737,19 @@ int32_t run_core(HostLaunch* launch, CoreRole role, CoreGroup* group, Body&& bod
 template <typename Body>
 int32_t run_block(HostLaunch* launch, Body&& body)
 {
-    return run_core(launch, CoreRole::Vector, nullptr, body);
+    launch->fail_block = 0;
+    return finish_gm_writes(launch, run_core(launch, CoreRole::Vector, nullptr, body));
 }
 
 // Runs one block of a cube kernel: ASCEND_IS_AIC holds.
 template <typename Body>
 int32_t run_cube_block(HostLaunch* launch, Body&& body)
 {
-    return run_core(launch, CoreRole::Cube, nullptr, body);
+    launch->fail_block = 0;
+    return finish_gm_writes(launch, run_core(launch, CoreRole::Cube, nullptr, body));
 }
+
+inline std::string group_sync_check(const CoreGroup& g);
 
 // Runs one block of a mixed kernel as the hardware does: one cube core and
 // two vector cores at once, each on its own thread (this one runs the cube
@@ -567,13 +807,22 @@ int32_t run_mixed_block(HostLaunch* launch, Body&& body)
     }
     launch->ub_peak = peaks[0] > peaks[1] ? peaks[0] : peaks[1];
     launch->ub_peak = launch->ub_peak > peaks[2] ? launch->ub_peak : peaks[2];
+    launch->fail_block = 0;
     if (spawn_error != nullptr) {
         write_message(launch, concat(spawn_error, spawn_reason).c_str());
-        return 2;
+        return finish_gm_writes(launch, 2);
     }
     if (group.first_failed < 0) {
-        return 0;
+        if ((launch->sanitize & SANITIZE_SYNC) != 0) {
+            std::string leak = group_sync_check(group);
+            if (!leak.empty()) {
+                write_message(launch, leak.c_str());
+                return finish_gm_writes(launch, 1);
+            }
+        }
+        return finish_gm_writes(launch, 0);
     }
+    finish_gm_writes(launch, status[group.first_failed]);
     int c = group.first_failed;
     const char* who = c == 0 ? "cube core (AIC): " : c == 1 ? "vector core 0 (AIV): " : "vector core 1 (AIV): ";
     write_message(launch, concat(who, messages[c]).c_str());

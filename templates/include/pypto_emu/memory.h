@@ -285,6 +285,15 @@ public:
     {
         check(offset, 1, "GlobalTensor::SetValue", true);
         store(offset, value);
+        note_write(offset);
+    }
+
+    // memcheck: the bytes of element `offset`, written by this block.
+    void note_write(uint64_t offset) const
+    {
+        uint64_t first = offset * pypto_emu::bits_of<T> / 8;
+        pypto_emu::note_gm_write(reinterpret_cast<uint8_t*>(data_) + first,
+                                 pypto_emu::bytes_for<T>(offset + 1) - first);
     }
 
     // One element through operator(): reading it is a read, assigning to
@@ -300,6 +309,7 @@ public:
         {
             owner_->check(offset_, 1, "GlobalTensor::operator()", true);
             owner_->store(offset_, value);
+            owner_->note_write(offset_);
             return *this;
         }
         const Element& operator=(const Element& other) const { return *this = static_cast<T>(other); }
@@ -718,6 +728,51 @@ protected:
     {
     }
 
+    QueueBase(const QueueBase&) = default;
+    QueueBase& operator=(const QueueBase&) = default;
+
+    ~QueueBase()
+    {
+        auto& live = pypto_emu::block.queues;
+        for (auto it = live.begin(); it != live.end(); ++it) {
+            if (*it == this) {
+                live.erase(it);
+                if (initialised()) {
+                    note_leak("when the block ended");
+                }
+                break;
+            }
+        }
+    }
+
+    // synccheck: records the first buffer not given back (once per block).
+    void note_leak(const char* when) const
+    {
+        if (!pypto_emu::sanitizing(pypto_emu::SANITIZE_SYNC) || !pypto_emu::block.sync_leak.empty()) {
+            return;
+        }
+        for (const pypto_emu::Slot& s : slots_) {
+            switch (s.state) {
+            case pypto_emu::Slot::State::Free: continue;
+            case pypto_emu::Slot::State::Allocated:
+                pypto_emu::block.sync_leak = pypto_emu::concat(
+                    "synccheck: a buffer of TQue<", name(), "> taken by AllocTensor was never freed ", when,
+                    "; call FreeTensor after its last use");
+                return;
+            case pypto_emu::Slot::State::Queued:
+                pypto_emu::block.sync_leak = pypto_emu::concat(
+                    "synccheck: a buffer of TQue<", name(), "> was left in the queue (EnQue with no DeQue) ",
+                    when, "; DeQue it, and FreeTensor it after its last use");
+                return;
+            case pypto_emu::Slot::State::Dequeued:
+                pypto_emu::block.sync_leak = pypto_emu::concat(
+                    "synccheck: a buffer of TQue<", name(), "> was dequeued but never freed ", when,
+                    "; call FreeTensor after its last use");
+                return;
+            }
+        }
+    }
+
     const char* name() const { return pypto_emu::position_name(position_); }
 
     bool initialised() const { return !slots_.empty() && epoch_ == pypto_emu::pipe_epoch(); }
@@ -846,6 +901,10 @@ protected:
         epoch_ = pypto_emu::pipe_epoch();
         pipe_ = pipe;
         events_freed_ = false;
+        auto& live = pypto_emu::block.queues;
+        if (std::find(live.begin(), live.end(), static_cast<void*>(this)) == live.end()) {
+            live.push_back(this);
+        }
     }
 
     template <typename T>
@@ -1261,6 +1320,9 @@ public:
     ~TPipe()
     {
         if (alive_) {
+            note_leaks("when the block ended");
+        }
+        if (alive_) {
             --pypto_emu::block.live_pipes;
             ++pypto_emu::pipe_epoch();
         }
@@ -1345,6 +1407,7 @@ public:
     // Releases every buffer; queues and TBufs must be initialised again.
     void Reset()
     {
+        note_queue_leaks("when TPipe::Reset or Destroy released the buffers");
         ++pypto_emu::pipe_epoch();
         for (auto& used : used_) {
             used = 0;
@@ -1357,6 +1420,9 @@ public:
 
     void Destroy()
     {
+        if (alive_) {
+            note_event_leaks("when TPipe::Destroy ran");
+        }
         Reset();
         if (alive_) {
             --pypto_emu::block.live_pipes;
@@ -1428,11 +1494,50 @@ public:
                         "): all 8 event IDs are allocated; ReleaseEventID one first");
     }
 
+    // synccheck: records the first queue buffer or event ID still held.
+    void note_leaks(const char* when)
+    {
+        note_queue_leaks(when);
+        note_event_leaks(when);
+    }
+
 private:
     template <TPosition, uint32_t>
     friend class TBufPool;
     template <int32_t>
     friend class QueueOps;
+
+    void note_queue_leaks(const char* when)
+    {
+        if (!pypto_emu::sanitizing(pypto_emu::SANITIZE_SYNC)) {
+            return;
+        }
+        for (void* q : pypto_emu::block.queues) {
+            const auto* queue = static_cast<const QueueBase*>(q);
+            if (queue->pipe_ == this && queue->initialised()) {
+                queue->note_leak(when);
+            }
+        }
+    }
+
+    void note_event_leaks(const char* when)
+    {
+        if (!pypto_emu::sanitizing(pypto_emu::SANITIZE_SYNC) || !pypto_emu::block.sync_leak.empty()) {
+            return;
+        }
+        for (int e = 0; e < 64; ++e) {
+            for (int id = 0; id < 8; ++id) {
+                if ((events_[e] & (1u << id)) != 0) {
+                    const char* n = pypto_emu::hard_event_name(static_cast<HardEvent>(e));
+                    pypto_emu::block.sync_leak = pypto_emu::concat(
+                        "synccheck: TPipe::AllocEventID<HardEvent::", n, "> handed out ID ", id,
+                        ", which was never released ", when, "; call ReleaseEventID<HardEvent::", n,
+                        ">(", id, ") once the ID's last WaitFlag is done");
+                    return;
+                }
+            }
+        }
+    }
 
     static uint32_t round_up(uint32_t n, uint32_t to) { return (n + to - 1) / to * to; }
 

@@ -100,6 +100,7 @@ void store_gm(T* dst, const T* src, uint64_t count, const char* what)
     auto op = static_cast<AtomicOp>(block.atomic_op);
     if (op == AtomicOp::None) {
         std::memcpy(static_cast<void*>(dst), src, count * sizeof(T));
+        note_gm_write(dst, count * sizeof(T));
         return;
     }
     if (static_cast<uint8_t>(atomic_type_of<T>()) != block.atomic_type) {
@@ -402,6 +403,84 @@ inline void CrossCoreWaitFlag(uint16_t flagId)
 }
 
 } // namespace AscendC
+
+namespace pypto_emu {
+
+// synccheck, when a core's body returns normally: every SetFlag waited
+// for, every event ID and queue buffer given back, every cross-core set
+// of this core's own counters consumed.
+inline void sync_check_end()
+{
+    for (int e = 0; e < 32; ++e) {
+        uint8_t raised = block.flags[e];
+        for (int id = 0; id < 8; ++id) {
+            if ((raised & (1u << id)) != 0) {
+                const char* name = hard_event_name(static_cast<AscendC::HardEvent>(e));
+                fail("synccheck: SetFlag<HardEvent::", name, ">(", id,
+                     ") was never waited for when the block ended; add WaitFlag<HardEvent::", name,
+                     ">(", id, ") before its consumer, or remove the SetFlag");
+            }
+        }
+    }
+    if (block.pipe != nullptr) {
+        static_cast<AscendC::TPipe*>(block.pipe)->note_leaks("when the block ended");
+    }
+    if (!block.sync_leak.empty()) {
+        fail(block.sync_leak);
+    }
+    for (int mode = 0; mode < 5; ++mode) {
+        for (int f = 0; f < 32; ++f) {
+            if (block.cross_core[mode][f] != 0) {
+                fail("synccheck: CrossCoreSetFlag<", mode, ">(", f, ") is pending ",
+                     static_cast<int>(block.cross_core[mode][f]),
+                     " time(s) with no CrossCoreWaitFlag when the block ended; CrossCoreSetFlag "
+                     "and CrossCoreWaitFlag must be paired: add CrossCoreWaitFlag<", mode, ">(", f,
+                     ") where the set is consumed, or remove the CrossCoreSetFlag");
+            }
+        }
+    }
+}
+
+// synccheck for a mixed block whose cores all ended normally: cross-core
+// sets left unconsumed between its cube and vector cores. "" if none.
+inline std::string group_sync_check(const CoreGroup& g)
+{
+    auto pending = [](int mode, int f, const char* from, const char* to, int n) {
+        return concat("synccheck: CrossCoreSetFlag<", mode, ">(", f, ") from ", from,
+                      " is pending ", n, " time(s) with no CrossCoreWaitFlag<", mode, ">(", f,
+                      ") on ", to, " when the block ended; CrossCoreSetFlag and CrossCoreWaitFlag "
+                      "must be paired: add the wait, or remove the CrossCoreSetFlag");
+    };
+    const char* vec[2] = {"vector core 0 (AIV)", "vector core 1 (AIV)"};
+    for (int f = 0; f < 16; ++f) {
+        for (int v = 0; v < 2; ++v) {
+            if (g.to_aiv[v][f] != 0) {
+                return pending(2, f, "the cube core (AIC)", vec[v], g.to_aiv[v][f]);
+            }
+            if (g.from_aiv[v][f] != 0) {
+                return pending(2, f, vec[v], "the cube core (AIC), which waits for both vector cores",
+                               g.from_aiv[v][f]);
+            }
+        }
+        if (g.to_aic[f] != 0) {
+            return pending(2, f, "both vector cores", "the cube core (AIC)", g.to_aic[f]);
+        }
+        for (int m = 0; m < 2; ++m) {
+            for (int v = 0; v < 2; ++v) {
+                if (g.pair_sets[m][v][f] != 0) {
+                    return pending(m, f, vec[v], "the other vector core, which must set it too",
+                                   g.pair_sets[m][v][f]);
+                }
+                if (g.pair_ready[m][v][f] != 0) {
+                    return pending(m, f, "both vector cores", vec[v], g.pair_ready[m][v][f]);
+                }
+            }
+        }
+    }
+    return "";
+}
+
+} // namespace pypto_emu
 
 // CANN declares this at global scope.
 inline AscendC::TPipe* GetTPipePtr()

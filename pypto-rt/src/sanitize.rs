@@ -1,0 +1,172 @@
+//! Which of the host emulation's sanitizer checks run: racecheck, initcheck,
+//! synccheck and memcheck (the vendor's msSanitizer tools, on the CPU).
+//! All are on unless `PYPTO_SANITIZE` or [`with_sanitize`] says otherwise.
+
+use std::cell::Cell;
+use std::fmt;
+use std::sync::OnceLock;
+
+use crate::error::Error;
+
+/// Chooses the sanitizer checks of every host launch of the process:
+/// `PYPTO_SANITIZE=off` (or `none`), `on` (or `all`, the default when
+/// unset), or a comma-separated list of `race`, `init`, `sync`, `mem`. Read
+/// once, at the first host launch; any other value makes every host launch
+/// fail with [`Error::Setting`]. [`with_sanitize`] overrides it on one
+/// thread. NPU launches ignore it.
+pub const SANITIZE_VAR: &str = "PYPTO_SANITIZE";
+
+/// A set of sanitizer checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Sanitize(u32);
+
+impl Sanitize {
+    /// No checks.
+    pub const OFF: Sanitize = Sanitize(0);
+    /// Pipe races between a kernel's pipes (MTE2, V, MTE3, M, MTE1, FIX, S).
+    pub const RACE: Sanitize = Sanitize(1);
+    /// Reads of local memory no instruction of the launch wrote.
+    pub const INIT: Sanitize = Sanitize(2);
+    /// `SetFlag`s never waited for, event IDs never released, queue
+    /// buffers never freed, at the end of each block.
+    pub const SYNC: Sanitize = Sanitize(4);
+    /// Blocks of one launch writing (or reading what another writes)
+    /// overlapping global memory.
+    pub const MEM: Sanitize = Sanitize(8);
+    /// Every check (the default).
+    pub const ALL: Sanitize = Sanitize(15);
+
+    const NAMES: [(&'static str, Sanitize); 4] = [
+        ("race", Sanitize::RACE),
+        ("init", Sanitize::INIT),
+        ("sync", Sanitize::SYNC),
+        ("mem", Sanitize::MEM),
+    ];
+
+    /// Whether every check of `other` is in this set.
+    pub fn contains(self, other: Sanitize) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// The bits the emulation reads (`HostLaunch::sanitize`).
+    pub fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// Parses a `PYPTO_SANITIZE` value.
+    ///
+    /// ```
+    /// use pypto_rt::Sanitize;
+    /// assert_eq!(Sanitize::parse("off"), Ok(Sanitize::OFF));
+    /// assert_eq!(Sanitize::parse(" race, sync "), Ok(Sanitize::RACE | Sanitize::SYNC));
+    /// assert_eq!(
+    ///     Sanitize::parse("races").unwrap_err().to_string(),
+    ///     "PYPTO_SANITIZE: `races` is not a list of checks; use `on`, `off`, or a comma-separated \
+    ///      list of race, init, sync, mem"
+    /// );
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Setting`] for anything else.
+    pub fn parse(value: &str) -> Result<Sanitize, Error> {
+        let bad = || Error::Setting {
+            setting: SANITIZE_VAR,
+            value: value.to_owned(),
+            expected: "a list of checks; use `on`, `off`, or a comma-separated list of race, \
+                       init, sync, mem",
+        };
+        match value.trim() {
+            "" | "on" | "all" => return Ok(Sanitize::ALL),
+            "off" | "none" => return Ok(Sanitize::OFF),
+            _ => {}
+        }
+        let mut set = Sanitize::OFF;
+        for word in value.split(',').map(str::trim) {
+            let (_, check) = Sanitize::NAMES
+                .iter()
+                .find(|(name, _)| *name == word)
+                .ok_or_else(bad)?;
+            set = set | *check;
+        }
+        Ok(set)
+    }
+}
+
+impl std::ops::BitOr for Sanitize {
+    type Output = Sanitize;
+    fn bitor(self, other: Sanitize) -> Sanitize {
+        Sanitize(self.0 | other.0)
+    }
+}
+
+impl fmt::Display for Sanitize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = Sanitize::NAMES
+            .iter()
+            .filter(|(_, c)| self.contains(*c))
+            .map(|(n, _)| *n)
+            .collect();
+        if names.is_empty() {
+            f.write_str("off")
+        } else {
+            f.write_str(&names.join(","))
+        }
+    }
+}
+
+thread_local! {
+    static FORCED: Cell<Option<Sanitize>> = const { Cell::new(None) };
+}
+
+/// The checks of a host launch on this thread: [`with_sanitize`]'s, else
+/// `PYPTO_SANITIZE`'s, else all.
+pub(crate) fn current() -> Result<Sanitize, Error> {
+    if let Some(forced) = FORCED.with(Cell::get) {
+        return Ok(forced);
+    }
+    static FROM_ENV: OnceLock<Result<Sanitize, Error>> = OnceLock::new();
+    FROM_ENV
+        .get_or_init(|| match std::env::var_os(SANITIZE_VAR) {
+            None => Ok(Sanitize::ALL),
+            Some(v) => Sanitize::parse(&v.to_string_lossy()),
+        })
+        .clone()
+}
+
+/// Runs `f` with the host launches made on this thread using `checks`,
+/// whatever `PYPTO_SANITIZE` says; calls nest, the innermost wins, and the
+/// setting ends when `f` returns or unwinds. For tests and benchmarks.
+///
+/// ```
+/// use pypto_rt::{Sanitize, with_sanitize};
+/// assert_eq!(with_sanitize(Sanitize::OFF, || 7), 7);
+/// ```
+pub fn with_sanitize<R>(checks: Sanitize, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Sanitize>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            FORCED.with(|f| f.set(self.0));
+        }
+    }
+    let _restore = Restore(FORCED.with(|f| f.replace(Some(checks))));
+    f()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_parse_and_nest() {
+        assert_eq!(Sanitize::parse("on"), Ok(Sanitize::ALL));
+        assert_eq!(Sanitize::parse("mem"), Ok(Sanitize::MEM));
+        assert_eq!((Sanitize::RACE | Sanitize::MEM).to_string(), "race,mem");
+        assert_eq!(Sanitize::OFF.to_string(), "off");
+        assert!(Sanitize::parse("race,,sync").is_err());
+        let inner = with_sanitize(Sanitize::OFF, || {
+            with_sanitize(Sanitize::SYNC, || current().unwrap())
+        });
+        assert_eq!(inner, Sanitize::SYNC);
+        assert!(FORCED.with(Cell::get).is_none());
+    }
+}
