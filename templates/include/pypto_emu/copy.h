@@ -217,6 +217,22 @@ inline void copy_blocks(uint8_t* d, const uint8_t* s, const AscendC::DataCopyPar
     }
 }
 
+// initcheck for the blocks of a DataCopyParams copy on the local side.
+inline void init_blocks(const InitView& v, const AscendC::DataCopyParams& p, uint16_t gap, bool read = false)
+{
+    if (v.mem == Memory::GM) {
+        return;
+    }
+    for (uint64_t i = 0; i < p.blockCount; ++i) {
+        uint64_t off = i * (p.blockLen + gap) * 32ull;
+        if (read) {
+            v.read(off, p.blockLen * 32ull);
+        } else {
+            v.write(off, p.blockLen * 32ull);
+        }
+    }
+}
+
 // Bytes a DataCopyParams copy spans on its source and destination sides.
 inline uint64_t span_bytes(const AscendC::DataCopyParams& p, uint16_t gap)
 {
@@ -369,6 +385,7 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint3
     pypto_emu::check_local(dst, static_cast<uint64_t>(count) * sizeof(T), what);
     pypto_emu::check_gm_align(src, what);
     std::memcpy(dst.data(), src.range(0, count, what), count * sizeof(T));
+    pypto_emu::init_write(dst, 0, static_cast<uint64_t>(count) * sizeof(T));
 }
 
 // UB -> GM, `count` contiguous elements.
@@ -380,6 +397,7 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint3
     pypto_emu::check_count_bytes<T>(count, what);
     pypto_emu::check_local(src, static_cast<uint64_t>(count) * sizeof(T), what);
     pypto_emu::check_gm_align(dst, what);
+    pypto_emu::init_read(what, "src", src, 0, static_cast<uint64_t>(count) * sizeof(T));
     pypto_emu::store_gm(dst.range_out(0, count, what), src.data(), count, what);
 }
 
@@ -392,7 +410,9 @@ void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32
     pypto_emu::check_count_bytes<T>(count, what);
     pypto_emu::check_local(dst, static_cast<uint64_t>(count) * sizeof(T), what);
     pypto_emu::check_local(src, static_cast<uint64_t>(count) * sizeof(T), what);
+    pypto_emu::init_read(what, "src", src, 0, static_cast<uint64_t>(count) * sizeof(T));
     std::memmove(dst.data(), src.data(), count * sizeof(T));
+    pypto_emu::init_write(dst, 0, static_cast<uint64_t>(count) * sizeof(T));
 }
 
 // ---- DataCopy: DataCopyParams forms ----------------------------------------
@@ -413,6 +433,7 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataC
     pypto_emu::check_gm_align(src, what);
     const T* s = src.range(0, pypto_emu::span_bytes(p, p.srcGap) / sizeof(T), what);
     pypto_emu::copy_blocks(reinterpret_cast<uint8_t*>(dst.data()), reinterpret_cast<const uint8_t*>(s), p);
+    pypto_emu::init_blocks(pypto_emu::init_view(dst), p, p.dstGap);
 }
 
 template <typename T>
@@ -427,6 +448,7 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataC
     pypto_emu::check_local(src, pypto_emu::span_bytes(p, p.srcGap), what);
     pypto_emu::check_gm_align(dst, what);
     T* d = dst.range_out(0, pypto_emu::span_bytes(p, p.dstGap) / sizeof(T), what);
+    pypto_emu::init_blocks(pypto_emu::init_view(src, what, "src"), p, p.srcGap, true);
     // Block by block, through the atomic mode if one is set.
     uint64_t block = p.blockLen * 32ull / sizeof(T);
     for (uint64_t i = 0; i < p.blockCount; ++i) {
@@ -446,8 +468,10 @@ void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCo
     }
     pypto_emu::check_local(dst, pypto_emu::span_bytes(p, p.dstGap), what);
     pypto_emu::check_local(src, pypto_emu::span_bytes(p, p.srcGap), what);
+    pypto_emu::init_blocks(pypto_emu::init_view(src, what, "src"), p, p.srcGap, true);
     pypto_emu::copy_blocks(reinterpret_cast<uint8_t*>(dst.data()), reinterpret_cast<const uint8_t*>(src.data()),
                            p);
+    pypto_emu::init_blocks(pypto_emu::init_view(dst), p, p.dstGap);
 }
 
 // ---- DataCopy: slice forms ---------------------------------------------------
@@ -467,6 +491,7 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Slice
     const T* s = src.range(0, p.src_end, what);
     for (size_t i = 0; i < p.dst.size(); ++i) {
         std::memcpy(dst.data() + p.dst[i], s + p.src[i], p.burst * sizeof(T));
+        pypto_emu::init_write(dst, p.dst[i] * sizeof(T), p.burst * sizeof(T));
     }
 }
 
@@ -482,6 +507,7 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Slice
     pypto_emu::check_local(src, p.src_end * sizeof(T), what);
     T* d = dst.range_out(0, p.dst_end, what);
     for (size_t i = 0; i < p.dst.size(); ++i) {
+        pypto_emu::init_read(what, "src", src, p.src[i] * sizeof(T), p.burst * sizeof(T));
         pypto_emu::store_gm(d + p.dst[i], src.data() + p.src[i], p.burst, what);
     }
 }
@@ -530,6 +556,7 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Nz2Nd
     for (uint64_t m = 0; m < p.ndNum; ++m) {
         for (uint64_t r = 0; r < p.nValue; ++r) {
             for (uint64_t b = 0; b < blocks; ++b) {
+                pypto_emu::init_read(what, "src", src, src_at(m, r, b * 16) * sizeof(T), 16 * sizeof(T));
                 pypto_emu::store_gm(d + m * p.dstNdMatrixStride + r * p.dstDStride + b * 16,
                                     src.data() + src_at(m, r, b * 16), 16, what);
             }
@@ -634,6 +661,7 @@ void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Da
                 std::memcpy(out + b, fill, sizeof(T));
             }
         }
+        pypto_emu::init_write(dst, i * dst_step, dst_block);
     }
 }
 
@@ -663,6 +691,7 @@ void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Da
     auto* d = reinterpret_cast<uint8_t*>(dst.range_out(0, dst_total / sizeof(T), what));
     const auto* s = reinterpret_cast<const uint8_t*>(src.data());
     for (uint64_t i = 0; i < p.blockCount; ++i) {
+        pypto_emu::init_read(what, "src", src, i * src_step, p.blockLen);
         pypto_emu::store_gm(reinterpret_cast<T*>(d + i * dst_step),
                             reinterpret_cast<const T*>(s + i * src_step), p.blockLen / sizeof(T), what);
     }

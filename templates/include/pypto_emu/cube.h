@@ -188,6 +188,7 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2Nz
                     row[c] = col < p.dValue ? s[nd * p.srcNdMatrixStride + static_cast<uint64_t>(r) * p.srcDValue + col]
                                             : T(0);
                 }
+                pypto_emu::init_write(dst, static_cast<uint64_t>(row - dst.data()) * sizeof(T), 32);
             }
         }
     }
@@ -219,6 +220,8 @@ void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadDa
     for (uint32_t i = 0; i < p.repeatTimes; ++i) {
         const T* in = src.data() + (p.startIndex + static_cast<uint64_t>(i) * p.srcStride) * fractal;
         T* out = dst.data() + static_cast<uint64_t>(i) * (1 + p.dstGap) * fractal;
+        pypto_emu::init_read(what, "src", src, static_cast<uint64_t>(in - src.data()) * sizeof(T), 512);
+        pypto_emu::init_write(dst, static_cast<uint64_t>(out - dst.data()) * sizeof(T), 512);
         if (p.ifTranspose) {
             for (uint32_t r = 0; r < 16; ++r) {
                 for (uint32_t c = 0; c < 16; ++c) {
@@ -258,6 +261,11 @@ void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
     for (uint32_t i = 0; i < p.repeatTimes; ++i) {
         const T* in = src.data() + (p.startIndex + static_cast<uint64_t>(i) * p.srcStride) * (square_bytes / sizeof(T));
         T* out = dst.data() + static_cast<uint64_t>(i) * (1 + p.dstGap) * fractal;
+        pypto_emu::init_read(what, "src", src, static_cast<uint64_t>(in - src.data()) * sizeof(T), square_bytes);
+        pypto_emu::init_write(dst, static_cast<uint64_t>(out - dst.data()) * sizeof(T), 512);
+        if constexpr (sizeof(T) == 4) {
+            pypto_emu::init_write(dst, (static_cast<uint64_t>(out - dst.data()) + second * fractal) * sizeof(T), 512);
+        }
         if constexpr (sizeof(T) == 2) {
             for (uint32_t r = 0; r < 16; ++r) {
                 for (uint32_t c = 0; c < 16; ++c) {
@@ -305,6 +313,32 @@ void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor
     const U* a = fm.data();
     const S* b = filter.data();
     T* c = dst.data();
+    if (pypto_emu::sanitizing(pypto_emu::SANITIZE_INIT)) {
+        // The elements the product reads: A's m x k, B's k x n, and C's
+        // m x n when accumulating; then C's m x n are written.
+        auto va = pypto_emu::init_view(fm, what, "the A matrix (fm)");
+        auto vb = pypto_emu::init_view(filter, what, "the B matrix (filter)");
+        auto vc = pypto_emu::init_view(dst, what, "the C matrix (dst, accumulated into)");
+        for (uint32_t kb = 0; kb < k1; ++kb) {
+            uint64_t kn = std::min<uint64_t>(k0, p.k - uint64_t(kb) * k0) * sizeof(U);
+            for (uint32_t m = 0; m < p.m; ++m) {
+                va.read((((m / 16) * k1 + kb) * (16ull * k0) + (m % 16) * k0) * sizeof(U), kn);
+            }
+            for (uint32_t n = 0; n < p.n; ++n) {
+                vb.read(((uint64_t(kb) * n1 + n / 16) * (16ull * k0) + (n % 16) * k0) * sizeof(S), kn);
+            }
+        }
+        for (uint32_t nb = 0; nb < n1; ++nb) {
+            uint64_t nn = std::min<uint64_t>(16, p.n - uint64_t(nb) * 16) * sizeof(T);
+            for (uint32_t m = 0; m < p.m; ++m) {
+                uint64_t off = ((uint64_t(nb) * m1 + m / 16) * 256 + (m % 16) * 16) * sizeof(T);
+                if (!p.cmatrixInitVal) {
+                    vc.read(off, nn);
+                }
+                vc.write(off, nn);
+            }
+        }
+    }
     for (uint32_t m = 0; m < p.m; ++m) {
         for (uint32_t n = 0; n < p.n; ++n) {
             T acc = 0;
@@ -351,6 +385,14 @@ void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const Fixpip
                                   ((blocks - 1) * p.srcStride * 16 + static_cast<uint64_t>(p.mSize) * 16) * 4, what);
     T* out = dst.range_out(0, (p.mSize - 1ull) * p.dstStride + p.nSize, what);
     std::vector<T> row(p.nSize);
+    if (pypto_emu::sanitizing(pypto_emu::SANITIZE_INIT)) {
+        auto v = pypto_emu::init_view(src, what, "src");
+        for (uint32_t m = 0; m < p.mSize; ++m) {
+            for (uint64_t nb = 0; nb < blocks; ++nb) {
+                v.read((nb * p.srcStride * 16 + m * 16ull) * 4, 64);
+            }
+        }
+    }
     for (uint32_t m = 0; m < p.mSize; ++m) {
         for (uint32_t n = 0; n < p.nSize; ++n) {
             float v = src.data()[(n / 16) * p.srcStride * 16 + m * 16 + n % 16];

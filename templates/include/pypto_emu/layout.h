@@ -134,6 +134,8 @@ template <typename T>
 void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint32_t>& srcOffset,
             const uint32_t srcBaseAddr, const uint32_t count)
 {
+    // initcheck: the destination counts as written in full (not checked per element).
+    pypto_emu::init_write(dst, 0, dst.GetLength());
     PYPTO_REQUIRE_TYPE(gather_type, "Gather", PYPTO_GATHER_TYPES);
     const char* what = "Gather";
     if (count > static_cast<uint32_t>(INT32_MAX)) {
@@ -173,6 +175,8 @@ void masked_gather(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTenso
                    const AscendC::LocalTensor<uint32_t>& offsets, uint32_t base, MaskArg arg, const uint64_t* bits,
                    uint64_t len, int32_t repeat_time, uint16_t dst_rep)
 {
+    // initcheck: the destination counts as written in full (not checked per element).
+    init_write(dst, 0, dst.GetLength());
     const char* what = "Gather";
     RepeatPlan p = make_plan(what, sizeof(T), arg, bits, len, repeat_time);
     auto d = strided(dst, 1, dst_rep, "dst", what, true);
@@ -224,6 +228,8 @@ template <typename T>
 void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint32_t>& srcOffset,
             const uint32_t srcBaseAddr, const uint64_t mask[], const uint8_t repeatTime, const uint16_t dstRepStride)
 {
+    // initcheck: the destination counts as written in full (not checked per element).
+    pypto_emu::init_write(dst, 0, dst.GetLength());
     PYPTO_REQUIRE_TYPE(gather_type, "Gather", PYPTO_GATHER_TYPES);
     pypto_emu::masked_gather(dst, src, srcOffset, srcBaseAddr, pypto_emu::MaskArg::Bitwise, mask, 0, repeatTime,
                              dstRepStride);
@@ -233,6 +239,8 @@ template <typename T>
 void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint32_t>& srcOffset,
             const uint32_t srcBaseAddr, const uint64_t mask, const uint8_t repeatTime, const uint16_t dstRepStride)
 {
+    // initcheck: the destination counts as written in full (not checked per element).
+    pypto_emu::init_write(dst, 0, dst.GetLength());
     PYPTO_REQUIRE_TYPE(gather_type, "Gather", PYPTO_GATHER_TYPES);
     pypto_emu::masked_gather(dst, src, srcOffset, srcBaseAddr, pypto_emu::MaskArg::Continuous, nullptr, mask,
                              repeatTime, dstRepStride);
@@ -247,6 +255,8 @@ template <typename T>
 void Gatherb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint32_t>& offset,
              const uint8_t repeatTime, const GatherRepeatParams& repeatParams)
 {
+    // initcheck: the destination counts as written in full (not checked per element).
+    pypto_emu::init_write(dst, 0, dst.GetLength());
     PYPTO_REQUIRE_TYPE(gatherb_type, "Gatherb", PYPTO_GATHERB_TYPES);
     const char* what = "Gatherb";
     pypto_emu::poll(what);
@@ -305,6 +315,8 @@ void Gatherb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTe
 template <typename T>
 void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src)
 {
+    // initcheck: the destination counts as written in full (not checked per element).
+    pypto_emu::init_write(dst, 0, dst.GetLength());
     PYPTO_REQUIRE_TYPE(transpose16_type, "Transpose", "int16_t, uint16_t, half");
     const char* what = "Transpose";
     pypto_emu::check_vector_operand(dst, 256, what);
@@ -323,6 +335,9 @@ template <typename T>
 void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint8_t>& sharedTmpBuffer,
                const TransposeParamsExt& p)
 {
+    // initcheck: the destination counts as written in full (not checked per element).
+    pypto_emu::init_write(dst, 0, dst.GetLength());
+    pypto_emu::init_write(sharedTmpBuffer, 0, sharedTmpBuffer.GetLength());
     PYPTO_REQUIRE_TYPE(transpose_ext_type, "Transpose(TransposeParamsExt)", PYPTO_TRANSPOSE_EXT_TYPES);
     const char* what = "Transpose(TransposeParamsExt)";
     pypto_emu::poll(what);
@@ -411,6 +426,8 @@ void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Local
 template <typename T>
 void CreateVecIndex(LocalTensor<T> dst, const T& firstValue, uint32_t count)
 {
+    // initcheck: the destination counts as written in full (not checked per element).
+    pypto_emu::init_write(dst, 0, dst.GetLength());
     PYPTO_REQUIRE_TYPE(vec_index_type, "CreateVecIndex", "int16_t, half, int32_t, float");
     const char* what = "CreateVecIndex";
     if (count > static_cast<uint32_t>(INT32_MAX)) {

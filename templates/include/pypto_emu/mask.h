@@ -244,6 +244,7 @@ struct Strided {
     uint32_t blk;
     uint32_t rep;
     const char* name;
+    InitView init; // initcheck: reads through get, writes through put
 
     uint64_t offset(uint32_t r, uint32_t e) const
     {
@@ -253,6 +254,16 @@ struct Strided {
     T& at(uint32_t r, uint32_t e) const
     {
         return *reinterpret_cast<T*>(reinterpret_cast<uint8_t*>(base) + offset(r, e));
+    }
+    T get(uint32_t r, uint32_t e) const
+    {
+        init.read(offset(r, e), sizeof(T));
+        return at(r, e);
+    }
+    void put(uint32_t r, uint32_t e, T v) const
+    {
+        init.write(offset(r, e), sizeof(T));
+        at(r, e) = v;
     }
 };
 
@@ -265,7 +276,8 @@ Strided<T> strided(const AscendC::LocalTensor<T>& t, uint32_t blk, uint32_t rep,
         fail(what, ": ", name, "'s block stride is 0; the destination block stride must be at least 1 (0 is "
                                "undefined on the hardware)");
     }
-    return Strided<T>{t.data(), static_cast<uint64_t>(t.GetSize()) * sizeof(T), blk, rep, name};
+    return Strided<T>{t.data(), static_cast<uint64_t>(t.GetSize()) * sizeof(T), blk, rep, name,
+                      init_view(t, what, name)};
 }
 
 // Every element the plan touches lies inside the operand.
@@ -305,7 +317,7 @@ void run_plan(const RepeatPlan& p, const Strided<D>& dst, Compute compute)
         }
         for (uint32_t e = 0; e < p.per_repeat; ++e) {
             if (p.active(r, e)) {
-                dst.at(r, e) = vals[e];
+                dst.put(r, e, vals[e]);
             }
         }
     }
@@ -324,7 +336,7 @@ void masked_binary(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTenso
     check_reach(a, p, what);
     check_reach(b, p, what);
     run_plan(p, d, [&](uint32_t r, uint32_t e) {
-        return static_cast<T>(op(static_cast<compute_t<T>>(a.at(r, e)), static_cast<compute_t<T>>(b.at(r, e))));
+        return static_cast<T>(op(static_cast<compute_t<T>>(a.get(r, e)), static_cast<compute_t<T>>(b.get(r, e))));
     });
 }
 
@@ -339,7 +351,7 @@ void masked_unary(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor
     check_reach(d, p, what);
     check_reach(s, p, what);
     run_plan(p, d, [&](uint32_t r, uint32_t e) {
-        return static_cast<T>(op(static_cast<compute_t<T>>(s.at(r, e))));
+        return static_cast<T>(op(static_cast<compute_t<T>>(s.get(r, e))));
     });
 }
 
@@ -712,6 +724,7 @@ struct CastOperand {
     uint32_t blk;
     uint32_t rep;
     const char* name;
+    InitView init;
 
     uint64_t bit(uint32_t r, uint32_t e) const
     {
@@ -720,6 +733,7 @@ struct CastOperand {
     }
     T get(uint32_t r, uint32_t e) const
     {
+        init.read(bit(r, e) / 8, (bits_of<T> + 7) / 8);
         if constexpr (is_int4<T>) {
             return load_int4(base, bit(r, e) / 4);
         } else {
@@ -728,6 +742,7 @@ struct CastOperand {
     }
     void set(uint32_t r, uint32_t e, T v) const
     {
+        init.write(bit(r, e) / 8, (bits_of<T> + 7) / 8);
         if constexpr (is_int4<T>) {
             store_int4(base, bit(r, e) / 4, v);
         } else {
@@ -767,7 +782,7 @@ CastOperand<T> cast_operand(const AscendC::LocalTensor<T>& t, uint32_t blk, uint
         fail(what, ": ", name, "'s block stride is 0; the destination block stride must be at least 1 (0 is "
                                "undefined on the hardware)");
     }
-    return CastOperand<T>{t.data(), bytes_for<T>(t.GetSize()), blk, rep, name};
+    return CastOperand<T>{t.data(), bytes_for<T>(t.GetSize()), blk, rep, name, init_view(t, what, name)};
 }
 
 // With an int4b_t operand the mask selects whole bytes of it: an even
@@ -840,7 +855,7 @@ void masked_copy(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<
     auto s = strided(src, rp.srcStride, rp.srcRepeatSize, "src", what);
     check_reach(d, p, what);
     check_reach(s, p, what);
-    run_plan(p, d, [&](uint32_t r, uint32_t e) { return s.at(r, e); });
+    run_plan(p, d, [&](uint32_t r, uint32_t e) { return s.get(r, e); });
 }
 
 } // namespace pypto_emu
@@ -936,8 +951,11 @@ void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t re
         pypto_emu::fail(what, ": src and dst overlap; the instruction needs them apart");
     }
     constexpr uint32_t per_block = 32 / sizeof(T);
+    pypto_emu::init_read(what, "src", src, 0, reps * 8ull * sizeof(T));
     for (uint32_t r = 0; r < reps; ++r) {
         for (uint32_t j = 0; j < 8; ++j) {
+            pypto_emu::init_write(dst, (static_cast<uint64_t>(r) * repeatParams.dstRepStride +
+                                        static_cast<uint64_t>(j) * repeatParams.dstBlkStride) * 32, 32);
             T v = src.data()[r * 8 + j];
             T* blk = reinterpret_cast<T*>(reinterpret_cast<uint8_t*>(dst.data()) +
                                           (static_cast<uint64_t>(r) * repeatParams.dstRepStride +
@@ -964,6 +982,9 @@ void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalT
     pypto_emu::check_vector_operand(src0, static_cast<int32_t>(count), what);
     pypto_emu::check_vector_operand(src1, static_cast<int32_t>(count), what);
     uint8_t* bits = pypto_emu::bit_operand(dst, count / 8, "dst", what);
+    pypto_emu::init_read(what, "src0", src0, 0, static_cast<uint64_t>(count) * sizeof(T));
+    pypto_emu::init_read(what, "src1", src1, 0, static_cast<uint64_t>(count) * sizeof(T));
+    pypto_emu::init_write(dst, 0, count / 8);
     std::vector<uint8_t> out(count / 8, 0);
     for (uint32_t i = 0; i < count; ++i) {
         using C = pypto_emu::compute_t<T>;
@@ -984,6 +1005,8 @@ void Compares(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const pypto
     pypto_emu::check_compare_count<T>(count, what);
     pypto_emu::check_vector_operand(src0, static_cast<int32_t>(count), what);
     uint8_t* bits = pypto_emu::bit_operand(dst, count / 8, "dst", what);
+    pypto_emu::init_read(what, "src0", src0, 0, static_cast<uint64_t>(count) * sizeof(T));
+    pypto_emu::init_write(dst, 0, count / 8);
     using C = pypto_emu::compute_t<T>;
     C s = static_cast<C>(src1Scalar);
     std::vector<uint8_t> out(count / 8, 0);
@@ -1015,12 +1038,13 @@ void compare_repeats(const AscendC::LocalTensor<U>& dst, const Strided<T>& a, Sr
     check_reach(a, p, what);
     uint64_t n = static_cast<uint64_t>(p.repeats) * p.per_repeat;
     uint8_t* bits = bit_operand(dst, n / 8, "dst", what);
+    init_write(dst, 0, n / 8);
     std::vector<uint8_t> out(n / 8, 0);
     using C = compute_t<T>;
     for (uint32_t r = 0; r < p.repeats; ++r) {
         for (uint32_t e = 0; e < p.per_repeat; ++e) {
             set_bit(out.data(), static_cast<uint64_t>(r) * p.per_repeat + e,
-                    compare(mode, static_cast<C>(a.at(r, e)), static_cast<C>(b(r, e))));
+                    compare(mode, static_cast<C>(a.get(r, e)), static_cast<C>(b(r, e))));
         }
     }
     std::memcpy(bits, out.data(), out.size());
@@ -1071,7 +1095,7 @@ void masked_select(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTenso
     }
     const uint8_t* sel = bit_operand(selMask, (need + 7) / 8, "selMask", what);
     run_plan(p, d, [&](uint32_t r, uint32_t e) {
-        return bit_at(sel, select_bit(mode, p.per_repeat, r, e)) ? a.at(r, e) : src1_at(r, e);
+        return bit_at(sel, select_bit(mode, p.per_repeat, r, e)) ? a.get(r, e) : src1_at(r, e);
     });
 }
 
@@ -1088,11 +1112,15 @@ void select_count(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor
     std::vector<T> out(count);
     for (uint32_t i = 0; i < count; ++i) {
         uint64_t b = mode == SELMODE::VSEL_CMPMASK_SPR ? i % per_repeat : i;
+        if (bit_at(sel, b)) {
+            init_read(what, "src0", src0, static_cast<uint64_t>(i) * sizeof(T), sizeof(T));
+        }
         out[i] = bit_at(sel, b) ? src0.data()[i] : src1_at(i);
     }
     for (uint32_t i = 0; i < count; ++i) {
         dst.data()[i] = out[i];
     }
+    init_write(dst, 0, static_cast<uint64_t>(count) * sizeof(T));
 }
 
 } // namespace pypto_emu
@@ -1118,7 +1146,7 @@ void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalT
     p.repeats = repeatTime < 0 || repeatTime > 255 ? 0 : static_cast<uint32_t>(repeatTime);
     p.bits[0] = p.bits[1] = ~0ull;
     pypto_emu::check_reach(b, p, "Compare");
-    pypto_emu::compare_repeats(dst, a, [&](uint32_t r, uint32_t e) { return b.at(r, e); }, cmpMode, repeatTime,
+    pypto_emu::compare_repeats(dst, a, [&](uint32_t r, uint32_t e) { return b.get(r, e); }, cmpMode, repeatTime,
                                "Compare");
 }
 
@@ -1169,7 +1197,7 @@ void Compare(const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmp
     for (uint32_t r = 0; r < p.repeats && r < 1; ++r) {
         for (uint32_t e = 0; e < p.per_repeat; ++e) {
             if (p.active(r, e)) {
-                bool v = pypto_emu::compare(cmpMode, static_cast<C>(a.at(r, e)), static_cast<C>(b.at(r, e)));
+                bool v = pypto_emu::compare(cmpMode, static_cast<C>(a.get(r, e)), static_cast<C>(b.get(r, e)));
                 cmp[e / 64] = v ? (cmp[e / 64] | (1ull << (e % 64))) : (cmp[e / 64] & ~(1ull << (e % 64)));
             }
         }
@@ -1289,7 +1317,7 @@ void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const Loca
 {
     PYPTO_REQUIRE_SELECT;
     auto b = pypto_emu::strided(src1, repeatParams.src1BlkStride, repeatParams.src1RepStride, "src1", "Select");
-    pypto_emu::masked_select<T>(dst, selMask, src0, [&b](uint32_t r, uint32_t e) { return b.at(r, e); }, false,
+    pypto_emu::masked_select<T>(dst, selMask, src0, [&b](uint32_t r, uint32_t e) { return b.get(r, e); }, false,
                                 selMode, PYPTO_MASK_ARG(mask, 0), repeatTime, repeatParams, &b);
 }
 
@@ -1300,7 +1328,7 @@ void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const Loca
 {
     PYPTO_REQUIRE_SELECT;
     auto b = pypto_emu::strided(src1, repeatParams.src1BlkStride, repeatParams.src1RepStride, "src1", "Select");
-    pypto_emu::masked_select<T>(dst, selMask, src0, [&b](uint32_t r, uint32_t e) { return b.at(r, e); }, false,
+    pypto_emu::masked_select<T>(dst, selMask, src0, [&b](uint32_t r, uint32_t e) { return b.get(r, e); }, false,
                                 selMode, PYPTO_MASK_LEN(mask), repeatTime, repeatParams, &b);
 }
 

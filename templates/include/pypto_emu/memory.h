@@ -119,6 +119,96 @@ inline uint8_t* arena(Memory mem)
     return a.get() + ((512 - addr % 512) % 512);
 }
 
+// ---- initcheck (SANITIZE_INIT) -------------------------------------------
+// A shadow byte per byte of each on-chip memory: 1 once an instruction of
+// this block wrote it. Every block of every launch starts with nothing
+// written (the arenas themselves carry over between blocks).
+
+struct InitShadow {
+    std::unique_ptr<uint8_t[]> bytes;
+    uint64_t launch = ~0ull;
+    uint32_t block_idx = ~0u;
+    bool aic = false;
+};
+
+// The shadow of `mem` for the running block, cleared on its first use in a block.
+inline uint8_t* init_shadow(Memory mem)
+{
+    thread_local InitShadow shadows[static_cast<int>(Memory::COUNT)];
+    InitShadow& s = shadows[static_cast<int>(mem)];
+    uint32_t cap = memory_spec(mem).capacity;
+    if (!s.bytes) {
+        s.bytes.reset(new uint8_t[cap]);
+        s.launch = ~block.launch_id;
+    }
+    if (s.launch != block.launch_id || s.block_idx != block.idx || s.aic != block.aic) {
+        std::memset(s.bytes.get(), 0, cap);
+        s.launch = block.launch_id;
+        s.block_idx = block.idx;
+        s.aic = block.aic;
+    }
+    return s.bytes.get();
+}
+
+// Bytes [at, at + n) of `mem` are written.
+inline void init_mark(Memory mem, uint64_t at, uint64_t n)
+{
+    if (mem == Memory::GM || n == 0 || !sanitizing(SANITIZE_INIT)) {
+        return;
+    }
+    uint64_t cap = memory_spec(mem).capacity;
+    if (at >= cap) {
+        return;
+    }
+    std::memset(init_shadow(mem) + at, 1, at + n > cap ? cap - at : n);
+}
+
+inline const char* init_fix(Memory mem)
+{
+    switch (mem) {
+    case Memory::UB:
+        return "copy data in (DataCopy/DataCopyPad) or write it (Duplicate, a vector instruction, SetValue) "
+               "before reading it";
+    case Memory::L1: return "DataCopy the data into the L1 buffer before reading it";
+    case Memory::L0A: case Memory::L0B: return "LoadData it from L1 before the Mmad reads it";
+    case Memory::L0C:
+        return "start the accumulation with an Mmad that initialises C (cmatrixInitVal true) before "
+               "accumulating into it or moving it out";
+    default: return "write it before reading it";
+    }
+}
+
+// `what` reads bytes [off, off + n) of `operand`, a tensor at byte `base`
+// of `mem` (position `pos`): every byte must have been written.
+[[gnu::noinline]] inline void init_fail(const char* what, const char* operand, TPosition pos, Memory mem,
+                                        uint64_t base, uint64_t off, uint64_t n, uint64_t bad)
+{
+    fail("initcheck: ", what, " reads bytes [", off, ", ", off + n, ") of ", operand, " (a ",
+         position_name(pos), " tensor at byte ", base, " of the ", memory_spec(mem).name, ") but byte ", bad,
+         " of it (byte ", base + bad, " of the ", memory_spec(mem).name,
+         ") was never written in this block; ", init_fix(mem));
+}
+
+inline void init_check(const char* what, const char* operand, TPosition pos, Memory mem, uint64_t base,
+                       uint64_t off, uint64_t n)
+{
+    if (mem == Memory::GM || n == 0 || !sanitizing(SANITIZE_INIT)) {
+        return;
+    }
+    uint64_t cap = memory_spec(mem).capacity;
+    uint64_t at = base + off;
+    if (at >= cap) {
+        return;
+    }
+    uint64_t len = at + n > cap ? cap - at : n;
+    const uint8_t* sh = init_shadow(mem) + at;
+    if (len == 1 ? sh[0] != 0 : std::memchr(sh, 0, len) == nullptr) {
+        return;
+    }
+    const void* z = std::memchr(sh, 0, len);
+    init_fail(what, operand, pos, mem, base, off, n, off + static_cast<uint64_t>(static_cast<const uint8_t*>(z) - sh));
+}
+
 // One buffer of a queue, and where its tensor is in the queue protocol.
 struct Slot {
     enum class State { Free, Allocated, Queued, Dequeued };
@@ -519,6 +609,7 @@ public:
     T GetValue(uint32_t index) const
     {
         check_index(index, "LocalTensor::GetValue");
+        init_elem(index, "LocalTensor::GetValue");
         if constexpr (pypto_emu::is_int4<T>) {
             return pypto_emu::load_int4(data_, index);
         } else {
@@ -530,6 +621,7 @@ public:
     void SetValue(uint32_t index, V value) const
     {
         check_index(index, "LocalTensor::SetValue");
+        init_elem(index, nullptr);
         if constexpr (pypto_emu::is_int4<T>) {
             pypto_emu::store_int4(data_, index, static_cast<int4b_t>(value));
         } else {
@@ -540,6 +632,7 @@ public:
     Ref operator()(uint32_t index) const
     {
         check_index(index, "LocalTensor::operator()");
+        init_elem(index, nullptr); // a reference: counted as a write, never checked
         if constexpr (pypto_emu::is_int4<T>) {
             return pypto_emu::Int4Ref(data_, index);
         } else {
@@ -678,6 +771,27 @@ private:
         size_ = size;
     }
 
+    // initcheck for element `index`: a read of it when `read` names the
+    // instruction, else a write.
+    void init_elem(uint32_t index, const char* read) const
+    {
+        if (!pypto_emu::sanitizing(pypto_emu::SANITIZE_INIT)) {
+            return;
+        }
+        pypto_emu::Memory mem = pypto_emu::memory_of(position_);
+        if (mem == pypto_emu::Memory::GM) {
+            return;
+        }
+        uint64_t base = static_cast<uint64_t>(reinterpret_cast<uint8_t*>(data_) - pypto_emu::arena(mem));
+        uint64_t off = static_cast<uint64_t>(index) * pypto_emu::bits_of<T> / 8;
+        uint64_t n = (pypto_emu::bits_of<T> + 7) / 8;
+        if (read != nullptr) {
+            pypto_emu::init_check(read, "the tensor", position_, mem, base, off, n);
+        } else {
+            pypto_emu::init_mark(mem, base + off, n);
+        }
+    }
+
     void check_index(uint32_t index, const char* what) const
     {
         pypto_emu::poll(what);
@@ -698,6 +812,71 @@ private:
     TTagType tag_ = 0;
     pypto_emu::ShapeSlot shape_;
 };
+
+} // namespace AscendC
+
+namespace pypto_emu {
+
+// initcheck on a local tensor: where it lies, and its byte ranges.
+struct InitView {
+    TPosition pos = TPosition::GM;
+    Memory mem = Memory::GM; // GM: nothing to check (or the check is off)
+    uint64_t base = 0;       // byte of the memory the tensor starts at
+    const char* what = "";
+    const char* operand = "";
+
+    void write(uint64_t off, uint64_t n) const
+    {
+        if (mem != Memory::GM) {
+            init_mark(mem, base + off, n);
+        }
+    }
+    void read(uint64_t off, uint64_t n) const
+    {
+        if (mem != Memory::GM) {
+            init_check(what, operand, pos, mem, base, off, n);
+        }
+    }
+};
+
+template <typename T>
+InitView init_view(const AscendC::LocalTensor<T>& t, const char* what = "", const char* operand = "")
+{
+    InitView v;
+    if (!sanitizing(SANITIZE_INIT) || t.data() == nullptr) {
+        return v;
+    }
+    Memory mem = memory_of(t.position());
+    if (mem == Memory::GM) {
+        return v;
+    }
+    v.pos = t.position();
+    v.mem = mem;
+    v.base = static_cast<uint64_t>(reinterpret_cast<const uint8_t*>(t.data()) - arena(mem));
+    v.what = what;
+    v.operand = operand;
+    return v;
+}
+
+// Bytes [off, off + n) of `t` are written / must have been written.
+template <typename T>
+void init_write(const AscendC::LocalTensor<T>& t, uint64_t off, uint64_t n)
+{
+    if (sanitizing(SANITIZE_INIT)) {
+        init_view(t).write(off, n);
+    }
+}
+template <typename T>
+void init_read(const char* what, const char* operand, const AscendC::LocalTensor<T>& t, uint64_t off, uint64_t n)
+{
+    if (sanitizing(SANITIZE_INIT)) {
+        init_view(t, what, operand).read(off, n);
+    }
+}
+
+} // namespace pypto_emu
+
+namespace AscendC {
 
 class TPipe;
 template <TPosition pos, uint32_t bufIDSize>

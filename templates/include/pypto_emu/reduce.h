@@ -292,7 +292,7 @@ std::vector<Lane<T>> repeat_slots(const Strided<T>& s, const RepeatPlan& p, uint
     std::vector<Lane<T>> v(p.per_repeat);
     for (uint32_t e = 0; e < p.per_repeat; ++e) {
         if (p.active(r, e)) {
-            v[e] = Lane<T>{true, s.at(r, e)};
+            v[e] = Lane<T>{true, s.get(r, e)};
         }
     }
     return v;
@@ -304,6 +304,8 @@ void reduce_repeat(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTenso
                    const uint64_t* bits, uint64_t len, int32_t repeat_time, int32_t dst_rep, int32_t src_blk,
                    int32_t src_rep, ReduceOrder order, const char* what)
 {
+    // initcheck: the destination counts as written in full (not checked per element).
+    init_write(dst, 0, dst.GetLength());
     uint32_t drep = check_stride(dst_rep, "dstRepStride", what);
     uint32_t sblk = check_stride(src_blk, "srcBlkStride", what);
     uint32_t srep = check_stride(src_rep, "srcRepStride", what);
@@ -404,6 +406,8 @@ void reduce_data_block(const AscendC::LocalTensor<T>& dst, const AscendC::LocalT
                        const uint64_t* bits, uint64_t len, int32_t repeat_time, int32_t dst_rep, int32_t src_blk,
                        int32_t src_rep, const char* what)
 {
+    // initcheck: the destination counts as written in full (not checked per element).
+    init_write(dst, 0, dst.GetLength());
     uint32_t drep = check_stride(dst_rep, "dstRepStride", what);
     uint32_t sblk = check_stride(src_blk, "srcBlkStride", what);
     uint32_t srep = check_stride(src_rep, "srcRepStride", what);
@@ -454,6 +458,8 @@ void reduce_pair(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<
                  const uint64_t* bits, uint64_t len, int32_t repeat_time, int32_t dst_rep, int32_t src_blk,
                  int32_t src_rep, const char* what)
 {
+    // initcheck: the destination counts as written in full (not checked per element).
+    init_write(dst, 0, dst.GetLength());
     uint32_t drep = check_stride(dst_rep, "dstRepStride", what);
     uint32_t sblk = check_stride(src_blk, "srcBlkStride", what);
     uint32_t srep = check_stride(src_rep, "srcRepStride", what);
@@ -522,13 +528,15 @@ template <ReduceType kind, typename T>
 void reduce_maxmin_all(const AscendC::LocalTensor<T>& dst, const Strided<T>& s, const RepeatPlan& p,
                        bool cal_index, const char* bad, const char* what)
 {
+    // initcheck: the destination counts as written in full (not checked per element).
+    init_write(dst, 0, dst.GetLength());
     bool found = false;
     T best{};
     uint64_t best_index = 0;
     for (uint32_t r = 0; r < p.repeats; ++r) {
         for (uint32_t e = 0; e < p.per_repeat; ++e) {
-            if (p.active(r, e) && (!found || beats(kind, s.at(r, e), best))) {
-                best = s.at(r, e);
+            if (p.active(r, e) && (!found || beats(kind, s.get(r, e), best))) {
+                best = s.get(r, e);
                 best_index = static_cast<uint64_t>(r) * p.per_repeat + e;
                 found = true;
             }
@@ -554,6 +562,8 @@ template <ReduceType kind, typename T>
 void reduce_maxmin_count(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
                          const AscendC::LocalTensor<T>& work, int32_t count, bool cal_index, const char* what)
 {
+    // initcheck: the destination counts as written in full (not checked per element).
+    init_write(dst, 0, dst.GetLength());
     poll(what);
     if (count < 0) {
         fail(what, ": count ", count, " is negative");
@@ -589,6 +599,8 @@ void reduce_maxmin_mask(const AscendC::LocalTensor<T>& dst, const AscendC::Local
                         const AscendC::LocalTensor<T>& work, MaskArg arg, const uint64_t* bits, uint64_t len,
                         int32_t repeat_time, int32_t src_rep, bool cal_index, const char* what)
 {
+    // initcheck: the destination counts as written in full (not checked per element).
+    init_write(dst, 0, dst.GetLength());
     uint32_t srep = check_stride(src_rep, "srcRepStride", what);
     RepeatPlan p = make_long_plan(what, sizeof(T), arg, bits, len, repeat_time);
     check_reduce_operand(src, 32, "src", what);
@@ -617,6 +629,8 @@ void reduce_sum_mask(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTen
                      const AscendC::LocalTensor<T>& work, MaskArg arg, const uint64_t* bits, uint64_t len,
                      int32_t repeat_time, int32_t src_rep, const char* what)
 {
+    // initcheck: the destination counts as written in full (not checked per element).
+    init_write(dst, 0, dst.GetLength());
     uint32_t srep = check_stride(src_rep, "srcRepStride", what);
     RepeatPlan p = make_long_plan(what, sizeof(T), arg, bits, len, repeat_time);
     check_reduce_operand(src, 32, "src", what);
@@ -850,6 +864,9 @@ template <typename T, bool isSetMask = true>
 void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer,
                const int32_t count)
 {
+    // initcheck: the destination counts as written in full (not checked per element).
+    pypto_emu::init_write(dst, 0, dst.GetLength());
+    pypto_emu::init_write(sharedTmpBuffer, 0, sharedTmpBuffer.GetLength());
     using U = T;
     PYPTO_REDUCE_REQUIRE("ReduceSum");
     const char* what = "ReduceSum";
@@ -900,6 +917,9 @@ template <typename T>
 void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer,
                const uint64_t mask[], const int32_t repeatTime, const int32_t srcRepStride)
 {
+    // initcheck: the destination counts as written in full (not checked per element).
+    pypto_emu::init_write(dst, 0, dst.GetLength());
+    pypto_emu::init_write(sharedTmpBuffer, 0, sharedTmpBuffer.GetLength());
     using U = T;
     PYPTO_REDUCE_REQUIRE("ReduceSum");
     pypto_emu::reduce_sum_mask(dst, src, sharedTmpBuffer, pypto_emu::MaskArg::Bitwise, mask, 0, repeatTime,
@@ -910,6 +930,9 @@ template <typename T>
 void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer,
                const int32_t mask, const int32_t repeatTime, const int32_t srcRepStride)
 {
+    // initcheck: the destination counts as written in full (not checked per element).
+    pypto_emu::init_write(dst, 0, dst.GetLength());
+    pypto_emu::init_write(sharedTmpBuffer, 0, sharedTmpBuffer.GetLength());
     using U = T;
     PYPTO_REDUCE_REQUIRE("ReduceSum");
     pypto_emu::reduce_sum_mask(dst, src, sharedTmpBuffer, pypto_emu::MaskArg::Continuous, nullptr,

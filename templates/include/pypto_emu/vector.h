@@ -81,6 +81,10 @@ void binary(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& a
     T* d = dst.data();
     const T* x = a.data();
     const T* y = b.data();
+    uint64_t bytes = count > 0 ? static_cast<uint64_t>(count) * sizeof(T) : 0;
+    init_read(what, "src0", a, 0, bytes);
+    init_read(what, "src1", b, 0, bytes);
+    init_write(dst, 0, bytes);
     for (int32_t i = 0; i < count; ++i) {
         d[i] = static_cast<T>(op(static_cast<compute_t<T>>(x[i]), static_cast<compute_t<T>>(y[i])));
     }
@@ -94,6 +98,9 @@ void unary(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& sr
     check_vector_operand(src, count, what);
     T* d = dst.data();
     const T* s = src.data();
+    uint64_t bytes = count > 0 ? static_cast<uint64_t>(count) * sizeof(T) : 0;
+    init_read(what, "src", src, 0, bytes);
+    init_write(dst, 0, bytes);
     for (int32_t i = 0; i < count; ++i) {
         d[i] = static_cast<T>(op(static_cast<compute_t<T>>(s[i])));
     }
@@ -246,6 +253,7 @@ void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& c
     PYPTO_REQUIRE_TYPE(duplicate_type, "Duplicate",
                        "int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
     pypto_emu::check_vector_operand(dst, count, "Duplicate");
+    pypto_emu::init_write(dst, 0, count > 0 ? static_cast<uint64_t>(count) * sizeof(T) : 0);
     for (int32_t i = 0; i < count; ++i) {
         dst.data()[i] = scalarValue;
     }
@@ -586,6 +594,8 @@ void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode&
         }
     }
     std::vector<U> values(count);
+    pypto_emu::init_read(what, "src", src, 0, pypto_emu::bytes_for<U>(count));
+    pypto_emu::init_write(dst, 0, pypto_emu::bytes_for<T>(count));
     for (uint32_t i = 0; i < count; ++i) {
         values[i] = pypto_emu::load_elem(src.data(), i);
     }
