@@ -72,7 +72,9 @@ fn ints(seed: u64) -> Vec<u8> {
 /// The initial output: arbitrary bytes, valid as any type (no NaN halves
 /// or floats: the exponent bits are never all ones).
 fn initial() -> Vec<u8> {
-    (0..1024).map(|i| ((i * 37 + 11) % 256) as u8 & 0x3F).collect()
+    (0..1024)
+        .map(|i| ((i * 37 + 11) % 256) as u8 & 0x3F)
+        .collect()
 }
 
 fn compound(a: &[u8], b: &[u8], which: i32) -> Result<Vec<u8>, Error> {
@@ -172,7 +174,10 @@ fn counted<D: El>(n: usize, f: impl Fn(usize, D) -> D) -> Vec<u8> {
 fn check(which: i32, a: &[u8], b: &[u8], want: Vec<u8>) {
     let got = compound(a, b, which).unwrap();
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert_eq!(g, w, "scenario {which}: byte {i} is {g:#04x}, want {w:#04x}");
+        assert_eq!(
+            g, w,
+            "scenario {which}: byte {i} is {g:#04x}, want {w:#04x}"
+        );
     }
 }
 
@@ -186,7 +191,11 @@ fn relu_f(v: f32) -> f32 {
 /// since `f16::from_f64` may round through f32 (twice).
 fn f16_nearest(x: f64) -> f16 {
     if x.abs() >= 65520.0 {
-        return if x > 0.0 { f16::INFINITY } else { f16::NEG_INFINITY };
+        return if x > 0.0 {
+            f16::INFINITY
+        } else {
+            f16::NEG_INFINITY
+        };
     }
     let c = f16::from_f64(x);
     let mut best = c;
@@ -221,11 +230,15 @@ fn add_and_sub_relu() {
     let h = |b: &[u8], i| f16::get(b, i);
     let f = |b: &[u8], i| f32::get(b, i);
     let s = |b: &[u8], i| i16::get(b, i);
-    let want = counted::<f16>(512, |i, _| relu_h(f16::from_f32(h(&ha, i).to_f32() + h(&hb, i).to_f32())));
+    let want = counted::<f16>(512, |i, _| {
+        relu_h(f16::from_f32(h(&ha, i).to_f32() + h(&hb, i).to_f32()))
+    });
     check(0, &ha, &hb, want);
     let plan = Plan::bits(4, 4, [0x00FF_00FF_0F0F_3C3C, 0]);
     let d = |r, e| at(4, DENSE, r, e);
-    let want = masked::<f32>(&plan, DENSE, |r, e, _| relu_f(f(&fa, d(r, e)) + f(&fb, d(r, e))));
+    let want = masked::<f32>(&plan, DENSE, |r, e, _| {
+        relu_f(f(&fa, d(r, e)) + f(&fb, d(r, e)))
+    });
     check(1, &fa, &fb, want);
     // int16_t wraps, src0 read every other block, repeats 16 blocks apart.
     let plan = Plan::first(2, 2, 100);
@@ -235,7 +248,9 @@ fn add_and_sub_relu() {
             .max(0)
     });
     check(2, &sa, &sb, want);
-    let want = counted::<f16>(300, |i, _| relu_h(f16::from_f32(h(&ha, i).to_f32() - h(&hb, i).to_f32())));
+    let want = counted::<f16>(300, |i, _| {
+        relu_h(f16::from_f32(h(&ha, i).to_f32() - h(&hb, i).to_f32()))
+    });
     check(3, &ha, &hb, want);
     let want = counted::<i16>(512, |i, _| s(&sa, i).wrapping_sub(s(&sb, i)).max(0));
     check(4, &sa, &sb, want);
@@ -250,7 +265,9 @@ fn multiply_adds_round_once() {
     // FusedMulAdd: dst = src0 * dst + src1.
     let plan = Plan::bits(2, 4, [0xF0F0_F0F0_0F0F_0F0F, 0x1234_5678_9ABC_DEF0]);
     let d = |r, e| at(2, DENSE, r, e);
-    let want = masked::<f16>(&plan, DENSE, |r, e, o| fma_h(h(&ha, d(r, e)), o, h(&hb, d(r, e))));
+    let want = masked::<f16>(&plan, DENSE, |r, e, o| {
+        fma_h(h(&ha, d(r, e)), o, h(&hb, d(r, e)))
+    });
     check(5, &ha, &hb, want);
     let want = counted::<f32>(256, |i, o| f(&fa, i).mul_add(o, f(&fb, i)));
     check(6, &fa, &fb, want);
@@ -259,7 +276,9 @@ fn multiply_adds_round_once() {
     // MulAddRelu in counter mode: 150 floats (mask from SetVectorMask).
     let plan = Plan::counter(4, 150);
     let d4 = |r, e| at(4, DENSE, r, e);
-    let want = masked::<f32>(&plan, DENSE, |r, e, o| relu_f(f(&fa, d4(r, e)).mul_add(o, f(&fb, d4(r, e)))));
+    let want = masked::<f32>(&plan, DENSE, |r, e, o| {
+        relu_f(f(&fa, d4(r, e)).mul_add(o, f(&fb, d4(r, e))))
+    });
     check(8, &fa, &fb, want);
     // MulAddDst: dst = src0 * src1 + dst.
     let want = counted::<f16>(512, |i, o| fma_h(h(&ha, i), h(&hb, i), o));
@@ -267,7 +286,11 @@ fn multiply_adds_round_once() {
     // half sources, float dst: 64 elements a repeat, sources 4 blocks apart.
     let plan = Plan::first(4, 4, 64);
     let s = |r, e| at(2, (1, 4), r, e);
-    let want = masked::<f32>(&plan, DENSE, |r, e, o| h(&ha, s(r, e)).to_f32().mul_add(h(&hb, s(r, e)).to_f32(), o));
+    let want = masked::<f32>(&plan, DENSE, |r, e, o| {
+        h(&ha, s(r, e))
+            .to_f32()
+            .mul_add(h(&hb, s(r, e)).to_f32(), o)
+    });
     check(10, &ha, &hb, want);
     // Axpy: dst = scalar * src + dst.
     let k = f16::from_f32(1.5);
@@ -294,7 +317,9 @@ fn relu_casts_mul_cast_and_dequantisation() {
         let (x, y) = (h(&ha, i).to_f32(), h(&hb, j).to_f32());
         relu_h(f16::from_f32(if sub { x - y } else { x + y }))
     };
-    let want = counted::<i8>(512, |i, _| to_int(add_h(i, i, false).to_f32(), -128.0, 127.0) as i8);
+    let want = counted::<i8>(512, |i, _| {
+        to_int(add_h(i, i, false).to_f32(), -128.0, 127.0) as i8
+    });
     check(14, &ha, &hb, want);
     // float -> half: 64 elements a repeat, dst 4 blocks apart.
     let plan = Plan::first(4, 4, 64);
@@ -303,7 +328,9 @@ fn relu_casts_mul_cast_and_dequantisation() {
         f16::from_f32(relu_f(f(&fa, j) + f(&fb, j)))
     });
     check(15, &fa, &fb, want);
-    let want = counted::<i8>(512, |i, _| s(&sa, i).wrapping_add(s(&sb, i)).clamp(0, 127) as i8);
+    let want = counted::<i8>(512, |i, _| {
+        s(&sa, i).wrapping_add(s(&sb, i)).clamp(0, 127) as i8
+    });
     check(16, &sa, &sb, want);
     let plan = Plan::bits(2, 4, [0xF0F0_F0F0_0F0F_0F0F, 0x1234_5678_9ABC_DEF0]);
     let want = masked::<i8>(&plan, (1, 4), |r, e, _| {
@@ -318,13 +345,17 @@ fn relu_casts_mul_cast_and_dequantisation() {
     let want = counted::<i8>(512, |i, _| to_int(mul(i), -128.0, 127.0) as i8);
     check(19, &ha, &hb, want);
     let plan = Plan::first(2, 4, 128);
-    let want = masked::<u8>(&plan, (1, 4), |r, e, _| to_int(mul(at(2, DENSE, r, e)), 0.0, 255.0) as u8);
+    let want = masked::<u8>(&plan, (1, 4), |r, e, _| {
+        to_int(mul(at(2, DENSE, r, e)), 0.0, 255.0) as u8
+    });
     check(20, &ha, &hb, want);
     // AddDeqRelu: the int32_t sum times the half scale, to half, Relu.
     let i = |b: &[u8], j| i32::get(b, j);
     let deq = |j: usize, scale: f32| {
         let sum = i(&ia, j).wrapping_add(i(&ib, j));
-        relu_h(f16::from_f32((f64::from(sum) * f64::from(f16::from_f32(scale).to_f32())) as f32))
+        relu_h(f16::from_f32(
+            (f64::from(sum) * f64::from(f16::from_f32(scale).to_f32())) as f32,
+        ))
     };
     let want = counted::<f16>(256, |j, _| deq(j, 0.01));
     check(21, &ia, &ib, want);
