@@ -20,6 +20,7 @@ pub const EMULATION_HEADERS: &[(&str, &str)] = embed![
     "pypto_emu/copy.h" => "include/pypto_emu/copy.h",
     "pypto_emu/vector.h" => "include/pypto_emu/vector.h",
     "pypto_emu/mask.h" => "include/pypto_emu/mask.h",
+    "pypto_emu/compound.h" => "include/pypto_emu/compound.h",
     "pypto_emu/reduce.h" => "include/pypto_emu/reduce.h",
     "pypto_emu/cube.h" => "include/pypto_emu/cube.h",
     "pypto_emu/layout.h" => "include/pypto_emu/layout.h",

@@ -15,6 +15,7 @@
 #include "pypto_emu/copy.h"
 #include "pypto_emu/vector.h"
 #include "pypto_emu/mask.h"
+#include "pypto_emu/compound.h"
 #include "pypto_emu/reduce.h"
 #include "pypto_emu/cube.h"
 #include "pypto_emu/layout.h"
