@@ -379,6 +379,7 @@ namespace AscendC {
 template <typename T>
 void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint32_t count)
 {
+    pypto_emu::OnPipe on_pipe(PIPE_MTE2);
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopy(GM->local)";
     pypto_emu::check_count_bytes<T>(count, what);
@@ -392,6 +393,7 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint3
 template <typename T>
 void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count)
 {
+    pypto_emu::OnPipe on_pipe(PIPE_MTE3);
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopy(local->GM)";
     pypto_emu::check_count_bytes<T>(count, what);
@@ -423,6 +425,7 @@ void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32
 template <typename T>
 void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& p)
 {
+    pypto_emu::OnPipe on_pipe(PIPE_MTE2);
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopy(GM->local, DataCopyParams)";
     pypto_emu::check_block_count(p.blockCount, what);
@@ -439,6 +442,7 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataC
 template <typename T>
 void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p)
 {
+    pypto_emu::OnPipe on_pipe(PIPE_MTE3);
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopy(local->GM, DataCopyParams)";
     pypto_emu::check_block_count(p.blockCount, what);
@@ -482,6 +486,7 @@ template <typename T>
 void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const SliceInfo dstSliceInfo[],
               const SliceInfo srcSliceInfo[], const uint32_t dimValue = 1)
 {
+    pypto_emu::OnPipe on_pipe(PIPE_MTE2);
     PYPTO_REQUIRE_COPY_TYPE(slice_type, "DataCopy(SliceInfo)",
                             "int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
     const char* what = "DataCopy(GM->local, SliceInfo)";
@@ -499,6 +504,7 @@ template <typename T>
 void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const SliceInfo dstSliceInfo[],
               const SliceInfo srcSliceInfo[], const uint32_t dimValue = 1)
 {
+    pypto_emu::OnPipe on_pipe(PIPE_MTE3);
     PYPTO_REQUIRE_COPY_TYPE(slice_type, "DataCopy(SliceInfo)",
                             "int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
     const char* what = "DataCopy(local->GM, SliceInfo)";
@@ -520,6 +526,7 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Slice
 template <typename T>
 void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Nz2NdParamsFull& p)
 {
+    pypto_emu::OnPipe on_pipe(PIPE_MTE3);
     PYPTO_REQUIRE_COPY_TYPE(nz2nd_type, "DataCopy(Nz2NdParamsFull)",
                             "int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
     const char* what = "DataCopy(local->GM, Nz2NdParamsFull)";
@@ -594,6 +601,7 @@ template <typename T>
 void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyExtParams& p,
                  const DataCopyPadExtParams<T>& pad)
 {
+    pypto_emu::OnPipe on_pipe(PIPE_MTE2);
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopyPad", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopyPad(GM->local)";
     pypto_emu::check_block_count(p.blockCount, what);
@@ -671,6 +679,7 @@ void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Da
 template <typename T>
 void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p)
 {
+    pypto_emu::OnPipe on_pipe(PIPE_MTE3);
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopyPad", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopyPad(local->GM)";
     pypto_emu::check_block_count(p.blockCount, what);
@@ -703,6 +712,7 @@ template <typename T>
 void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& p,
                  const DataCopyPadParams& pad)
 {
+    pypto_emu::OnPipe on_pipe(PIPE_MTE2);
     T value;
     std::memcpy(&value, &pad.paddingValue, sizeof(T));
     DataCopyPad(dst, src, DataCopyExtParams(p.blockCount, p.blockLen, p.srcStride, p.dstStride, 0),
@@ -712,6 +722,7 @@ void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Da
 template <typename T>
 void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p)
 {
+    pypto_emu::OnPipe on_pipe(PIPE_MTE3);
     DataCopyPad(dst, src, DataCopyExtParams(p.blockCount, p.blockLen, p.srcStride, p.dstStride, 0));
 }
 

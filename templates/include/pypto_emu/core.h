@@ -120,6 +120,7 @@ constexpr uint32_t SANITIZE_RACE = 1; // pipe races
 constexpr uint32_t SANITIZE_INIT = 2; // reads of unwritten local memory
 constexpr uint32_t SANITIZE_SYNC = 4; // unpaired flags, unreleased IDs, unfreed buffers
 constexpr uint32_t SANITIZE_MEM = 8;  // blocks overlapping in global memory
+constexpr uint32_t SANITIZE_LOCAL = SANITIZE_RACE | SANITIZE_INIT; // checks that watch on-chip memory
 
 // The three cores of one AI core running a mixed kernel (Atlas A2/A3 pair
 // one cube core with two vector cores), and the cross-core flags between
@@ -230,8 +231,15 @@ inline std::string param_name(const GmRegion& r)
 }
 
 // Ends a launch that pypto-rt's watchdog gave up on: every API call polls.
+// The running instruction as poll() last saw it: a number that changes
+// with each API call, and its name (racecheck names writers by it).
+inline thread_local uint64_t instruction_seq = 0;
+inline thread_local const char* instruction_name = "an instruction";
+
 inline void poll(const char* what)
 {
+    ++instruction_seq;
+    instruction_name = what;
     if (block.cancel != nullptr && __atomic_load_n(block.cancel, __ATOMIC_RELAXED) != 0) {
         fail(what, ": the launch did not finish within ", block.timeout_ms / 1000.0,
              " s (PYPTO_KERNEL_TIMEOUT); this block was stopped here");

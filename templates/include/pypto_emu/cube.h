@@ -217,11 +217,23 @@ void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadDa
     uint64_t src_bytes = (p.startIndex + (p.repeatTimes - 1ull) * p.srcStride + 1) * 512;
     pypto_emu::check_cube_operand(dst, dm, dst_bytes, what);
     pypto_emu::check_cube_operand(src, pypto_emu::Memory::L1, src_bytes, what);
+    auto mv = pypto_emu::init_move(what, src, dst);
     for (uint32_t i = 0; i < p.repeatTimes; ++i) {
         const T* in = src.data() + (p.startIndex + static_cast<uint64_t>(i) * p.srcStride) * fractal;
         T* out = dst.data() + static_cast<uint64_t>(i) * (1 + p.dstGap) * fractal;
-        pypto_emu::init_read(what, "src", src, static_cast<uint64_t>(in - src.data()) * sizeof(T), 512);
-        pypto_emu::init_write(dst, static_cast<uint64_t>(out - dst.data()) * sizeof(T), 512);
+        if (mv.race || mv.init) {
+            uint64_t si = static_cast<uint64_t>(in - src.data()) * sizeof(T);
+            uint64_t di = static_cast<uint64_t>(out - dst.data()) * sizeof(T);
+            if (p.ifTranspose && mv.init) {
+                for (uint32_t r = 0; r < 16; ++r) {
+                    for (uint32_t c = 0; c < 16; ++c) {
+                        mv.move(si + (r * 16 + c) * sizeof(T), di + (c * 16 + r) * sizeof(T), sizeof(T));
+                    }
+                }
+            } else {
+                mv.move(si, di, 512);
+            }
+        }
         if (p.ifTranspose) {
             for (uint32_t r = 0; r < 16; ++r) {
                 for (uint32_t c = 0; c < 16; ++c) {
@@ -258,13 +270,23 @@ void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
     uint64_t src_bytes = (p.startIndex + (p.repeatTimes - 1ull) * p.srcStride + 1) * square_bytes;
     pypto_emu::check_cube_operand(dst, dm, dst_bytes, what);
     pypto_emu::check_cube_operand(src, pypto_emu::Memory::L1, src_bytes, what);
+    auto mv = pypto_emu::init_move(what, src, dst);
     for (uint32_t i = 0; i < p.repeatTimes; ++i) {
         const T* in = src.data() + (p.startIndex + static_cast<uint64_t>(i) * p.srcStride) * (square_bytes / sizeof(T));
         T* out = dst.data() + static_cast<uint64_t>(i) * (1 + p.dstGap) * fractal;
-        pypto_emu::init_read(what, "src", src, static_cast<uint64_t>(in - src.data()) * sizeof(T), square_bytes);
-        pypto_emu::init_write(dst, static_cast<uint64_t>(out - dst.data()) * sizeof(T), 512);
-        if constexpr (sizeof(T) == 4) {
-            pypto_emu::init_write(dst, (static_cast<uint64_t>(out - dst.data()) + second * fractal) * sizeof(T), 512);
+        if (mv.race || mv.init) {
+            uint64_t si = static_cast<uint64_t>(in - src.data()) * sizeof(T);
+            uint64_t di = static_cast<uint64_t>(out - dst.data()) * sizeof(T);
+            for (uint32_t r = 0; r < 16; ++r) {
+                for (uint32_t c = 0; c < 16; ++c) {
+                    // Where S[r][c] lands: 16-bit, out[c][r]; 32-bit, out[c][r] for
+                    // r < 8, else the second fractal's [c][r - 8].
+                    uint64_t from = sizeof(T) == 2 ? r * 16 + c : (c < 8 ? r * 8 + c : 128 + r * 8 + (c - 8));
+                    uint64_t to = sizeof(T) == 2 ? c * 16 + r
+                                                 : (r < 8 ? c * 8 + r : second * fractal + c * 8 + (r - 8));
+                    mv.move(si + from * sizeof(T), di + to * sizeof(T), sizeof(T));
+                }
+            }
         }
         if constexpr (sizeof(T) == 2) {
             for (uint32_t r = 0; r < 16; ++r) {
@@ -313,7 +335,8 @@ void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor
     const U* a = fm.data();
     const S* b = filter.data();
     T* c = dst.data();
-    if (pypto_emu::sanitizing(pypto_emu::SANITIZE_INIT)) {
+    if (pypto_emu::sanitizing(pypto_emu::SANITIZE_LOCAL)) {
+        pypto_emu::OnPipe cube(PIPE_M); // the accumulated C is read by the cube, not by Fixpipe
         // The elements the product reads: A's m x k, B's k x n, and C's
         // m x n when accumulating; then C's m x n are written.
         auto va = pypto_emu::init_view(fm, what, "the A matrix (fm)");
@@ -385,7 +408,7 @@ void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const Fixpip
                                   ((blocks - 1) * p.srcStride * 16 + static_cast<uint64_t>(p.mSize) * 16) * 4, what);
     T* out = dst.range_out(0, (p.mSize - 1ull) * p.dstStride + p.nSize, what);
     std::vector<T> row(p.nSize);
-    if (pypto_emu::sanitizing(pypto_emu::SANITIZE_INIT)) {
+    if (pypto_emu::sanitizing(pypto_emu::SANITIZE_LOCAL)) {
         auto v = pypto_emu::init_view(src, what, "src");
         for (uint32_t m = 0; m < p.mSize; ++m) {
             for (uint64_t nb = 0; nb < blocks; ++nb) {

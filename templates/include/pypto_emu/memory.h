@@ -119,6 +119,12 @@ inline uint8_t* arena(Memory mem)
     return a.get() + ((512 - addr % 512) % 512);
 }
 
+} // namespace pypto_emu
+
+#include "race.h"
+
+namespace pypto_emu {
+
 // ---- initcheck (SANITIZE_INIT) -------------------------------------------
 // A shadow byte per byte of each on-chip memory: 1 once an instruction of
 // this block wrote it. Every block of every launch starts with nothing
@@ -153,7 +159,13 @@ inline uint8_t* init_shadow(Memory mem)
 // Bytes [at, at + n) of `mem` are written.
 inline void init_mark(Memory mem, uint64_t at, uint64_t n)
 {
-    if (mem == Memory::GM || n == 0 || !sanitizing(SANITIZE_INIT)) {
+    if (mem == Memory::GM || n == 0 || !sanitizing(SANITIZE_LOCAL)) {
+        return;
+    }
+    if (sanitizing(SANITIZE_RACE)) {
+        race_access(mem, at, n, true, instruction_name);
+    }
+    if (!sanitizing(SANITIZE_INIT)) {
         return;
     }
     uint64_t cap = memory_spec(mem).capacity;
@@ -192,7 +204,13 @@ inline const char* init_fix(Memory mem)
 inline void init_check(const char* what, const char* operand, TPosition pos, Memory mem, uint64_t base,
                        uint64_t off, uint64_t n)
 {
-    if (mem == Memory::GM || n == 0 || !sanitizing(SANITIZE_INIT)) {
+    if (mem == Memory::GM || n == 0 || !sanitizing(SANITIZE_LOCAL)) {
+        return;
+    }
+    if (sanitizing(SANITIZE_RACE)) {
+        race_access(mem, base + off, n, false, what);
+    }
+    if (!sanitizing(SANITIZE_INIT)) {
         return;
     }
     uint64_t cap = memory_spec(mem).capacity;
@@ -218,6 +236,10 @@ struct Slot {
     int32_t tag = 0;                      // SetUserTag travels with the buffer through the queue
     AscendC::TPosition user_src = TPosition::MAX; // EnQue<src, dst>: the pair it was queued with
     AscendC::TPosition user_dst = TPosition::MAX;
+    // racecheck: the producer pipe's clock at EnQue, the consumer's at FreeTensor.
+    uint32_t race_filled[pipe_slots] = {};
+    uint32_t race_freed[pipe_slots] = {};
+    bool race_was_freed = false;
 };
 
 // Counts TPipe lifetimes, resets and destroys in this thread: a queue, TBuf
@@ -775,13 +797,14 @@ private:
     // instruction, else a write.
     void init_elem(uint32_t index, const char* read) const
     {
-        if (!pypto_emu::sanitizing(pypto_emu::SANITIZE_INIT)) {
+        if (!pypto_emu::sanitizing(pypto_emu::SANITIZE_LOCAL)) {
             return;
         }
         pypto_emu::Memory mem = pypto_emu::memory_of(position_);
         if (mem == pypto_emu::Memory::GM) {
             return;
         }
+        pypto_emu::OnPipe scalar(PIPE_S); // element access is the scalar unit's
         uint64_t base = static_cast<uint64_t>(reinterpret_cast<uint8_t*>(data_) - pypto_emu::arena(mem));
         uint64_t off = static_cast<uint64_t>(index) * pypto_emu::bits_of<T> / 8;
         uint64_t n = (pypto_emu::bits_of<T> + 7) / 8;
@@ -843,7 +866,7 @@ template <typename T>
 InitView init_view(const AscendC::LocalTensor<T>& t, const char* what = "", const char* operand = "")
 {
     InitView v;
-    if (!sanitizing(SANITIZE_INIT) || t.data() == nullptr) {
+    if (!sanitizing(SANITIZE_LOCAL) || t.data() == nullptr) {
         return v;
     }
     Memory mem = memory_of(t.position());
@@ -862,16 +885,62 @@ InitView init_view(const AscendC::LocalTensor<T>& t, const char* what = "", cons
 template <typename T>
 void init_write(const AscendC::LocalTensor<T>& t, uint64_t off, uint64_t n)
 {
-    if (sanitizing(SANITIZE_INIT)) {
+    if (sanitizing(SANITIZE_LOCAL)) {
         init_view(t).write(off, n);
     }
 }
 template <typename T>
 void init_read(const char* what, const char* operand, const AscendC::LocalTensor<T>& t, uint64_t off, uint64_t n)
 {
-    if (sanitizing(SANITIZE_INIT)) {
+    if (sanitizing(SANITIZE_LOCAL)) {
         init_view(t, what, operand).read(off, n);
     }
+}
+
+// One element of a move (LoadData) that copies whole fractals, rows nobody
+// wrote included, as the hardware does: racecheck sees a read of the
+// source and a write of the destination; initcheck carries each byte's
+// written state across instead of checking it (the instruction that uses
+// the data checks it).
+struct InitMove {
+    Memory sm = Memory::GM, dm = Memory::GM;
+    uint64_t sb = 0, db = 0; // tensor starts, bytes into their memories
+    const char* what = "";
+    bool race = false, init = false;
+
+    void move(uint64_t s_off, uint64_t d_off, uint64_t n) const
+    {
+        if (race) {
+            race_access(sm, sb + s_off, n, false, what);
+            race_access(dm, db + d_off, n, true, what);
+        }
+        if (init) {
+            uint64_t sc = memory_spec(sm).capacity, dc = memory_spec(dm).capacity;
+            if (sb + s_off + n <= sc && db + d_off + n <= dc) {
+                std::memmove(init_shadow(dm) + db + d_off, init_shadow(sm) + sb + s_off, n);
+            }
+        }
+    }
+};
+
+template <typename T, typename U>
+InitMove init_move(const char* what, const AscendC::LocalTensor<T>& src, const AscendC::LocalTensor<U>& dst)
+{
+    InitMove m;
+    if (!sanitizing(SANITIZE_LOCAL) || src.data() == nullptr || dst.data() == nullptr) {
+        return m;
+    }
+    m.sm = memory_of(src.position());
+    m.dm = memory_of(dst.position());
+    if (m.sm == Memory::GM || m.dm == Memory::GM) {
+        return m;
+    }
+    m.sb = static_cast<uint64_t>(reinterpret_cast<const uint8_t*>(src.data()) - arena(m.sm));
+    m.db = static_cast<uint64_t>(reinterpret_cast<const uint8_t*>(dst.data()) - arena(m.dm));
+    m.what = what;
+    m.race = sanitizing(SANITIZE_RACE);
+    m.init = sanitizing(SANITIZE_INIT);
+    return m;
 }
 
 } // namespace pypto_emu
@@ -899,6 +968,28 @@ public:
             }
         }
         return false;
+    }
+
+    // racecheck: where byte `at` of `mem` is when one of this queue's
+    // buffers holds it, e.g. ", in TQue<VECIN> buffer 1 (UB bytes [4096, 8192))".
+    std::string race_describe(pypto_emu::Memory mem, uint64_t at) const
+    {
+        if (!initialised() || pypto_emu::memory_of(position_) != mem) {
+            return {};
+        }
+        const uint8_t* base = pypto_emu::arena(mem);
+        for (size_t i = 0; i < slots_.size(); ++i) {
+            auto lo = static_cast<uint64_t>(slots_[i].data - base);
+            uint64_t hi = lo + slots_[i].bytes;
+            if (at >= lo && at < hi) {
+                std::string kind = src_ == dst_ ? pypto_emu::concat("TQue<", name(), ">")
+                                                : pypto_emu::concat("TQueBind<", pypto_emu::position_name(src_),
+                                                                    ", ", pypto_emu::position_name(dst_), ">");
+                return pypto_emu::concat(", in ", kind, " buffer ", i, " (", pypto_emu::race_short_memory(mem),
+                                         " bytes [", lo, ", ", hi, "))");
+            }
+        }
+        return {};
     }
 
 protected:
@@ -971,6 +1062,13 @@ protected:
         }
     }
 
+    // racecheck: the pipes a buffer of this queue passes between (EnQue's
+    // user path when it named one).
+    void race_pipes(const pypto_emu::Slot& s, pipe_t& from, pipe_t& to) const
+    {
+        pypto_emu::queue_pipes(src_, dst_, s.user_src, s.user_dst, from, to);
+    }
+
     pypto_emu::Slot* take_free(const char* what)
     {
         pypto_emu::poll(what);
@@ -979,6 +1077,11 @@ protected:
             if (s.state == pypto_emu::Slot::State::Free) {
                 s.state = pypto_emu::Slot::State::Allocated;
                 s.tag = 0;
+                if (s.race_was_freed && pypto_emu::sanitizing(pypto_emu::SANITIZE_RACE)) {
+                    pipe_t from, to;
+                    race_pipes(s, from, to);
+                    pypto_emu::race_queue_wait(from, s.race_freed); // WaitFlag<consumer_producer>
+                }
                 return &s;
             }
         }
@@ -1010,6 +1113,11 @@ protected:
         s->tag = tensor.GetUserTag();
         s->user_src = user_src;
         s->user_dst = user_dst;
+        if (pypto_emu::sanitizing(pypto_emu::SANITIZE_RACE)) {
+            pipe_t from, to;
+            race_pipes(*s, from, to);
+            pypto_emu::race_queue_signal(from, s->race_filled); // SetFlag<producer_consumer>
+        }
         if (depth_ != 0) {
             fifo_.push_back(s);
         }
@@ -1032,6 +1140,7 @@ protected:
         }
         fifo_.pop_front();
         s->state = pypto_emu::Slot::State::Dequeued;
+        race_dequeued(*s);
         return s;
     }
 
@@ -1047,6 +1156,7 @@ protected:
             pypto_emu::fail("TQue<", name(), ">::DeQue: the tensor is not in the queue; EnQue it first");
         }
         s->state = pypto_emu::Slot::State::Dequeued;
+        race_dequeued(*s);
         tensor = tensor_of<T>(s);
     }
 
@@ -1062,6 +1172,21 @@ protected:
             pypto_emu::fail("TQue<", name(), ">::FreeTensor: the tensor is still in the queue; DeQue it first");
         default:
             s->state = pypto_emu::Slot::State::Free;
+        }
+        if (pypto_emu::sanitizing(pypto_emu::SANITIZE_RACE)) {
+            pipe_t from, to;
+            race_pipes(*s, from, to);
+            pypto_emu::race_queue_signal(to, s->race_freed); // SetFlag<consumer_producer>
+            s->race_was_freed = true;
+        }
+    }
+
+    void race_dequeued(const pypto_emu::Slot& s) const
+    {
+        if (pypto_emu::sanitizing(pypto_emu::SANITIZE_RACE)) {
+            pipe_t from, to;
+            race_pipes(s, from, to);
+            pypto_emu::race_queue_wait(to, s.race_filled); // WaitFlag<producer_consumer>
         }
     }
 
@@ -1134,6 +1259,25 @@ protected:
 // AllocTensor(tensor) and DeQue(tensor) work on a tensor the kernel keeps,
 // EnQue/FreeTensor are as usual, and the queue holds no list (its state is
 // that of each buffer). Other depths take the forms returning a tensor.
+} // namespace AscendC
+
+namespace pypto_emu {
+
+inline std::string describe_local(Memory mem, uint64_t at)
+{
+    for (void* q : block.queues) {
+        std::string d = static_cast<const AscendC::QueueBase*>(q)->race_describe(mem, at);
+        if (!d.empty()) {
+            return d;
+        }
+    }
+    return {};
+}
+
+} // namespace pypto_emu
+
+namespace AscendC {
+
 template <int32_t depth>
 class QueueOps : public QueueBase {
     static_assert(depth >= 0, "TQue: the depth must not be negative");

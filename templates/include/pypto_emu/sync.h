@@ -144,6 +144,9 @@ template <pipe_t pipe>
 inline void PipeBarrier()
 {
     pypto_emu::poll("PipeBarrier");
+    if (pypto_emu::sanitizing(pypto_emu::SANITIZE_RACE)) {
+        pypto_emu::race_barrier(pipe);
+    }
 }
 
 // SetFlag raises the (event, ID) flag; WaitFlag consumes it. The host runs
@@ -162,6 +165,9 @@ inline void SetFlag(int32_t eventID)
                         "with the same event and ID is undefined behaviour on the NPU");
     }
     raised = static_cast<uint8_t>(raised | (1u << eventID));
+    if (pypto_emu::sanitizing(pypto_emu::SANITIZE_RACE)) {
+        pypto_emu::race_set_flag(static_cast<int>(event), eventID);
+    }
 }
 
 template <HardEvent event>
@@ -176,6 +182,9 @@ inline void WaitFlag(int32_t eventID)
                         "would wait for ever");
     }
     raised = static_cast<uint8_t>(raised & ~(1u << eventID));
+    if (pypto_emu::sanitizing(pypto_emu::SANITIZE_RACE)) {
+        pypto_emu::race_wait_flag(static_cast<int>(event), eventID);
+    }
 }
 
 // Resets the core's global state; of what the host models, that is the

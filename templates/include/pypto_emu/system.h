@@ -44,25 +44,7 @@ inline SystemState& system_state()
     return state;
 }
 
-// The HardEvent for a TQueSync<src, dst> pair, or -1 when there is none.
-constexpr int hard_event_of(pipe_t src, pipe_t dst)
-{
-    constexpr pipe_t S = PIPE_S, V = PIPE_V, M = PIPE_M, MTE1 = PIPE_MTE1, MTE2 = PIPE_MTE2,
-                     MTE3 = PIPE_MTE3, FIX = PIPE_FIX;
-    // In HardEvent order (core.h).
-    constexpr pipe_t pairs[][2] = {
-        {MTE2, MTE1}, {MTE1, MTE2}, {MTE1, M}, {M, MTE1}, {MTE2, V}, {V, MTE2}, {MTE3, V},
-        {V, MTE3}, {M, V}, {V, M}, {V, V}, {MTE3, MTE1}, {MTE1, MTE3}, {MTE1, V}, {MTE2, M},
-        {M, MTE2}, {V, MTE1}, {M, FIX}, {FIX, M}, {MTE3, MTE2}, {MTE2, MTE3}, {S, V}, {V, S},
-        {S, MTE2}, {MTE2, S}, {S, MTE3}, {MTE3, S}, {MTE2, FIX}, {FIX, MTE2}, {FIX, S}, {M, S},
-        {FIX, MTE3}};
-    for (int i = 0; i < static_cast<int>(sizeof(pairs) / sizeof(pairs[0])); ++i) {
-        if (pairs[i][0] == src && pairs[i][1] == dst) {
-            return i;
-        }
-    }
-    return -1;
-}
+// hard_event_of (race.h) gives the HardEvent of a TQueSync<src, dst> pair.
 
 // Bytes a workspace GlobalTensor may hold: its size when SetGlobalBuffer was
 // given one, else checked against the launch's tensors.

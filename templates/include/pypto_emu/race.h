@@ -1,0 +1,426 @@
+// racecheck (SANITIZE_RACE): the pipes of an AI core (S, V, M, MTE1, MTE2,
+// MTE3, FIX) run asynchronously on the NPU, so a buffer handed from one pipe
+// to another must be ordered by a queue, a SetFlag/WaitFlag pair or a
+// barrier. The host runs each block in program order, which hides every
+// missing one; this file finds them.
+//
+// Model (README.md, "Sanitizer checks", has the tables):
+// - Each instruction runs on the pipe the vendor's pipe table gives it
+//   (`default_pipe`, or `OnPipe` where the memory alone does not say).
+// - Vector clocks: `vc[p][q]` is how many instructions of pipe q are known
+//   complete before pipe p's next one; `vc[p][p]` counts p's instructions.
+//   A flag carries its source pipe's clock to the waiting pipe; a wait on
+//   the scalar pipe (X_S) stalls issue, so every pipe learns it.
+// - Per memory, pipe and kind (read/write), the last access of each byte:
+//   an interval map of [begin, end) -> (clock, instruction). An access that
+//   conflicts with another pipe's access not known complete is a race.
+// - Program order holds within a pipe, except that MTE2 (and MTE3) copies
+//   into overlapping bytes need PipeBarrier<PIPE_MTE2> between them.
+// - Compiled with --cce-auto-sync (the default of the vendor's kernel
+//   projects), the compiler orders S with V, MTE2 and MTE3 itself: those
+//   pairs are ordered here too, as the compiler would order them.
+#pragma once
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+#include <new>
+#include <string>
+
+namespace pypto_emu {
+
+constexpr int pipe_slots = 8; // indexed by pipe_t; PIPE_ALL's slot unused
+
+inline const char* pipe_name(int p)
+{
+    static const char* names[] = {"S", "V", "M", "MTE1", "MTE2", "MTE3", "ALL", "FIX"};
+    return p >= 0 && p < pipe_slots ? names[p] : "?";
+}
+
+// Source and destination pipe of each HardEvent, in HardEvent order (core.h).
+constexpr pipe_t hard_event_pipes[][2] = {
+    {PIPE_MTE2, PIPE_MTE1}, {PIPE_MTE1, PIPE_MTE2}, {PIPE_MTE1, PIPE_M},    {PIPE_M, PIPE_MTE1},
+    {PIPE_MTE2, PIPE_V},    {PIPE_V, PIPE_MTE2},    {PIPE_MTE3, PIPE_V},    {PIPE_V, PIPE_MTE3},
+    {PIPE_M, PIPE_V},       {PIPE_V, PIPE_M},       {PIPE_V, PIPE_V},       {PIPE_MTE3, PIPE_MTE1},
+    {PIPE_MTE1, PIPE_MTE3}, {PIPE_MTE1, PIPE_V},    {PIPE_MTE2, PIPE_M},    {PIPE_M, PIPE_MTE2},
+    {PIPE_V, PIPE_MTE1},    {PIPE_M, PIPE_FIX},     {PIPE_FIX, PIPE_M},     {PIPE_MTE3, PIPE_MTE2},
+    {PIPE_MTE2, PIPE_MTE3}, {PIPE_S, PIPE_V},       {PIPE_V, PIPE_S},       {PIPE_S, PIPE_MTE2},
+    {PIPE_MTE2, PIPE_S},    {PIPE_S, PIPE_MTE3},    {PIPE_MTE3, PIPE_S},    {PIPE_MTE2, PIPE_FIX},
+    {PIPE_FIX, PIPE_MTE2},  {PIPE_FIX, PIPE_S},     {PIPE_M, PIPE_S},       {PIPE_FIX, PIPE_MTE3}};
+constexpr int hard_event_count = sizeof(hard_event_pipes) / sizeof(hard_event_pipes[0]);
+
+// The HardEvent from `src` to `dst`, or -1 when there is none.
+constexpr int hard_event_of(pipe_t src, pipe_t dst)
+{
+    for (int i = 0; i < hard_event_count; ++i) {
+        if (hard_event_pipes[i][0] == src && hard_event_pipes[i][1] == dst) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+// The pipe of an instruction that does not say: the vendor's pipe table
+// ("API流水类型汇总") read by memory. Vector instructions (and UB->UB
+// DataCopy) are V; L1 is written by MTE2 (GM->L1) and read by MTE1
+// (LoadData); L0A/L0B are written by MTE1 and read by the cube (M); L0C is
+// written by Mmad and read by Fixpipe (FIX).
+inline pipe_t default_pipe(Memory mem, bool write)
+{
+    switch (mem) {
+    case Memory::UB: return PIPE_V;
+    case Memory::L1: return write ? PIPE_MTE2 : PIPE_MTE1;
+    case Memory::L0A: case Memory::L0B: case Memory::BT: return write ? PIPE_MTE1 : PIPE_M;
+    case Memory::L0C: return write ? PIPE_M : PIPE_FIX;
+    case Memory::FB: return PIPE_FIX;
+    default: return PIPE_S;
+    }
+}
+
+// The pipe named by the running instruction (PIPE_ALL: none), and the
+// instruction itself as poll() last saw it.
+inline thread_local pipe_t current_pipe = PIPE_ALL;
+
+// Runs the rest of the scope's accesses on `pipe`: copies between global
+// and local memory (MTE2 in, MTE3 out), scalar element access (S), Mmad's
+// read of the C matrix it accumulates into (M).
+struct OnPipe {
+    pipe_t saved;
+    explicit OnPipe(pipe_t pipe) : saved(current_pipe) { current_pipe = pipe; }
+    ~OnPipe() { current_pipe = saved; }
+    OnPipe(const OnPipe&) = delete;
+    OnPipe& operator=(const OnPipe&) = delete;
+};
+
+struct RaceAccess {
+    uint64_t end;
+    uint32_t clock;
+    uint64_t seq;     // instruction number (poll), to tell one instruction's accesses apart
+    const char* what; // the instruction
+};
+using RaceMap = std::map<uint64_t, RaceAccess>;
+
+struct RaceState {
+    uint64_t launch = ~0ull;
+    uint32_t idx = ~0u;
+    bool aic = false;
+    uint32_t vc[pipe_slots][pipe_slots] = {};
+    uint32_t done[pipe_slots] = {};    // own instructions known complete (PipeBarrier, flags)
+    uint64_t last_seq[pipe_slots] = {};
+    uint32_t flag[hard_event_count][8][pipe_slots] = {}; // clocks a raised flag carries
+    // [memory][pipe][0 read, 1 write], and the largest clock in each map.
+    RaceMap acc[static_cast<int>(Memory::COUNT)][pipe_slots][2];
+    uint32_t max_clock[static_cast<int>(Memory::COUNT)][pipe_slots][2] = {};
+};
+
+// The race state of the running block, reset on its first use in a block.
+inline RaceState& race_state()
+{
+    thread_local RaceState s;
+    if (s.launch != block.launch_id || s.idx != block.idx || s.aic != block.aic) {
+        s.~RaceState();
+        new (&s) RaceState();
+        s.launch = block.launch_id;
+        s.idx = block.idx;
+        s.aic = block.aic;
+    }
+    return s;
+}
+
+using RaceClock = uint32_t[pipe_slots];
+
+// Pipe `p` waits for a flag carrying clock `token`.
+inline void race_join(RaceState& s, int p, const uint32_t* token, int from)
+{
+    for (int q = 0; q < pipe_slots; ++q) {
+        if (q == p) {
+            s.done[p] = std::max(s.done[p], token[q]);
+        } else if (token[q] > s.vc[p][q]) {
+            s.vc[p][q] = token[q];
+        }
+    }
+    (void)from;
+}
+
+// Every pipe waits for `token`: a wait on the scalar pipe stalls the issue
+// of every later instruction.
+inline void race_join_all(RaceState& s, const uint32_t* token)
+{
+    for (int p = 0; p < pipe_slots; ++p) {
+        race_join(s, p, token, -1);
+    }
+}
+
+// The clock a flag set on pipe `p` now carries: all of p's instructions so far.
+inline void race_snapshot(const RaceState& s, int p, uint32_t* out)
+{
+    for (int q = 0; q < pipe_slots; ++q) {
+        out[q] = s.vc[p][q];
+    }
+}
+
+// Describes the local buffer holding byte `at` of `mem` (defined in memory.h,
+// where the queues are): ", TQue<VECIN> buffer 0 (UB bytes [0, 4096))" or "".
+inline std::string describe_local(Memory mem, uint64_t at);
+
+inline const char* race_short_memory(Memory mem)
+{
+    static const char* names[] = {"GM", "UB", "L1", "L0A", "L0B", "L0C", "BT", "FB"};
+    return names[static_cast<int>(mem)];
+}
+
+// Pipes the compiler orders itself (--cce-auto-sync): the scalar pipe with
+// V, MTE2 and MTE3 (both ways) on a vector core.
+inline bool race_auto_synced(int p, int q)
+{
+    auto vector_side = [](int x) { return x == PIPE_V || x == PIPE_MTE2 || x == PIPE_MTE3; };
+    return (p == PIPE_S && vector_side(q)) || (q == PIPE_S && vector_side(p));
+}
+
+// Whether a TQue orders buffers from pipe q to pipe p (EnQue/DeQue, or
+// FreeTensor/AllocTensor for the way back).
+inline bool race_queue_pair(int q, int p)
+{
+    static const int pairs[][2] = {{PIPE_MTE2, PIPE_V}, {PIPE_V, PIPE_MTE3}, {PIPE_MTE2, PIPE_MTE1},
+                                   {PIPE_MTE1, PIPE_M}, {PIPE_M, PIPE_FIX},  {PIPE_MTE2, PIPE_MTE3}};
+    for (const auto& pr : pairs) {
+        if ((pr[0] == q && pr[1] == p) || (pr[0] == p && pr[1] == q)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+[[gnu::noinline]] inline void race_fail(Memory mem, int p, bool write, const char* what, int q,
+                                        bool other_write, const RaceAccess& other, uint64_t lo, uint64_t hi)
+{
+    const char* mname = race_short_memory(mem);
+    const char* pn = pipe_name(p);
+    const char* qn = pipe_name(q);
+    std::string verb = write ? (other_write ? concat("writes ", mname, " bytes [", lo, ", ", hi, ")",
+                                                     describe_local(mem, lo), " in ", what, ", also written by ")
+                                            : concat("writes ", mname, " bytes [", lo, ", ", hi, ")",
+                                                     describe_local(mem, lo), " in ", what, ", still being read by "))
+                             : concat("reads ", mname, " bytes [", lo, ", ", hi, ")", describe_local(mem, lo), " in ",
+                                      what, ", written by ");
+    std::string fix;
+    if (p == q) {
+        fix = concat("; copies on one ", pn, " pipe into overlapping bytes are not ordered: insert PipeBarrier<PIPE_",
+                     pn, ">() between them");
+    } else if (hard_event_of(static_cast<pipe_t>(q), static_cast<pipe_t>(p)) >= 0) {
+        fix = concat("; insert SetFlag<HardEvent::", qn, "_", pn, ">(id) after the ", other.what,
+                     " and WaitFlag<HardEvent::", qn, "_", pn, ">(id) before the ", what);
+        if (mem != Memory::GM && race_queue_pair(q, p)) {
+            fix += other_write || !write
+                       ? concat(", or pass the buffer through a TQue (EnQue after the ", other.what,
+                                ", DeQue before the ", what, ")")
+                       : concat(", or let a TQue order it (FreeTensor after the ", other.what,
+                                ", AllocTensor before the ", what, ")");
+        }
+    } else {
+        fix = concat("; no HardEvent goes from ", qn, " to ", pn, ": insert PipeBarrier<PIPE_ALL>() between them");
+    }
+    fail("racecheck: ", pn, " ", verb, qn, " (", other.what, ") with no synchronisation between them", fix);
+}
+
+// The first access in `m` overlapping [at, at + n) that pipe p does not
+// know to be complete (clock above `known`), skipping instruction `seq`.
+inline const RaceMap::value_type* race_find(const RaceMap& m, uint64_t at, uint64_t n, uint32_t known,
+                                            uint64_t skip_seq)
+{
+    auto it = m.upper_bound(at);
+    if (it != m.begin()) {
+        auto prev = std::prev(it);
+        if (prev->second.end > at) {
+            it = prev;
+        }
+    }
+    for (; it != m.end() && it->first < at + n; ++it) {
+        if (it->second.clock > known && it->second.seq != skip_seq) {
+            return &*it;
+        }
+    }
+    return nullptr;
+}
+
+// Records [at, at + n) as last accessed by `a`, over what was there.
+inline void race_record(RaceMap& m, uint64_t at, uint64_t n, const RaceAccess& a)
+{
+    uint64_t end = at + n;
+    auto it = m.upper_bound(at);
+    if (it != m.begin()) {
+        auto prev = std::prev(it);
+        if (prev->second.end > at) {
+            RaceAccess tail = prev->second;
+            prev->second.end = at; // keep [prev.begin, at)
+            if (tail.end > end) {
+                m.emplace(end, tail);
+            }
+            if (prev->first == at) {
+                m.erase(prev);
+            }
+        }
+    }
+    it = m.lower_bound(at);
+    while (it != m.end() && it->first < end) {
+        if (it->second.end > end) {
+            RaceAccess tail = it->second;
+            it = m.erase(it);
+            m.emplace(end, tail);
+            break;
+        }
+        it = m.erase(it);
+    }
+    // Merge with the access just before when it is the same instruction.
+    it = m.lower_bound(at);
+    if (it != m.begin()) {
+        auto prev = std::prev(it);
+        if (prev->second.end == at && prev->second.seq == a.seq && prev->second.clock == a.clock) {
+            prev->second.end = end;
+            return;
+        }
+    }
+    m.emplace(at, RaceAccess{end, a.clock, a.seq, a.what});
+}
+
+// Pipe `p`'s access of bytes [at, at + n) of `mem`.
+inline void race_access(Memory mem, uint64_t at, uint64_t n, bool write, const char* what)
+{
+    if (mem == Memory::GM || n == 0) {
+        return;
+    }
+    RaceState& s = race_state();
+    int p = current_pipe != PIPE_ALL ? current_pipe : default_pipe(mem, write);
+    if (s.last_seq[p] != instruction_seq || s.vc[p][p] == 0) {
+        s.last_seq[p] = instruction_seq;
+        ++s.vc[p][p];
+    }
+    int mi = static_cast<int>(mem);
+    for (int q = 0; q < pipe_slots; ++q) {
+        bool same = q == p;
+        if (same && !(write && (p == PIPE_MTE2 || p == PIPE_MTE3))) {
+            continue;
+        }
+        for (int kind = 1; kind >= (write && !same ? 0 : 1); --kind) {
+            uint32_t known = same ? s.done[p] : s.vc[p][q];
+            if (s.max_clock[mi][q][kind] <= known) {
+                continue;
+            }
+            const RaceMap::value_type* hit =
+                race_find(s.acc[mi][q][kind], at, n, known, same ? instruction_seq : ~0ull);
+            if (hit == nullptr) {
+                continue;
+            }
+            if (race_auto_synced(p, q)) {
+                uint32_t token[pipe_slots];
+                race_snapshot(s, q, token);
+                if (p == PIPE_S) {
+                    race_join_all(s, token); // WaitFlag<Q_S>: the scalar pipe stalls
+                } else {
+                    race_join(s, p, token, q); // SetFlag/WaitFlag<S_P>
+                }
+                continue;
+            }
+            uint64_t lo = std::max(at, hit->first);
+            uint64_t hi = std::min(at + n, hit->second.end);
+            race_fail(mem, p, write, what, q, kind == 1, hit->second, lo, hi);
+        }
+    }
+    RaceAccess a{0, s.vc[p][p], instruction_seq, what};
+    race_record(s.acc[mi][p][write ? 1 : 0], at, n, a);
+    uint32_t& mc = s.max_clock[mi][p][write ? 1 : 0];
+    mc = std::max(mc, a.clock);
+}
+
+// The pipe that fills a buffer at position `p`, and the one that uses it.
+inline pipe_t position_producer(TPosition p)
+{
+    switch (p) {
+    case TPosition::VECIN: case TPosition::A1: case TPosition::B1: case TPosition::C1: case TPosition::TSCM:
+        return PIPE_MTE2;
+    case TPosition::A2: case TPosition::B2: case TPosition::C2: return PIPE_MTE1;
+    case TPosition::CO1: return PIPE_M;
+    case TPosition::CO2: return PIPE_FIX;
+    default: return PIPE_V;
+    }
+}
+
+inline pipe_t position_consumer(TPosition p)
+{
+    switch (p) {
+    case TPosition::VECOUT: case TPosition::CO2: return PIPE_MTE3;
+    case TPosition::A1: case TPosition::B1: case TPosition::C1: case TPosition::TSCM: return PIPE_MTE1;
+    case TPosition::A2: case TPosition::B2: case TPosition::C2: return PIPE_M;
+    case TPosition::CO1: return PIPE_FIX;
+    default: return PIPE_V;
+    }
+}
+
+// The flag pair a queue's EnQue/DeQue stand for: producer -> consumer
+// (FreeTensor/AllocTensor: the way back). A TQue<pos> fills and empties
+// at pos; a TQueBind<src, dst> is filled toward src and emptied toward
+// dst (GM ends name the buffer's own position); EnQue<GM, VECIN/VECOUT>
+// and EnQue<VECIN/VECOUT, GM> name MTE2 -> V and V -> MTE3.
+inline void queue_pipes(TPosition src, TPosition dst, TPosition user_src, TPosition user_dst, pipe_t& from,
+                        pipe_t& to)
+{
+    if (user_src == TPosition::GM) {
+        from = PIPE_MTE2;
+        to = PIPE_V;
+    } else if (user_dst == TPosition::GM) {
+        from = PIPE_V;
+        to = PIPE_MTE3;
+    } else {
+        from = position_producer(src == TPosition::GM ? dst : src);
+        to = position_consumer(dst == TPosition::GM ? src : dst);
+    }
+}
+
+// SetFlag<event>(id) on its source pipe, WaitFlag<event>(id) on its destination.
+inline void race_set_flag(int event, int id)
+{
+    RaceState& s = race_state();
+    race_snapshot(s, hard_event_pipes[event][0], s.flag[event][id]);
+}
+
+inline void race_wait_flag(int event, int id)
+{
+    RaceState& s = race_state();
+    int dst = hard_event_pipes[event][1];
+    if (dst == PIPE_S) {
+        race_join_all(s, s.flag[event][id]);
+    } else {
+        race_join(s, dst, s.flag[event][id], hard_event_pipes[event][0]);
+    }
+}
+
+// PipeBarrier<pipe>: the pipe's own instructions complete before its next;
+// PIPE_ALL: every pipe's, before any pipe's next.
+inline void race_barrier(pipe_t pipe)
+{
+    RaceState& s = race_state();
+    if (pipe != PIPE_ALL) {
+        s.done[pipe] = s.vc[pipe][pipe];
+        return;
+    }
+    uint32_t all[pipe_slots] = {};
+    for (int p = 0; p < pipe_slots; ++p) {
+        all[p] = s.vc[p][p];
+    }
+    race_join_all(s, all);
+}
+
+// Queues: the producer's clock travels with EnQue to DeQue, the consumer's
+// with FreeTensor to the next AllocTensor of the buffer.
+inline void race_queue_signal(int from, uint32_t* token)
+{
+    race_snapshot(race_state(), from, token);
+}
+
+inline void race_queue_wait(int to, const uint32_t* token)
+{
+    RaceState& s = race_state();
+    race_join(s, to, token, -1);
+}
+
+} // namespace pypto_emu
