@@ -25,6 +25,7 @@ pub const EMULATION_HEADERS: &[(&str, &str)] = embed![
     "pypto_emu/cube.h" => "include/pypto_emu/cube.h",
     "pypto_emu/layout.h" => "include/pypto_emu/layout.h",
     "pypto_emu/system.h" => "include/pypto_emu/system.h",
+    "pypto_emu/race.h" => "include/pypto_emu/race.h",
 ];
 
 /// The builtin templates, by name (`builtin/NAME`).

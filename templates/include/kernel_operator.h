@@ -10,6 +10,7 @@
 #include "pypto_emu/core.h"
 #include "pypto_emu/types.h"
 #include "pypto_emu/memory.h"
+#include "pypto_emu/race.h" // already included by memory.h, which it needs
 #include "pypto_emu/sync.h"
 #include "pypto_emu/misc.h"
 #include "pypto_emu/copy.h"
