@@ -115,6 +115,7 @@ namespace pypto_emu {
 template <typename T>
 void check_cube_operand(const AscendC::LocalTensor<T>& t, Memory expected, uint64_t bytes, const char* what)
 {
+    poll(what);
     if (t.data() == nullptr) {
         fail(what, ": an operand LocalTensor was never allocated");
     }

@@ -157,13 +157,13 @@ inline uint8_t* init_shadow(Memory mem)
 }
 
 // Bytes [at, at + n) of `mem` are written.
-inline void init_mark(Memory mem, uint64_t at, uint64_t n)
+inline void init_mark(Memory mem, uint64_t at, uint64_t n, const char* what = nullptr)
 {
     if (mem == Memory::GM || n == 0 || !sanitizing(SANITIZE_LOCAL)) {
         return;
     }
     if (sanitizing(SANITIZE_RACE)) {
-        race_access(mem, at, n, true, instruction_name);
+        race_access(mem, at, n, true, what != nullptr ? what : instruction_name);
     }
     if (!sanitizing(SANITIZE_INIT)) {
         return;
@@ -851,7 +851,7 @@ struct InitView {
     void write(uint64_t off, uint64_t n) const
     {
         if (mem != Memory::GM) {
-            init_mark(mem, base + off, n);
+            init_mark(mem, base + off, n, what[0] != '\0' ? what : nullptr);
         }
     }
     void read(uint64_t off, uint64_t n) const

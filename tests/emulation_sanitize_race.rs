@@ -1,0 +1,149 @@
+//! The sanitizer's racecheck (tests/kernels/sanitize_race/): kernels that
+//! synchronise their pipes by hand, each with one synchronisation left out,
+//! are reported with the exact message naming both pipes, both
+//! instructions, the bytes and the fix; with every synchronisation in place
+//! they give exact results; with racecheck off the races go unreported (the
+//! host runs in program order, so the numbers are right anyway: exactly what
+//! makes these bugs invisible without the check).
+
+use half::f16;
+use pypto_examples::kernels;
+use pypto_rt::{Const, Device, Error, Sanitize, with_sanitize};
+
+const COLS: usize = 64;
+
+/// Runs race_rows scenario `which` on `rows` rows: the error, if any, and
+/// whether y is exactly 2x + 1.
+fn rows(rows: usize, which: i32) -> (Result<(), Error>, bool) {
+    let dev = Device::host();
+    let x: Vec<f32> = (0..rows * COLS).map(|i| (i % 97) as f32 - 40.0).collect();
+    let xt = dev.tensor_from(&x, (rows, Const::<64>)).unwrap();
+    let mut y = dev.zeros((rows, Const::<64>)).unwrap();
+    let result = kernels::race_rows(&xt, &mut y, which).map(|_| ());
+    let want: Vec<f32> = x.iter().map(|v| 2.0 * v + 1.0).collect();
+    (result, y.to_vec().unwrap() == want)
+}
+
+/// Runs race_matmul scenario `which` on [m, k] x [k, n]: the error, if any,
+/// and whether c equals a plain-Rust product (exact: small whole numbers).
+fn matmul(m: usize, k: usize, n: usize, which: i32) -> (Result<(), Error>, bool) {
+    let dev = Device::host();
+    let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 - 3.0).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 - 2.0).collect();
+    let ah: Vec<f16> = a.iter().map(|&v| f16::from_f32(v)).collect();
+    let bh: Vec<f16> = b.iter().map(|&v| f16::from_f32(v)).collect();
+    let at = dev.tensor_from(&ah, (m, k)).unwrap();
+    let bt = dev.tensor_from(&bh, (k, n)).unwrap();
+    let mut c = dev.zeros((m, n)).unwrap();
+    let result = kernels::race_matmul(&at, &bt, &mut c, which).map(|_| ());
+    let mut want = vec![0.0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            want[i * n + j] = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+        }
+    }
+    (result, c.to_vec().unwrap() == want)
+}
+
+fn message(result: Result<(), Error>, what: &str) -> String {
+    match result {
+        Err(Error::Kernel { block: 0, message, .. }) => message,
+        other => panic!("{what}: expected a kernel error in block 0, got {other:?}"),
+    }
+}
+
+const MTE2_V: &str = "racecheck: V reads UB bytes [0, 256) in Muls, written by MTE2 \
+    (DataCopy(GM->local)) with no synchronisation between them; insert \
+    SetFlag<HardEvent::MTE2_V>(id) after the DataCopy(GM->local) and \
+    WaitFlag<HardEvent::MTE2_V>(id) before the Muls, or pass the buffer through a TQue \
+    (EnQue after the DataCopy(GM->local), DeQue before the Muls)";
+const V_MTE3: &str = "racecheck: MTE3 reads UB bytes [256, 512) in DataCopy(local->GM), \
+    written by V (Adds) with no synchronisation between them; insert \
+    SetFlag<HardEvent::V_MTE3>(id) after the Adds and WaitFlag<HardEvent::V_MTE3>(id) before \
+    the DataCopy(local->GM), or pass the buffer through a TQue (EnQue after the Adds, DeQue \
+    before the DataCopy(local->GM))";
+const V_MTE2: &str = "racecheck: MTE2 writes UB bytes [0, 256) in DataCopy(GM->local), still \
+    being read by V (Muls) with no synchronisation between them; insert \
+    SetFlag<HardEvent::V_MTE2>(id) after the Muls and WaitFlag<HardEvent::V_MTE2>(id) before \
+    the DataCopy(GM->local), or let a TQue order it (FreeTensor after the Muls, AllocTensor \
+    before the DataCopy(GM->local))";
+const MTE2_MTE2: &str = "racecheck: MTE2 writes UB bytes [0, 128) in DataCopy(GM->local), \
+    also written by MTE2 (DataCopy(GM->local)) with no synchronisation between them; copies \
+    on one MTE2 pipe into overlapping bytes are not ordered: insert PipeBarrier<PIPE_MTE2>() \
+    between them";
+const MTE2_MTE1: &str = "racecheck: MTE1 reads L1 bytes [0, 512) in LoadData, written by MTE2 \
+    (DataCopy(GM->L1, Nd2NzParams)) with no synchronisation between them; insert \
+    SetFlag<HardEvent::MTE2_MTE1>(id) after the DataCopy(GM->L1, Nd2NzParams) and \
+    WaitFlag<HardEvent::MTE2_MTE1>(id) before the LoadData, or pass the buffer through a TQue \
+    (EnQue after the DataCopy(GM->L1, Nd2NzParams), DeQue before the LoadData)";
+const MTE1_M: &str = "racecheck: M reads L0A bytes [0, 32) in Mmad, written by MTE1 (LoadData) \
+    with no synchronisation between them; insert SetFlag<HardEvent::MTE1_M>(id) after the \
+    LoadData and WaitFlag<HardEvent::MTE1_M>(id) before the Mmad, or pass the buffer through a \
+    TQue (EnQue after the LoadData, DeQue before the Mmad)";
+const M_FIX: &str = "racecheck: FIX reads L0C bytes [0, 64) in Fixpipe, written by M (Mmad) \
+    with no synchronisation between them; insert SetFlag<HardEvent::M_FIX>(id) after the Mmad \
+    and WaitFlag<HardEvent::M_FIX>(id) before the Fixpipe, or pass the buffer through a TQue \
+    (EnQue after the Mmad, DeQue before the Fixpipe)";
+
+#[test]
+fn each_missing_vector_pipe_flag_is_reported_with_its_fix() {
+    for n in [1, 3] {
+        assert_eq!(message(rows(n, 1).0, "MTE2 -> V"), MTE2_V, "{n} rows");
+        assert_eq!(message(rows(n, 2).0, "V -> MTE3"), V_MTE3, "{n} rows");
+        assert_eq!(message(rows(n, 4).0, "MTE2 -> MTE2"), MTE2_MTE2, "{n} rows");
+    }
+    // The input is overwritten only from the second row on.
+    assert_eq!(message(rows(3, 3).0, "V -> MTE2"), V_MTE2);
+    let (one_row, exact) = rows(1, 3);
+    one_row.unwrap();
+    assert!(exact);
+}
+
+#[test]
+fn each_missing_cube_pipe_flag_is_reported_with_its_fix() {
+    for (m, k, n) in [(16, 16, 16), (32, 48, 16)] {
+        assert_eq!(message(matmul(m, k, n, 1).0, "MTE2 -> MTE1"), MTE2_MTE1);
+        assert_eq!(message(matmul(m, k, n, 2).0, "MTE1 -> M"), MTE1_M);
+        assert_eq!(message(matmul(m, k, n, 3).0, "M -> FIX"), M_FIX);
+    }
+}
+
+#[test]
+fn synchronised_kernels_run_clean_with_exact_results() {
+    // 5: two copies into one buffer with PipeBarrier<PIPE_MTE2> between
+    // them; 6: scalar reads and writes, ordered by the compiler.
+    for n in [1, 2, 7] {
+        for which in [0, 5, 6] {
+            let (result, exact) = rows(n, which);
+            result.unwrap_or_else(|e| panic!("which {which}, {n} rows: {e}"));
+            assert!(exact, "which {which}, {n} rows");
+        }
+    }
+    for (m, k, n) in [(16, 16, 16), (32, 48, 16), (64, 32, 48)] {
+        let (result, exact) = matmul(m, k, n, 0);
+        result.unwrap_or_else(|e| panic!("{m}x{k}x{n}: {e}"));
+        assert!(exact, "{m}x{k}x{n}");
+    }
+}
+
+#[test]
+fn racecheck_off_leaves_the_races_unreported() {
+    let others = Sanitize::INIT | Sanitize::SYNC | Sanitize::MEM;
+    for checks in [Sanitize::OFF, others] {
+        with_sanitize(checks, || {
+            for which in 1..=4 {
+                let (result, exact) = rows(3, which);
+                result.unwrap_or_else(|e| panic!("which {which}: {e}"));
+                assert!(exact, "which {which}");
+            }
+            for which in 1..=3 {
+                let (result, exact) = matmul(32, 48, 16, which);
+                result.unwrap_or_else(|e| panic!("which {which}: {e}"));
+                assert!(exact, "which {which}");
+            }
+        });
+    }
+    with_sanitize(Sanitize::RACE, || {
+        assert_eq!(message(rows(3, 1).0, "RACE alone"), MTE2_V);
+    });
+}
