@@ -495,9 +495,17 @@ fn the_fake_bisheng_rejects_flag_sets_pypto_build_must_never_send() {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let new = FakeCann::assemble(&tmp.join("fake-cann-strict-8.5"), FakeVersion::Cann85).unwrap();
     let bin = "compiler/ccec_compiler/bin/bisheng";
-    let (ok, stderr) = fake_bisheng(&new, bin, &["-x", "asc", "--npu-arch=dav-2201"]);
+    let (ok, stderr) = fake_bisheng(
+        &new,
+        bin,
+        &["-x", "asc", "--npu-arch=dav-2201", "--cce-auto-sync"],
+    );
     assert!(ok, "{stderr}");
     for (flags, message) in [
+        (
+            &["-x", "asc", "--npu-arch=dav-2201"][..],
+            "missing --cce-auto-sync",
+        ),
         (
             &["--npu-arch=dav-2201"][..],
             "CANN 8.5+ compiles Ascend C with -x asc, got 'no -x'",
@@ -548,10 +556,18 @@ fn the_fake_bisheng_rejects_flag_sets_pypto_build_must_never_send() {
         let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
         fake_bisheng(&old, &bin, &flags)
     };
-    assert!(run(with_includes(&["-xcce", "--cce-aicore-arch=dav-c220-cube"])).0);
+    assert!(
+        run(with_includes(&[
+            "-xcce",
+            "--cce-aicore-arch=dav-c220-cube",
+            "--cce-auto-sync"
+        ]))
+        .0
+    );
     let (ok, stderr) = run(vec![
         "-xcce".into(),
         "--cce-aicore-arch=dav-c220-vec".into(),
+        "--cce-auto-sync".into(),
         includes[0].clone(),
     ]);
     assert!(!ok);

@@ -30,6 +30,7 @@ while [ "$i" -lt "$#" ]; do
         -x*) lang="${a#-x}" ;;
         --npu-arch=*) npu_arch="${a#--npu-arch=}" ;;
         --cce-aicore-arch=*) cce_arch="${a#--cce-aicore-arch=}" ;;
+        --cce-auto-sync) auto_sync=1 ;;
         -I) i=$((i + 1)); incs+=("${argv[$i]}"); pass+=("-I${argv[$i]}") ;;
         -I*) incs+=("${a#-I}"); pass+=("$a") ;;
         -DPYPTO_HOST_BACKEND*) die "the host backend's PYPTO_HOST_BACKEND reached the NPU compiler" ;;
@@ -84,6 +85,8 @@ else
         has_inc "$d" || die "missing include dir -I$d"
     done
 fi
+# The host emulation's racecheck orders the scalar unit as this option does.
+[ -n "${auto_sync:-}" ] || die "missing --cce-auto-sync"
 [ -n "$out" ] || [ "$compile" -eq 2 ] || die "missing -o"
 
 # The triple-chevron launch becomes a call the fake runtime runs on the host.

@@ -117,6 +117,9 @@ pub fn arch_flags(toolkit: &Toolkit, arch: Arch, cube: bool) -> Vec<String> {
             "-x".into(),
             "asc".into(),
             format!("--npu-arch={}", arch.npu_arch_flag()),
+            // The compiler orders the scalar unit with V/MTE2/MTE3, as the
+            // vendor's kernel projects have it and the host racecheck assumes.
+            "--cce-auto-sync".into(),
         ]
     } else {
         let core = if cube { "cube" } else { "vec" };
@@ -124,6 +127,7 @@ pub fn arch_flags(toolkit: &Toolkit, arch: Arch, cube: bool) -> Vec<String> {
         let mut flags = vec![
             "-xcce".into(),
             format!("--cce-aicore-arch=dav-{family}-{core}"),
+            "--cce-auto-sync".into(),
         ];
         let tikcpp = toolkit.home.join("compiler/tikcpp/tikcfw");
         for dir in [
@@ -378,11 +382,11 @@ mod tests {
         let modern = toolkit("8.5.0");
         assert_eq!(
             arch_flags(&modern, Arch::Dav2201, false),
-            ["-x", "asc", "--npu-arch=dav-2201"]
+            ["-x", "asc", "--npu-arch=dav-2201", "--cce-auto-sync"]
         );
         assert_eq!(
             arch_flags(&modern, Arch::Dav3510, true),
-            ["-x", "asc", "--npu-arch=dav-3510"]
+            ["-x", "asc", "--npu-arch=dav-3510", "--cce-auto-sync"]
         );
         let legacy = toolkit("8.0.RC2");
         assert_eq!(
@@ -390,6 +394,7 @@ mod tests {
             [
                 "-xcce",
                 "--cce-aicore-arch=dav-c220-vec",
+                "--cce-auto-sync",
                 "-I/opt/cann/compiler/tikcpp/tikcfw",
                 "-I/opt/cann/compiler/tikcpp/tikcfw/impl",
                 "-I/opt/cann/compiler/tikcpp/tikcfw/interface",
