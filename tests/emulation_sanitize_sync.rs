@@ -83,6 +83,25 @@ fn memcheck_reports_overlapping_blocks_by_the_higher_one() {
     assert_eq!(y, doubled(&a));
 }
 
+const CROSS_READ: &str = "memcheck: block 0 reads bytes [256, 512) of `y`, which block 1 writes \
+                          in the same launch; blocks run in no set order, so what it reads \
+                          depends on timing; read only what this block writes, or split the \
+                          work into two launches";
+
+#[test]
+fn memcheck_reports_a_block_reading_what_another_writes() {
+    for rows in [2, 5] {
+        assert_eq!(error(rows, 6, 0), CROSS_READ, "{rows} rows");
+        // Reading back its own row is fine.
+        let (a, y, result) = run(rows, -6);
+        result.unwrap_or_else(|e| panic!("{rows} rows: {e}"));
+        assert_eq!(y, doubled(&a), "{rows} rows");
+    }
+    // One block reads only what it writes; without memcheck nothing is said.
+    run(1, 6).2.unwrap();
+    with_sanitize(Sanitize::SYNC, || run(3, 6).2.unwrap());
+}
+
 #[test]
 fn atomic_writes_to_the_same_bytes_are_not_overlaps() {
     for rows in [2, 5, 50] {

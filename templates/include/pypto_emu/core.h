@@ -113,6 +113,9 @@ struct BlockState {
     // memcheck: per tensor argument, the byte ranges [begin, end) this core
     // wrote without an atomic mode, merged (begin -> end).
     std::vector<std::map<uint64_t, uint64_t>> gm_writes;
+    // ... and the ranges of outputs it read (a read of bytes another block
+    // writes is a race between blocks).
+    std::vector<std::map<uint64_t, uint64_t>> gm_reads;
 };
 
 // The sanitizer checks (pypto-rt's `Sanitize`, PYPTO_SANITIZE).
@@ -477,8 +480,32 @@ inline void write_message(HostLaunch* launch, const char* text)
 // operator()); when a core ends, its ranges join its block's in a registry
 // keyed by launch; the launch's last block to finish compares the blocks.
 
-// Records that this core wrote [p, p + bytes) of a tensor argument.
-inline void note_gm_write(const void* ptr, uint64_t bytes)
+// Adds [b, e) to merged ranges (begin -> end), joining every range it
+// touches (adjacent ones too).
+inline void merge_range(std::map<uint64_t, uint64_t>& m, uint64_t b, uint64_t e)
+{
+    auto it = m.upper_bound(b);
+    if (it != m.begin()) {
+        auto prev = std::prev(it);
+        if (prev->second >= b) {
+            if (prev->second >= e) {
+                return;
+            }
+            b = prev->first;
+            m.erase(prev);
+        }
+    }
+    while (it != m.end() && it->first <= e) {
+        e = it->second > e ? it->second : e;
+        it = m.erase(it);
+    }
+    m.emplace(b, e);
+}
+
+// Records [p, p + bytes) of a tensor argument in `per_arg` (outputs only
+// when `outputs_only`).
+inline void note_gm_range(std::vector<std::map<uint64_t, uint64_t>>& per_arg, const void* ptr, uint64_t bytes,
+                          bool outputs_only)
 {
     if ((block.sanitize & 8u) == 0 || block.num < 2 || bytes == 0) {
         return;
@@ -486,32 +513,30 @@ inline void note_gm_write(const void* ptr, uint64_t bytes)
     const auto* p = static_cast<const uint8_t*>(ptr);
     for (const GmRegion& r : block.regions) {
         if (r.arg != UINT32_MAX && p >= r.begin && p < r.begin + r.bytes) {
-            if (block.gm_writes.size() <= r.arg) {
-                block.gm_writes.resize(r.arg + 1);
+            if (outputs_only && !r.writable) {
+                return;
             }
-            std::map<uint64_t, uint64_t>& m = block.gm_writes[r.arg];
+            if (per_arg.size() <= r.arg) {
+                per_arg.resize(r.arg + 1);
+            }
             uint64_t b = static_cast<uint64_t>(p - r.begin);
-            uint64_t e = b + bytes;
-            // Merge with every range it touches (adjacent ones too).
-            auto it = m.upper_bound(b);
-            if (it != m.begin()) {
-                auto prev = std::prev(it);
-                if (prev->second >= b) {
-                    if (prev->second >= e) {
-                        return;
-                    }
-                    b = prev->first;
-                    m.erase(prev);
-                }
-            }
-            while (it != m.end() && it->first <= e) {
-                e = it->second > e ? it->second : e;
-                it = m.erase(it);
-            }
-            m.emplace(b, e);
+            merge_range(per_arg[r.arg], b, b + bytes);
             return;
         }
     }
+}
+
+// Records that this core wrote [p, p + bytes) of a tensor argument.
+inline void note_gm_write(const void* ptr, uint64_t bytes)
+{
+    note_gm_range(block.gm_writes, ptr, bytes, false);
+}
+
+// Records that this core read [p, p + bytes) of a tensor argument; only
+// outputs can be written by another block.
+inline void note_gm_read(const void* ptr, uint64_t bytes)
+{
+    note_gm_range(block.gm_reads, ptr, bytes, true);
 }
 
 struct LaunchWrites {
@@ -519,8 +544,9 @@ struct LaunchWrites {
     uint32_t finished = 0;
     bool failed = false;
     std::vector<uint8_t> done; // per block
-    // Per block, per tensor argument: merged written ranges.
+    // Per block, per tensor argument: merged written and read ranges.
     std::vector<std::vector<std::map<uint64_t, uint64_t>>> writes;
+    std::vector<std::vector<std::map<uint64_t, uint64_t>>> reads;
 };
 
 inline std::mutex& launch_writes_lock()
@@ -544,6 +570,7 @@ inline LaunchWrites& launch_entry(uint64_t id, uint32_t num, uint32_t idx)
         w.num = num;
         w.done.assign(num, 0);
         w.writes.resize(num);
+        w.reads.resize(num);
     }
     return w;
 }
@@ -557,32 +584,86 @@ inline void deposit_gm_writes(const HostLaunch* launch)
     }
     std::lock_guard<std::mutex> hold(launch_writes_lock());
     LaunchWrites& w = launch_entry(launch->launch_id, launch->block_num, launch->block_idx);
-    auto& mine = w.writes[launch->block_idx];
-    if (mine.size() < block.gm_writes.size()) {
-        mine.resize(block.gm_writes.size());
-    }
-    for (size_t a = 0; a < block.gm_writes.size(); ++a) {
-        if (mine[a].empty()) {
-            mine[a].swap(block.gm_writes[a]);
-            continue;
+    auto deposit = [](std::vector<std::map<uint64_t, uint64_t>>& mine,
+                      std::vector<std::map<uint64_t, uint64_t>>& core) {
+        if (mine.size() < core.size()) {
+            mine.resize(core.size());
         }
-        for (const auto& range : block.gm_writes[a]) {
-            auto& m = mine[a];
-            uint64_t b = range.first;
-            uint64_t e = range.second;
-            auto it = m.upper_bound(b);
-            if (it != m.begin() && std::prev(it)->second >= b) {
-                --it;
-                b = it->first;
+        for (size_t a = 0; a < core.size(); ++a) {
+            if (mine[a].empty()) {
+                mine[a].swap(core[a]);
+                continue;
             }
-            while (it != m.end() && it->first <= e) {
-                e = it->second > e ? it->second : e;
-                it = m.erase(it);
+            for (const auto& range : core[a]) {
+                merge_range(mine[a], range.first, range.second);
             }
-            m.emplace(b, e);
+        }
+        core.clear();
+    };
+    deposit(w.writes[launch->block_idx], block.gm_writes);
+    deposit(w.reads[launch->block_idx], block.gm_reads);
+}
+
+// The first read by one block of bytes another block writes, as a message;
+// "" if none. Called when no two blocks' writes overlap, so the writes to
+// one tensor are disjoint.
+inline std::string find_cross_read(const LaunchWrites& w, const HostLaunch* launch, uint32_t* reader)
+{
+    struct Range {
+        uint64_t begin, end;
+        uint32_t block;
+        bool operator<(const Range& o) const { return begin < o.begin; }
+    };
+    std::vector<Range> writes;
+    for (size_t a = 0;; ++a) {
+        bool any = false;
+        writes.clear();
+        for (uint32_t b = 0; b < w.writes.size(); ++b) {
+            if (a < w.writes[b].size()) {
+                any = true;
+                for (const auto& range : w.writes[b][a]) {
+                    writes.push_back({range.first, range.second, b});
+                }
+            }
+        }
+        for (uint32_t b = 0; b < w.reads.size(); ++b) {
+            any = any || a < w.reads[b].size();
+        }
+        if (!any) {
+            return "";
+        }
+        std::sort(writes.begin(), writes.end());
+        for (uint32_t b = 0; b < w.reads.size(); ++b) {
+            if (a >= w.reads[b].size()) {
+                continue;
+            }
+            for (const auto& read : w.reads[b][a]) {
+                // The first write ending after the read begins, then on.
+                auto it = std::upper_bound(writes.begin(), writes.end(), Range{read.first, 0, 0});
+                if (it != writes.begin() && std::prev(it)->end > read.first) {
+                    --it;
+                }
+                for (; it != writes.end() && it->begin < read.second; ++it) {
+                    if (it->block == b) {
+                        continue;
+                    }
+                    uint64_t lo = it->begin > read.first ? it->begin : read.first;
+                    uint64_t hi = it->end < read.second ? it->end : read.second;
+                    GmRegion region{nullptr, 0, static_cast<uint32_t>(a), true, nullptr, 0, 0, 0};
+                    if (launch->arg_info != nullptr) {
+                        region.name = launch->arg_info[a].name;
+                        region.name_len = launch->arg_info[a].name_len;
+                    }
+                    *reader = b;
+                    return concat("memcheck: block ", b, " reads bytes [", lo, ", ", hi, ") of ",
+                                  param_name(region), ", which block ", it->block,
+                                  " writes in the same launch; blocks run in no set order, so what it "
+                                  "reads depends on timing; read only what this block writes, or "
+                                  "split the work into two launches");
+                }
+            }
         }
     }
-    block.gm_writes.clear();
 }
 
 // The first overlap between two blocks' writes, as a message; "" if none.
@@ -663,6 +744,9 @@ inline int32_t finish_gm_writes(HostLaunch* launch, int32_t status)
     }
     uint32_t higher = 0;
     std::string message = find_overlap(w, launch, &higher);
+    if (message.empty()) {
+        message = find_cross_read(w, launch, &higher);
+    }
     if (message.empty()) {
         return status;
     }

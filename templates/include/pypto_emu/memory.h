@@ -390,6 +390,7 @@ public:
     T GetValue(uint64_t offset) const
     {
         check(offset, 1, "GlobalTensor::GetValue", false);
+        note_read(offset, 1);
         return load(offset);
     }
 
@@ -398,6 +399,16 @@ public:
         check(offset, 1, "GlobalTensor::SetValue", true);
         store(offset, value);
         note_write(offset);
+    }
+
+    // memcheck: the bytes of elements [offset, offset + count), read by this block.
+    void note_read(uint64_t offset, uint64_t count) const
+    {
+        if ((pypto_emu::block.sanitize & pypto_emu::SANITIZE_MEM) != 0 && count != 0) {
+            uint64_t first = offset * pypto_emu::bits_of<T> / 8;
+            pypto_emu::note_gm_read(reinterpret_cast<const uint8_t*>(data_) + first,
+                                    pypto_emu::bytes_for<T>(offset + count) - first);
+        }
     }
 
     // memcheck: the bytes of element `offset`, written by this block.
@@ -415,6 +426,7 @@ public:
         operator T() const
         {
             owner_->check(offset_, 1, "GlobalTensor::operator()", false);
+            owner_->note_read(offset_, 1);
             return owner_->load(offset_);
         }
         const Element& operator=(T value) const
@@ -491,6 +503,7 @@ public:
     const T* range(uint64_t offset, uint64_t count, const char* what) const
     {
         check(offset, count, what, false);
+        note_read(offset, count);
         return data_ + offset;
     }
 
