@@ -1,7 +1,7 @@
 //! The sanitizer's racecheck (tests/kernels/sanitize_race/): kernels that
 //! synchronise their pipes by hand, each with one synchronisation left out,
 //! are reported with the exact message naming both pipes, both
-//! instructions, the bytes and the fix; with every synchronisation in place
+//! instructions with their source lines, the bytes and the fix; with every synchronisation in place
 //! they give exact results; with racecheck off the races go unreported (the
 //! host runs in program order, so the numbers are right anyway: exactly what
 //! makes these bugs invisible without the check).
@@ -52,36 +52,36 @@ fn message(result: Result<(), Error>, what: &str) -> String {
     }
 }
 
-const MTE2_V: &str = "racecheck: V reads UB bytes [0, 256) in Muls, written by MTE2 \
-    (DataCopy(GM->local)) with no synchronisation between them; insert \
+const MTE2_V: &str = "racecheck: V reads UB bytes [0, 256) (Muls, rows.cpp:46), written by MTE2 \
+    (DataCopy(GM->local), rows.cpp:38) with no synchronisation between them; insert \
     SetFlag<HardEvent::MTE2_V>(id) after the DataCopy(GM->local) and \
     WaitFlag<HardEvent::MTE2_V>(id) before the Muls, or pass the buffer through a TQue \
     (EnQue after the DataCopy(GM->local), DeQue before the Muls)";
-const V_MTE3: &str = "racecheck: MTE3 reads UB bytes [256, 512) in DataCopy(local->GM), \
-    written by V (Adds) with no synchronisation between them; insert \
+const V_MTE3: &str = "racecheck: MTE3 reads UB bytes [256, 512) (DataCopy(local->GM), \
+    rows.cpp:58), written by V (Adds, rows.cpp:50) with no synchronisation between them; insert \
     SetFlag<HardEvent::V_MTE3>(id) after the Adds and WaitFlag<HardEvent::V_MTE3>(id) before \
     the DataCopy(local->GM), or pass the buffer through a TQue (EnQue after the Adds, DeQue \
     before the DataCopy(local->GM))";
-const V_MTE2: &str = "racecheck: MTE2 writes UB bytes [0, 256) in DataCopy(GM->local), still \
-    being read by V (Muls) with no synchronisation between them; insert \
+const V_MTE2: &str = "racecheck: MTE2 writes UB bytes [0, 256) (DataCopy(GM->local), \
+    rows.cpp:38), still being read by V (Muls, rows.cpp:46) with no synchronisation between them; insert \
     SetFlag<HardEvent::V_MTE2>(id) after the Muls and WaitFlag<HardEvent::V_MTE2>(id) before \
     the DataCopy(GM->local), or let a TQue order it (FreeTensor after the Muls, AllocTensor \
     before the DataCopy(GM->local))";
-const MTE2_MTE2: &str = "racecheck: MTE2 writes UB bytes [0, 128) in DataCopy(GM->local), \
-    also written by MTE2 (DataCopy(GM->local)) with no synchronisation between them; copies \
+const MTE2_MTE2: &str = "racecheck: MTE2 writes UB bytes [0, 128) (DataCopy(GM->local), \
+    rows.cpp:38), also written by MTE2 (DataCopy(GM->local), rows.cpp:33) with no synchronisation between them; copies \
     on one MTE2 pipe into overlapping bytes are not ordered: insert PipeBarrier<PIPE_MTE2>() \
     between them";
-const MTE2_MTE1: &str = "racecheck: MTE1 reads L1 bytes [0, 512) in LoadData, written by MTE2 \
-    (DataCopy(GM->L1, Nd2NzParams)) with no synchronisation between them; insert \
+const MTE2_MTE1: &str = "racecheck: MTE1 reads L1 bytes [0, 512) (LoadData, matmul.cpp:49), written \
+    by MTE2 (DataCopy(GM->L1, Nd2NzParams), matmul.cpp:39) with no synchronisation between them; insert \
     SetFlag<HardEvent::MTE2_MTE1>(id) after the DataCopy(GM->L1, Nd2NzParams) and \
     WaitFlag<HardEvent::MTE2_MTE1>(id) before the LoadData, or pass the buffer through a TQue \
     (EnQue after the DataCopy(GM->L1, Nd2NzParams), DeQue before the LoadData)";
-const MTE1_M: &str = "racecheck: M reads L0A bytes [0, 32) in Mmad, written by MTE1 (LoadData) \
-    with no synchronisation between them; insert SetFlag<HardEvent::MTE1_M>(id) after the \
+const MTE1_M: &str = "racecheck: M reads L0A bytes [0, 32) (Mmad, matmul.cpp:58), written by \
+    MTE1 (LoadData, matmul.cpp:49) with no synchronisation between them; insert SetFlag<HardEvent::MTE1_M>(id) after the \
     LoadData and WaitFlag<HardEvent::MTE1_M>(id) before the Mmad, or pass the buffer through a \
     TQue (EnQue after the LoadData, DeQue before the Mmad)";
-const M_FIX: &str = "racecheck: FIX reads L0C bytes [0, 64) in Fixpipe, written by M (Mmad) \
-    with no synchronisation between them; insert SetFlag<HardEvent::M_FIX>(id) after the Mmad \
+const M_FIX: &str = "racecheck: FIX reads L0C bytes [0, 64) (Fixpipe, matmul.cpp:65), written \
+    by M (Mmad, matmul.cpp:58) with no synchronisation between them; insert SetFlag<HardEvent::M_FIX>(id) after the Mmad \
     and WaitFlag<HardEvent::M_FIX>(id) before the Fixpipe, or pass the buffer through a TQue \
     (EnQue after the Mmad, DeQue before the Fixpipe)";
 

@@ -8,6 +8,7 @@
 
 #include "kernel_operator.h"
 
+#include <atomic>
 #include <cstring>
 #include <type_traits>
 
@@ -76,11 +77,16 @@ struct Launch {
             ++count;
         }
         char err[1024] = {0};
+        // Per-block emulation state (sanitizer shadows, clocks) is keyed by
+        // the launch: each launch takes a number of its own.
+        static std::atomic<uint64_t> launches{0};
+        uint64_t launch_id = ++launches;
         for (uint32_t b = 0; b < blocks; ++b) {
             pypto_emu::HostLaunch record{b, blocks, ptrs, bytes, count, nullptr, 0, err,
                 sizeof err, 0};
             // Every sanitizer check, as on the host backend by default.
             record.sanitize = 15;
+            record.launch_id = launch_id;
             auto body = [&] { kernel(args...); };
             int32_t status = std::strcmp(cores, "mixed") == 0
                 ? pypto_emu::run_mixed_block(&record, body)
