@@ -217,11 +217,11 @@ void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadDa
     uint64_t src_bytes = (p.startIndex + (p.repeatTimes - 1ull) * p.srcStride + 1) * 512;
     pypto_emu::check_cube_operand(dst, dm, dst_bytes, what);
     pypto_emu::check_cube_operand(src, pypto_emu::Memory::L1, src_bytes, what);
-    for (uint32_t i = 0; i < p.repeatTimes; ++i) {
-        const T* in = src.data() + (p.startIndex + static_cast<uint64_t>(i) * p.srcStride) * fractal;
-        T* out = dst.data() + static_cast<uint64_t>(i) * (1 + p.dstGap) * fractal;
-        pypto_emu::init_read(what, "src", src, static_cast<uint64_t>(in - src.data()) * sizeof(T), 512);
-        pypto_emu::init_write(dst, static_cast<uint64_t>(out - dst.data()) * sizeof(T), 512);
+    // initcheck: the written-ness of each element moves with it (init_flags_get).
+    pypto_emu::InitView vs = pypto_emu::init_view(src);
+    pypto_emu::InitView vd = pypto_emu::init_view(dst);
+    bool track = vs.mem != pypto_emu::Memory::GM && vd.mem != pypto_emu::Memory::GM;
+    auto move = [&p](const auto* in, auto* out) {
         if (p.ifTranspose) {
             for (uint32_t r = 0; r < 16; ++r) {
                 for (uint32_t c = 0; c < 16; ++c) {
@@ -229,8 +229,22 @@ void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadDa
                 }
             }
         } else {
-            std::memcpy(out, in, 512);
+            std::copy(in, in + fractal, out);
         }
+    };
+    for (uint32_t i = 0; i < p.repeatTimes; ++i) {
+        const T* in = src.data() + (p.startIndex + static_cast<uint64_t>(i) * p.srcStride) * fractal;
+        T* out = dst.data() + static_cast<uint64_t>(i) * (1 + p.dstGap) * fractal;
+        if (track) {
+            uint8_t from[fractal];
+            uint8_t to[fractal];
+            pypto_emu::init_flags_get(vs.mem, vs.base + static_cast<uint64_t>(in - src.data()) * sizeof(T), fractal,
+                                      sizeof(T), from);
+            move(from, to);
+            pypto_emu::init_flags_set(vd.mem, vd.base + static_cast<uint64_t>(out - dst.data()) * sizeof(T), fractal,
+                                      sizeof(T), to);
+        }
+        move(in, out);
     }
 }
 
@@ -258,24 +272,22 @@ void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
     uint64_t src_bytes = (p.startIndex + (p.repeatTimes - 1ull) * p.srcStride + 1) * square_bytes;
     pypto_emu::check_cube_operand(dst, dm, dst_bytes, what);
     pypto_emu::check_cube_operand(src, pypto_emu::Memory::L1, src_bytes, what);
-    for (uint32_t i = 0; i < p.repeatTimes; ++i) {
-        const T* in = src.data() + (p.startIndex + static_cast<uint64_t>(i) * p.srcStride) * (square_bytes / sizeof(T));
-        T* out = dst.data() + static_cast<uint64_t>(i) * (1 + p.dstGap) * fractal;
-        pypto_emu::init_read(what, "src", src, static_cast<uint64_t>(in - src.data()) * sizeof(T), square_bytes);
-        pypto_emu::init_write(dst, static_cast<uint64_t>(out - dst.data()) * sizeof(T), 512);
-        if constexpr (sizeof(T) == 4) {
-            pypto_emu::init_write(dst, (static_cast<uint64_t>(out - dst.data()) + second * fractal) * sizeof(T), 512);
-        }
+    // initcheck: the written-ness of each element moves with it (init_flags_get).
+    pypto_emu::InitView vs = pypto_emu::init_view(src);
+    pypto_emu::InitView vd = pypto_emu::init_view(dst);
+    bool track = vs.mem != pypto_emu::Memory::GM && vd.mem != pypto_emu::Memory::GM;
+    // One square: a fractal for 16-bit types; for 32-bit ones
+    // S[r][c] = c < 8 ? F0[r][c] : F1[r][c - 8], output rows being S's columns.
+    auto move = [](const auto* in, auto* out, auto* out2) {
         if constexpr (sizeof(T) == 2) {
+            (void)out2;
             for (uint32_t r = 0; r < 16; ++r) {
                 for (uint32_t c = 0; c < 16; ++c) {
                     out[c * 16 + r] = in[r * 16 + c];
                 }
             }
         } else {
-            // S[r][c] = c < 8 ? F0[r][c] : F1[r][c - 8]; output rows are S's columns.
             auto square = [in](uint32_t r, uint32_t c) { return c < 8 ? in[r * 8 + c] : in[128 + r * 8 + (c - 8)]; };
-            T* out2 = out + static_cast<uint64_t>(second) * fractal;
             for (uint32_t r = 0; r < 16; ++r) {
                 for (uint32_t c = 0; c < 8; ++c) {
                     out[r * 8 + c] = square(c, r);
@@ -283,6 +295,24 @@ void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
                 }
             }
         }
+    };
+    for (uint32_t i = 0; i < p.repeatTimes; ++i) {
+        const T* in = src.data() + (p.startIndex + static_cast<uint64_t>(i) * p.srcStride) * (square_bytes / sizeof(T));
+        T* out = dst.data() + static_cast<uint64_t>(i) * (1 + p.dstGap) * fractal;
+        if (track) {
+            uint8_t from[256];
+            uint8_t to[256 + fractal];
+            uint64_t in_at = vs.base + static_cast<uint64_t>(in - src.data()) * sizeof(T);
+            uint64_t out_at = vd.base + static_cast<uint64_t>(out - dst.data()) * sizeof(T);
+            pypto_emu::init_flags_get(vs.mem, in_at, 256, sizeof(T), from);
+            move(from, to, to + (sizeof(T) == 4 ? fractal : 0));
+            pypto_emu::init_flags_set(vd.mem, out_at, fractal, sizeof(T), to);
+            if constexpr (sizeof(T) == 4) {
+                pypto_emu::init_flags_set(vd.mem, out_at + static_cast<uint64_t>(second) * 512, fractal, sizeof(T),
+                                          to + fractal);
+            }
+        }
+        move(in, out, out + static_cast<uint64_t>(second) * fractal);
     }
 }
 

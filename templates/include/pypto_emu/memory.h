@@ -170,7 +170,8 @@ inline const char* init_fix(Memory mem)
         return "copy data in (DataCopy/DataCopyPad) or write it (Duplicate, a vector instruction, SetValue) "
                "before reading it";
     case Memory::L1: return "DataCopy the data into the L1 buffer before reading it";
-    case Memory::L0A: case Memory::L0B: return "LoadData it from L1 before the Mmad reads it";
+    case Memory::L0A: case Memory::L0B:
+        return "LoadData it from L1 bytes that DataCopy wrote before the Mmad reads it";
     case Memory::L0C:
         return "start the accumulation with an Mmad that initialises C (cmatrixInitVal true) before "
                "accumulating into it or moving it out";
@@ -183,8 +184,9 @@ inline const char* init_fix(Memory mem)
 [[gnu::noinline]] inline void init_fail(const char* what, const char* operand, TPosition pos, Memory mem,
                                         uint64_t base, uint64_t off, uint64_t n, uint64_t bad)
 {
-    fail("initcheck: ", what, " reads bytes [", off, ", ", off + n, ") of ", operand, " (a ",
-         position_name(pos), " tensor at byte ", base, " of the ", memory_spec(mem).name, ") but byte ", bad,
+    const char* name = position_name(pos);
+    fail("initcheck: ", what, " reads bytes [", off, ", ", off + n, ") of ", operand, name[0] == 'A' ? " (an " : " (a ",
+         name, " tensor at byte ", base, " of the ", memory_spec(mem).name, ") but byte ", bad,
          " of it (byte ", base + bad, " of the ", memory_spec(mem).name,
          ") was never written in this block; ", init_fix(mem));
 }
@@ -207,6 +209,32 @@ inline void init_check(const char* what, const char* operand, TPosition pos, Mem
     }
     const void* z = std::memchr(sh, 0, len);
     init_fail(what, operand, pos, mem, base, off, n, off + static_cast<uint64_t>(static_cast<const uint8_t*>(z) - sh));
+}
+
+// Moves between on-chip memories that only copy (LoadData: L1 -> L0A/L0B)
+// carry each element's written-ness along instead of checking it: a
+// fractal holds rows or columns past a matrix's edge that nothing wrote,
+// and only the instruction that computes with the elements (Mmad) checks
+// the ones it uses. An element counts as written when all its bytes are.
+inline void init_flags_get(Memory mem, uint64_t at, uint32_t n, uint32_t esize, uint8_t* flags)
+{
+    uint64_t cap = memory_spec(mem).capacity;
+    const uint8_t* sh = init_shadow(mem);
+    for (uint32_t e = 0; e < n; ++e) {
+        uint64_t b = at + static_cast<uint64_t>(e) * esize;
+        flags[e] = b + esize <= cap && std::memchr(sh + b, 0, esize) == nullptr ? 1 : 0;
+    }
+}
+inline void init_flags_set(Memory mem, uint64_t at, uint32_t n, uint32_t esize, const uint8_t* flags)
+{
+    uint64_t cap = memory_spec(mem).capacity;
+    uint8_t* sh = init_shadow(mem);
+    for (uint32_t e = 0; e < n; ++e) {
+        uint64_t b = at + static_cast<uint64_t>(e) * esize;
+        if (b + esize <= cap) {
+            std::memset(sh + b, flags[e], esize);
+        }
+    }
 }
 
 // One buffer of a queue, and where its tensor is in the queue protocol.
