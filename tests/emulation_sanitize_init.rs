@@ -1,9 +1,11 @@
 //! The sanitizer's initcheck (tests/kernels/sanitize_init/): a vector input
 //! never copied in, a copy that fills only half of the tile the Add reads,
-//! and an Mmad accumulating into an L0C nothing initialised are each
-//! reported with their exact message and block; the same kernels with the
-//! bug fixed give exact results; DataCopyPad's padding and Duplicate count
-//! as writes; with initcheck off the bugs go unreported.
+//! an Mmad accumulating into an L0C nothing initialised, and an Mmad over
+//! A rows nothing copied in are each reported with their exact message and
+//! block; the same kernels with the bug fixed give exact results;
+//! DataCopyPad's padding and Duplicate count as writes, and LoadData moving
+//! a fractal's unwritten rows is no read; with initcheck off the bugs go
+//! unreported.
 
 use pypto_examples::{data, kernels};
 use pypto_rt::{Const, Device, Error, Sanitize, with_sanitize};
@@ -72,7 +74,8 @@ fn cube_inputs(batch: usize) -> (Vec<f32>, Vec<f32>) {
 fn run_cube(batch: usize, which: i32) -> Result<Vec<f32>, Error> {
     let dev = Device::host();
     let (a, w) = cube_inputs(batch);
-    let to_half = |v: &[f32]| -> Vec<half::f16> { v.iter().map(|&f| half::f16::from_f32(f)).collect() };
+    let to_half =
+        |v: &[f32]| -> Vec<half::f16> { v.iter().map(|&f| half::f16::from_f32(f)).collect() };
     let a = dev
         .tensor_from(&to_half(&a), (batch, Const::<16>, Const::<32>))
         .unwrap();
@@ -84,12 +87,14 @@ fn run_cube(batch: usize, which: i32) -> Result<Vec<f32>, Error> {
     Ok(c.to_vec().unwrap())
 }
 
-/// c[b] = a[b] · w, in plain Rust.
-fn cube_reference(batch: usize) -> Vec<f32> {
+/// c[b] = a[b] · w, in plain Rust; with `which` 2 only a's first 7 rows
+/// (c's other rows stay zero).
+fn cube_reference(batch: usize, which: i32) -> Vec<f32> {
     let (a, w) = cube_inputs(batch);
+    let rows = if which == 2 { 7 } else { BATCH_M };
     let mut c = vec![0f32; batch * BATCH_M * BATCH_N];
     for b in 0..batch {
-        for m in 0..BATCH_M {
+        for m in 0..rows {
             for n in 0..BATCH_N {
                 c[(b * BATCH_M + m) * BATCH_N + n] = (0..BATCH_K)
                     .map(|k| a[(b * BATCH_M + m) * BATCH_K + k] * w[k * BATCH_N + n])
@@ -127,6 +132,10 @@ const L0C_NEVER_INITIALISED: &str = "initcheck: Mmad reads bytes [0, 64) of the 
                                      never written in this block; start the accumulation with \
                                      an Mmad that initialises C (cmatrixInitVal true) before \
                                      accumulating into it or moving it out";
+const A_ROWS_MISSING: &str = "initcheck: Mmad reads bytes [224, 256) of the A matrix (fm) (an A2 \
+                              tensor at byte 0 of the L0A buffer) but byte 224 of it (byte 224 of \
+                              the L0A buffer) was never written in this block; LoadData it from \
+                              L1 bytes that DataCopy wrote before the Mmad reads it";
 
 #[test]
 fn a_vector_input_never_copied_in_is_reported() {
@@ -159,6 +168,17 @@ fn an_mmad_accumulating_into_an_uninitialised_l0c_is_reported() {
 }
 
 #[test]
+fn an_mmad_over_rows_nothing_copied_in_is_reported() {
+    // LoadData moves the unwritten rows 7-15 of a's fractal to L0A without
+    // complaint (scenario 2 uses only rows 0-6); the Mmad over 16 rows
+    // reads them.
+    for batch in [1, 2, 3] {
+        let what = format!("cube which 3, batch {batch}");
+        assert_eq!(kernel_error(run_cube(batch, 3), 0, &what), A_ROWS_MISSING);
+    }
+}
+
+#[test]
 fn fixed_kernels_run_clean_with_exact_results() {
     for rows in [1, 2, 5, 50] {
         for which in [0, -1, -4] {
@@ -172,10 +192,14 @@ fn fixed_kernels_run_clean_with_exact_results() {
         }
     }
     for batch in [1, 2, 3, 50] {
-        for which in [0, -1] {
+        for which in [0, -1, 2] {
             let c = run_cube(batch, which)
                 .unwrap_or_else(|e| panic!("cube which {which}, batch {batch}: {e}"));
-            assert_eq!(c, cube_reference(batch), "cube which {which}, batch {batch}");
+            assert_eq!(
+                c,
+                cube_reference(batch, which),
+                "cube which {which}, batch {batch}"
+            );
         }
     }
 }
@@ -203,7 +227,9 @@ fn without_initcheck_the_bugs_go_unreported() {
             for which in [1, 4] {
                 run_vector(3, which).unwrap_or_else(|e| panic!("{checks}, which {which}: {e}"));
             }
-            run_cube(2, 1).unwrap_or_else(|e| panic!("{checks}, cube which 1: {e}"));
+            for which in [1, 3] {
+                run_cube(2, which).unwrap_or_else(|e| panic!("{checks}, cube which {which}: {e}"));
+            }
         });
     }
     // initcheck on its own finds them.
@@ -214,5 +240,6 @@ fn without_initcheck_the_bugs_go_unreported() {
             kernel_error(run_cube(2, 1), 0, "init only"),
             L0C_NEVER_INITIALISED
         );
+        assert_eq!(kernel_error(run_cube(2, 3), 0, "init only"), A_ROWS_MISSING);
     });
 }

@@ -1,16 +1,3 @@
----
-summary: c[i] = a[i] · w on the cube unit, with an initcheck scenario chosen by `which`
-params:
-  - { name: a, rank: 3 }
-  - { name: w, rank: 2 }
-  - { name: which, kind: scalar, dtype: DT_INT32 }
-  - { name: c, rank: 3, output: true }
-relations:
-  - same_dim: [a.0, c.0]
-dtypes: [DT_FP16]
-blocks: { rule: leading, param: a, axes: 1 }
-cores: cube
----
 // a is [batch, 16, 32] (half), w [32, 16] (half), c [batch, 16, 16]
 // (float); block i multiplies batches i, i + blocks, ..., K in two Mmads
 // of 16 when `which` is 1 or -1.
@@ -27,18 +14,17 @@ cores: cube
 
 using namespace AscendC;
 
-extern "C" __global__ __cube__ void {{symbol}}({{entry_params}})
+extern "C" __global__ __aicore__ void sanitize_init_cube(GM_ADDR a, GM_ADDR w, int32_t which, GM_ADDR c,
+                                                         uint32_t batch)
 {
-    {{load_tiling}}
-    int32_t which = {{args.which.value}};
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
     constexpr uint32_t M = 16, K = 32, N = 16;
     constexpr uint32_t FRACTAL = 256; // 16 x 16 halves
-    uint64_t batch = {{args.a.axes.[0]}};
     GlobalTensor<half> aGm, wGm;
     GlobalTensor<float> cGm;
-    aGm.SetGlobalBuffer(reinterpret_cast<__gm__ half*>({{args.a.name}}), batch * M * K);
-    wGm.SetGlobalBuffer(reinterpret_cast<__gm__ half*>({{args.w.name}}), K * N);
-    cGm.SetGlobalBuffer(reinterpret_cast<__gm__ float*>({{args.c.name}}), batch * M * N);
+    aGm.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(a), batch * M * K);
+    wGm.SetGlobalBuffer(reinterpret_cast<__gm__ half*>(w), K * N);
+    cGm.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(c), batch * M * N);
     TPipe pipe;
     TQue<TPosition::A1, 1> a1Queue;
     TQue<TPosition::B1, 1> b1Queue;
