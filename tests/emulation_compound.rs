@@ -390,7 +390,7 @@ fn broken_limits_are_errors_naming_the_rule() {
         ),
     ];
     for (which, want) in cases {
-        let err = compound(&ha, &hb, which).err().expect("an error");
+        let err = compound(&ha, &hb, which).expect_err("an error");
         assert_eq!(kernel_message(err), want, "scenario {which}");
     }
 }

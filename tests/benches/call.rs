@@ -56,13 +56,16 @@ fn direct(
             err: err.as_mut_ptr().cast(),
             err_len: err.len() as u64,
             ub_peak: 0,
-            // No guard pages, names, launch id or watchdog: the bare entry.
+            // No guard pages, names, launch id, watchdog or sanitizer
+            // checks: the bare entry.
             arg_info: std::ptr::null(),
             kernel: std::ptr::null(),
             kernel_len: 0,
             launch_id: 0,
             cancel: std::ptr::null(),
             timeout_ms: 0,
+            sanitize: 0,
+            fail_block: 0,
         };
         // SAFETY: the entry of `add` over N floats; the pointers are valid
         // for N elements each and `out` aliases nothing.

@@ -182,7 +182,8 @@ inline const char* init_fix(Memory mem)
         return "copy data in (DataCopy/DataCopyPad) or write it (Duplicate, a vector instruction, SetValue) "
                "before reading it";
     case Memory::L1: return "DataCopy the data into the L1 buffer before reading it";
-    case Memory::L0A: case Memory::L0B: return "LoadData it from L1 before the Mmad reads it";
+    case Memory::L0A: case Memory::L0B:
+        return "LoadData it from L1 bytes that DataCopy wrote before the Mmad reads it";
     case Memory::L0C:
         return "start the accumulation with an Mmad that initialises C (cmatrixInitVal true) before "
                "accumulating into it or moving it out";
@@ -195,8 +196,9 @@ inline const char* init_fix(Memory mem)
 [[gnu::noinline]] inline void init_fail(const char* what, const char* operand, TPosition pos, Memory mem,
                                         uint64_t base, uint64_t off, uint64_t n, uint64_t bad)
 {
-    fail("initcheck: ", what, " reads bytes [", off, ", ", off + n, ") of ", operand, " (a ",
-         position_name(pos), " tensor at byte ", base, " of the ", memory_spec(mem).name, ") but byte ", bad,
+    const char* name = position_name(pos);
+    fail("initcheck: ", what, " reads bytes [", off, ", ", off + n, ") of ", operand, name[0] == 'A' ? " (an " : " (a ",
+         name, " tensor at byte ", base, " of the ", memory_spec(mem).name, ") but byte ", bad,
          " of it (byte ", base + bad, " of the ", memory_spec(mem).name,
          ") was never written in this block; ", init_fix(mem));
 }

@@ -1,0 +1,128 @@
+//! What the host emulation's sanitizer checks cost, measured in the same run:
+//! the same launches with every check off (`Sanitize::OFF`), each check on
+//! its own, and all of them (`Sanitize::ALL`, the default), interleaved so
+//! that drifts of the machine favour no setting. Workloads: add_bias,
+//! softmax and rms_norm over [16384, 1024] fp32 (vector kernels), and
+//! matmul_f16 [4096, 200] x [200, 144] (a cube kernel).
+//!
+//! Run with `cargo bench --bench sanitize`. Each result is checked against
+//! the result with the checks off, so every setting computes the same thing.
+
+use pypto_examples::bench::{Sample, compare};
+use pypto_examples::{data, kernels};
+use pypto_rt::{Const, Device, Sanitize, with_sanitize};
+
+const ROWS: usize = 16384;
+const COLS: usize = 1024;
+const RUNS: usize = 5;
+const ROUNDS: usize = 2;
+
+const SETTINGS: [(&str, Sanitize); 6] = [
+    ("off", Sanitize::OFF),
+    ("race only", Sanitize::RACE),
+    ("init only", Sanitize::INIT),
+    ("sync only", Sanitize::SYNC),
+    ("mem only", Sanitize::MEM),
+    ("all (the default)", Sanitize::ALL),
+];
+
+/// Times `launch` under every setting, interleaved; prints each time and
+/// its ratio to the time with the checks off, and checks that every
+/// setting's `result` matches the first's.
+fn workload<T: PartialEq + std::fmt::Debug>(
+    name: &str,
+    mut launch: impl FnMut(),
+    mut result: impl FnMut() -> Vec<T>,
+) {
+    let mut want = None;
+    for (label, checks) in SETTINGS {
+        with_sanitize(checks, &mut launch);
+        let got = result();
+        match &want {
+            None => want = Some(got),
+            Some(w) => assert!(*w == got, "{name}: `{label}` computes something else"),
+        }
+    }
+    let launch = std::cell::RefCell::new(launch);
+    let mut runs: Vec<Box<dyn FnMut()>> = SETTINGS
+        .iter()
+        .map(|&(_, checks)| {
+            let launch = &launch;
+            Box::new(move || with_sanitize(checks, &mut *launch.borrow_mut())) as Box<dyn FnMut()>
+        })
+        .collect();
+    let [a, b, c, d, e, f] = &mut runs[..] else {
+        unreachable!()
+    };
+    let samples: [Sample; 6] = compare(
+        ROUNDS,
+        RUNS,
+        1,
+        &mut [&mut **a, &mut **b, &mut **c, &mut **d, &mut **e, &mut **f],
+    );
+    let off = samples[0].secs();
+    println!("{name}:");
+    for ((label, _), s) in SETTINGS.iter().zip(samples) {
+        println!(
+            "  {label:<20} {:8.2} ms  (spread {:3.0}%)  on / off {:.2}x",
+            s.secs() * 1e3,
+            s.spread_percent,
+            s.secs() / off
+        );
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let dev = Device::host();
+    let n = ROWS * COLS;
+    println!(
+        "sanitizer cost on the host backend, {} threads; best of {ROUNDS} rounds of the median of \
+         {RUNS} runs; `on / off` is the time with the setting over the time with every check off",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    let x = data(n, 1);
+    let bias = data(COLS, 2);
+    let w = data(COLS, 3);
+    let tx = dev.tensor_from(&x, (ROWS, COLS))?;
+    let tbias = dev.tensor_from(&bias, (COLS,))?;
+    let tw = dev.tensor_from(&w, (COLS,))?;
+    let out = std::cell::RefCell::new(dev.zeros((ROWS, COLS))?);
+
+    workload(
+        "add_bias [16384, 1024] + [1024]",
+        || kernels::add_bias_f32(&tx, &tbias, &mut out.borrow_mut()).expect("add_bias"),
+        || out.borrow().to_vec().unwrap(),
+    );
+    workload(
+        "softmax over rows of [16384, 1024]",
+        || kernels::softmax_f32(&tx, &mut out.borrow_mut()).expect("softmax"),
+        || out.borrow().to_vec().unwrap(),
+    );
+    workload(
+        "rms_norm over rows of [16384, 1024]",
+        || kernels::rms_norm_f32(&tx, &tw, 1e-6, &mut out.borrow_mut()).expect("rms_norm"),
+        || out.borrow().to_vec().unwrap(),
+    );
+    drop((tx, out));
+
+    let (m, k, nn) = (4096usize, 200usize, 144usize);
+    let to_half = |v: Vec<f32>| -> Vec<half::f16> {
+        v.iter().map(|&f| half::f16::from_f32(f / 4.0)).collect()
+    };
+    let a = dev.tensor_from(&to_half(data(m * k, 7)), (m, Const::<200>))?;
+    let b = dev.tensor_from(&to_half(data(k * nn, 8)), (Const::<200>, Const::<144>))?;
+    let c = std::cell::RefCell::new(dev.zeros((m, Const::<144>))?);
+    workload(
+        "matmul_f16 [4096, 200] x [200, 144] (cube)",
+        || kernels::matmul_f16(&a, &b, &mut c.borrow_mut()).expect("matmul"),
+        || {
+            c.borrow()
+                .to_vec()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect()
+        },
+    );
+    Ok(())
+}
