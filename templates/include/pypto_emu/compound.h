@@ -311,8 +311,9 @@ PYPTO_COMPOUND_MIXED(MulCast, mul_cast_pair, "int8_t/half, uint8_t/half", pypto_
 // SetDeqScale(half). The typed forms <T, U> and the forms without a type.
 template <typename T, typename U>
 void AddDeqRelu(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const LocalTensor<U>& src1,
-                const int32_t& count)
+                const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "AddDeqRelu");
     static_assert(std::is_same_v<T, half> && std::is_same_v<U, int32_t>,
                   "AddDeqRelu: type pair (dst, src) not supported (supported: half/int32_t)");
     pypto_emu::require_deq_scale("AddDeqRelu");
@@ -320,8 +321,9 @@ void AddDeqRelu(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const Loc
 }
 template <typename T, typename U, bool isSetMask = true>
 void AddDeqRelu(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const LocalTensor<U>& src1,
-                const uint64_t mask[], const int32_t repeatTime, const BinaryRepeatParams& repeatParams)
+                const uint64_t mask[], const int32_t repeatTime, const BinaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "AddDeqRelu");
     static_assert(std::is_same_v<T, half> && std::is_same_v<U, int32_t>,
                   "AddDeqRelu: type pair (dst, src) not supported (supported: half/int32_t)");
     pypto_emu::require_deq_scale("AddDeqRelu");
@@ -330,8 +332,9 @@ void AddDeqRelu(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const Loc
 }
 template <typename T, typename U, bool isSetMask = true>
 void AddDeqRelu(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const LocalTensor<U>& src1,
-                const uint64_t mask, const int32_t repeatTime, const BinaryRepeatParams& repeatParams)
+                const uint64_t mask, const int32_t repeatTime, const BinaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "AddDeqRelu");
     static_assert(std::is_same_v<T, half> && std::is_same_v<U, int32_t>,
                   "AddDeqRelu: type pair (dst, src) not supported (supported: half/int32_t)");
     pypto_emu::require_deq_scale("AddDeqRelu");
@@ -339,28 +342,32 @@ void AddDeqRelu(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const Loc
                                pypto_emu::AddDeqReluF());
 }
 inline void AddDeqRelu(const LocalTensor<half>& dst, const LocalTensor<int32_t>& src0,
-                       const LocalTensor<int32_t>& src1, const int32_t& count)
+                       const LocalTensor<int32_t>& src1, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "AddDeqRelu");
     AddDeqRelu<half, int32_t>(dst, src0, src1, count);
 }
 template <bool isSetMask = true>
 void AddDeqRelu(const LocalTensor<half>& dst, const LocalTensor<int32_t>& src0, const LocalTensor<int32_t>& src1,
-                const uint64_t mask[], const int32_t repeatTime, const BinaryRepeatParams& repeatParams)
+                const uint64_t mask[], const int32_t repeatTime, const BinaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "AddDeqRelu");
     AddDeqRelu<half, int32_t, isSetMask>(dst, src0, src1, mask, repeatTime, repeatParams);
 }
 template <bool isSetMask = true>
 void AddDeqRelu(const LocalTensor<half>& dst, const LocalTensor<int32_t>& src0, const LocalTensor<int32_t>& src1,
-                const uint64_t mask, const int32_t repeatTime, const BinaryRepeatParams& repeatParams)
+                const uint64_t mask, const int32_t repeatTime, const BinaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "AddDeqRelu");
     AddDeqRelu<half, int32_t, isSetMask>(dst, src0, src1, mask, repeatTime, repeatParams);
 }
 
 // Axpy: dst = scalarValue * src + dst (T = dst, U = src and scalar).
 template <typename T, typename U>
 void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const pypto_emu::same_t<U>& scalarValue,
-          const int32_t& count)
+          const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Axpy");
     PYPTO_COMPOUND_PAIR(axpy_pair, "Axpy", "half/half, float/float, float/half");
     pypto_emu::check_apart(dst, src, "src", "Axpy");
     U s = scalarValue;
@@ -369,8 +376,9 @@ void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const pypto_emu:
 }
 template <typename T, typename U, bool isSetMask = true>
 void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const pypto_emu::same_t<U>& scalarValue,
-          const uint64_t mask[], const int32_t repeatTime, const UnaryRepeatParams& repeatParams)
+          const uint64_t mask[], const int32_t repeatTime, const UnaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Axpy");
     PYPTO_COMPOUND_PAIR(axpy_pair, "Axpy", "half/half, float/float, float/half");
     pypto_emu::check_apart(dst, src, "src", "Axpy");
     U s = scalarValue;
@@ -381,8 +389,9 @@ void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const pypto_emu:
 }
 template <typename T, typename U, bool isSetMask = true>
 void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const pypto_emu::same_t<U>& scalarValue,
-          const uint64_t mask, const int32_t repeatTime, const UnaryRepeatParams& repeatParams)
+          const uint64_t mask, const int32_t repeatTime, const UnaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Axpy");
     PYPTO_COMPOUND_PAIR(axpy_pair, "Axpy", "half/half, float/float, float/half");
     pypto_emu::check_apart(dst, src, "src", "Axpy");
     U s = scalarValue;

@@ -377,8 +377,9 @@ namespace AscendC {
 
 // GM -> UB, `count` contiguous elements.
 template <typename T>
-void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint32_t count)
+void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint32_t count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "DataCopy");
     pypto_emu::OnPipe on_pipe(PIPE_MTE2);
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopy(GM->local)";
@@ -391,8 +392,9 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint3
 
 // UB -> GM, `count` contiguous elements.
 template <typename T>
-void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count)
+void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "DataCopy");
     pypto_emu::OnPipe on_pipe(PIPE_MTE3);
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopy(local->GM)";
@@ -405,8 +407,9 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint3
 
 // UB -> UB, `count` contiguous elements.
 template <typename T>
-void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count)
+void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "DataCopy");
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopy(local->local)";
     pypto_emu::check_count_bytes<T>(count, what);
@@ -423,8 +426,9 @@ void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32
 // blockLen 0: nothing happens.
 
 template <typename T>
-void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& p)
+void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& p, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "DataCopy");
     pypto_emu::OnPipe on_pipe(PIPE_MTE2);
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopy(GM->local, DataCopyParams)";
@@ -440,8 +444,9 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataC
 }
 
 template <typename T>
-void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p)
+void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "DataCopy");
     pypto_emu::OnPipe on_pipe(PIPE_MTE3);
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopy(local->GM, DataCopyParams)";
@@ -462,8 +467,9 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataC
 }
 
 template <typename T>
-void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p)
+void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "DataCopy");
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopy(local->local, DataCopyParams)";
     pypto_emu::check_block_count(p.blockCount, what);
@@ -484,8 +490,9 @@ void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCo
 
 template <typename T>
 void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const SliceInfo dstSliceInfo[],
-              const SliceInfo srcSliceInfo[], const uint32_t dimValue = 1)
+              const SliceInfo srcSliceInfo[], const uint32_t dimValue = 1, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "DataCopy");
     pypto_emu::OnPipe on_pipe(PIPE_MTE2);
     PYPTO_REQUIRE_COPY_TYPE(slice_type, "DataCopy(SliceInfo)",
                             "int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
@@ -502,8 +509,9 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Slice
 
 template <typename T>
 void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const SliceInfo dstSliceInfo[],
-              const SliceInfo srcSliceInfo[], const uint32_t dimValue = 1)
+              const SliceInfo srcSliceInfo[], const uint32_t dimValue = 1, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "DataCopy");
     pypto_emu::OnPipe on_pipe(PIPE_MTE3);
     PYPTO_REQUIRE_COPY_TYPE(slice_type, "DataCopy(SliceInfo)",
                             "int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
@@ -524,8 +532,9 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Slice
 // dst[m * dstNdMatrixStride + r * dstDStride + c].
 
 template <typename T>
-void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Nz2NdParamsFull& p)
+void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Nz2NdParamsFull& p, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "DataCopy");
     pypto_emu::OnPipe on_pipe(PIPE_MTE3);
     PYPTO_REQUIRE_COPY_TYPE(nz2nd_type, "DataCopy(Nz2NdParamsFull)",
                             "int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
@@ -575,8 +584,9 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Nz2Nd
 // The value DataCopyPad (GM -> UB) pads with when its isPad is false.
 
 template <typename T, TPosition pos = TPosition::MAX>
-void SetPadValue(T paddingValue)
+void SetPadValue(T paddingValue, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "SetPadValue");
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "SetPadValue", PYPTO_DATACOPY_TYPES);
     static_assert(pos == TPosition::VECIN || pos == TPosition::VECOUT || pos == TPosition::MAX,
                   "SetPadValue<T, pos>: pos must be TPosition::VECIN, VECOUT or MAX");
@@ -599,8 +609,9 @@ void SetPadValue(T paddingValue)
 // unspecified (isPad false, no SetPadValue: every bit set on the host).
 template <typename T>
 void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyExtParams& p,
-                 const DataCopyPadExtParams<T>& pad)
+                 const DataCopyPadExtParams<T>& pad, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "DataCopyPad");
     pypto_emu::OnPipe on_pipe(PIPE_MTE2);
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopyPad", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopyPad(GM->local)";
@@ -677,8 +688,9 @@ void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Da
 // a UB block occupies blockLen rounded up to 32 bytes, then srcStride
 // 32-byte blocks of gap; dstStride bytes of gap in GM.
 template <typename T>
-void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p)
+void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "DataCopyPad");
     pypto_emu::OnPipe on_pipe(PIPE_MTE3);
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopyPad", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopyPad(local->GM)";
@@ -710,8 +722,9 @@ void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Da
 // in the units of the DataCopyExtParams forms.
 template <typename T>
 void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& p,
-                 const DataCopyPadParams& pad)
+                 const DataCopyPadParams& pad, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "DataCopyPad");
     pypto_emu::OnPipe on_pipe(PIPE_MTE2);
     T value;
     std::memcpy(&value, &pad.paddingValue, sizeof(T));
@@ -720,8 +733,9 @@ void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Da
 }
 
 template <typename T>
-void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p)
+void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "DataCopyPad");
     pypto_emu::OnPipe on_pipe(PIPE_MTE3);
     DataCopyPad(dst, src, DataCopyExtParams(p.blockCount, p.blockLen, p.srcStride, p.dstStride, 0));
 }

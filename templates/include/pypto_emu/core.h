@@ -233,12 +233,51 @@ inline std::string param_name(const GmRegion& r)
     return concat("`", std::string(r.name, r.name_len), "`");
 }
 
-// Ends a launch that pypto-rt's watchdog gave up on: every API call polls.
+// Where a kernel called an API instruction, for racecheck's messages: GCC
+// and Clang evaluate __builtin_FILE/__builtin_LINE in a default argument at
+// the call, so each instruction takes `Site site = Site::here()` last.
+struct Site {
+    const char* file = nullptr;
+    unsigned line = 0;
+    static constexpr Site here(const char* file = __builtin_FILE(), unsigned line = __builtin_LINE())
+    {
+        return Site{file, line};
+    }
+};
+
+inline thread_local Site current_site;
+
 // The running instruction as poll() last saw it: a number that changes
 // with each API call, and its name (racecheck names writers by it).
 inline thread_local uint64_t instruction_seq = 0;
 inline thread_local const char* instruction_name = "an instruction";
 
+// An instruction called by the kernel: its site and name while it runs.
+// Calls from inside the emulation (an instruction built on another) keep
+// the kernel's.
+struct AtSite {
+    Site saved;
+    bool set;
+    AtSite(Site site, const char* name)
+        : saved(current_site), set(site.file != nullptr && std::strstr(site.file, "pypto_emu/") == nullptr)
+    {
+        if (set) {
+            current_site = site;
+            instruction_name = name;
+            ++instruction_seq;
+        }
+    }
+    ~AtSite()
+    {
+        if (set) {
+            current_site = saved;
+        }
+    }
+    AtSite(const AtSite&) = delete;
+    AtSite& operator=(const AtSite&) = delete;
+};
+
+// Ends a launch that pypto-rt's watchdog gave up on: every API call polls.
 inline void poll(const char* what)
 {
     ++instruction_seq;

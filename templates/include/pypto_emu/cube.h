@@ -141,8 +141,10 @@ namespace AscendC {
 
 // GM (row-major) -> L1 or UB in the Nz layout; column tails are zero-filled to 32 bytes.
 template <typename T>
-void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2NzParams& p)
+void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2NzParams& p, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "DataCopy");
+    pypto_emu::OnPipe on_pipe(PIPE_MTE2); // GM -> L1 or UB
     static_assert(!pypto_emu::is_int4<T>, "DataCopy(Nd2NzParams): int4b_t (b4) is not emulated yet");
     PYPTO_REQUIRE_COPY_TYPE(slice_type, "DataCopy(Nd2NzParams)",
                             "int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
@@ -198,8 +200,9 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2Nz
 // L1 -> L0A / L0B, whole 512-byte fractals, optionally transposing each
 // (16-bit types only).
 template <typename T>
-void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2DParams& p)
+void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2DParams& p, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "LoadData");
     const char* what = "LoadData";
     static_assert(!pypto_emu::is_int4<T>, "LoadData: int4b_t (b4) is not emulated yet");
     if (p.repeatTimes == 0) {
@@ -252,8 +255,9 @@ void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadDa
 // two 16 x 8 fractals, dstFracGap apart. 16-bit squares are one fractal.
 template <typename T>
 void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
-                           const LoadData2dTransposeParams& p)
+                           const LoadData2dTransposeParams& p, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "LoadDataWithTranspose");
     const char* what = "LoadDataWithTranspose";
     static_assert(sizeof(T) == 2 || sizeof(T) == 4, "LoadDataWithTranspose: only 16- and 32-bit types are emulated");
     if (p.repeatTimes == 0) {
@@ -312,8 +316,9 @@ void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
 // dst (L0C) = A (L0A, Zz) x B (L0B, Zn), or += with cmatrixInitVal false.
 template <typename T, typename U, typename S>
 void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor<S>& filter,
-          const MmadParams& p)
+          const MmadParams& p, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Mmad");
     using pypto_emu::one_of;
     static_assert(std::is_same_v<U, S>, "Mmad: both inputs take one element type");
     static_assert((std::is_same_v<T, float> && one_of<U, half, bfloat16_t, float>) ||
@@ -380,8 +385,9 @@ void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor
 // L0C (Nz, fp32) -> GM, row-major (CFG_ROW_MAJOR) with a row pitch of
 // dstStride elements, converting with quantPre.
 template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
-void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p)
+void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Fixpipe");
     const char* what = "Fixpipe";
     static_assert(config.format == CO2Layout::ROW_MAJOR, "Fixpipe: only CFG_ROW_MAJOR is emulated");
     static_assert(std::is_same_v<U, float>, "Fixpipe: only float L0C data is emulated");

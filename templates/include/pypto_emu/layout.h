@@ -132,8 +132,9 @@ namespace AscendC {
 
 template <typename T>
 void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint32_t>& srcOffset,
-            const uint32_t srcBaseAddr, const uint32_t count)
+            const uint32_t srcBaseAddr, const uint32_t count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Gather");
     // initcheck: the destination counts as written in full (not checked per element).
     pypto_emu::init_write(dst, 0, dst.GetLength());
     PYPTO_REQUIRE_TYPE(gather_type, "Gather", PYPTO_GATHER_TYPES);
@@ -226,8 +227,9 @@ namespace AscendC {
 
 template <typename T>
 void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint32_t>& srcOffset,
-            const uint32_t srcBaseAddr, const uint64_t mask[], const uint8_t repeatTime, const uint16_t dstRepStride)
+            const uint32_t srcBaseAddr, const uint64_t mask[], const uint8_t repeatTime, const uint16_t dstRepStride, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Gather");
     // initcheck: the destination counts as written in full (not checked per element).
     pypto_emu::init_write(dst, 0, dst.GetLength());
     PYPTO_REQUIRE_TYPE(gather_type, "Gather", PYPTO_GATHER_TYPES);
@@ -237,8 +239,9 @@ void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTen
 
 template <typename T>
 void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint32_t>& srcOffset,
-            const uint32_t srcBaseAddr, const uint64_t mask, const uint8_t repeatTime, const uint16_t dstRepStride)
+            const uint32_t srcBaseAddr, const uint64_t mask, const uint8_t repeatTime, const uint16_t dstRepStride, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Gather");
     // initcheck: the destination counts as written in full (not checked per element).
     pypto_emu::init_write(dst, 0, dst.GetLength());
     PYPTO_REQUIRE_TYPE(gather_type, "Gather", PYPTO_GATHER_TYPES);
@@ -253,8 +256,9 @@ void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTen
 
 template <typename T>
 void Gatherb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint32_t>& offset,
-             const uint8_t repeatTime, const GatherRepeatParams& repeatParams)
+             const uint8_t repeatTime, const GatherRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Gatherb");
     // initcheck: the destination counts as written in full (not checked per element).
     pypto_emu::init_write(dst, 0, dst.GetLength());
     PYPTO_REQUIRE_TYPE(gatherb_type, "Gatherb", PYPTO_GATHERB_TYPES);
@@ -313,8 +317,9 @@ void Gatherb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTe
 
 // One 16 x 16 matrix of 16-bit elements; dst may be src.
 template <typename T>
-void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src)
+void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Transpose");
     // initcheck: the destination counts as written in full (not checked per element).
     pypto_emu::init_write(dst, 0, dst.GetLength());
     PYPTO_REQUIRE_TYPE(transpose16_type, "Transpose", "int16_t, uint16_t, half");
@@ -333,8 +338,9 @@ void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src)
 // [N, C, H, W] <-> [N, H, W, C], or one 16 x 16 matrix (TRANSPOSE_ND2ND_B16).
 template <typename T>
 void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint8_t>& sharedTmpBuffer,
-               const TransposeParamsExt& p)
+               const TransposeParamsExt& p, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Transpose");
     // initcheck: the destination counts as written in full (not checked per element).
     pypto_emu::init_write(dst, 0, dst.GetLength());
     pypto_emu::init_write(sharedTmpBuffer, 0, sharedTmpBuffer.GetLength());
@@ -424,8 +430,9 @@ void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Local
 // ---- CreateVecIndex (count form) ---------------------------------------------------
 // dst[i] = firstValue + i, computed in T.
 template <typename T>
-void CreateVecIndex(LocalTensor<T> dst, const T& firstValue, uint32_t count)
+void CreateVecIndex(LocalTensor<T> dst, const T& firstValue, uint32_t count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "CreateVecIndex");
     // initcheck: the destination counts as written in full (not checked per element).
     pypto_emu::init_write(dst, 0, dst.GetLength());
     PYPTO_REQUIRE_TYPE(vec_index_type, "CreateVecIndex", "int16_t, half, int32_t, float");

@@ -479,8 +479,9 @@ inline void SetMaskCount() { pypto_emu::mask_registers().mode = MaskMode::COUNTE
 
 inline void SetMaskNorm() { pypto_emu::mask_registers().mode = MaskMode::NORMAL; }
 
-inline void ResetMask()
+inline void ResetMask(pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "ResetMask");
     pypto_emu::MaskRegisters& regs = pypto_emu::mask_registers();
     regs.high = ~0ull;
     regs.low = ~0ull;
@@ -489,8 +490,9 @@ inline void ResetMask()
 // Normal mode: a bit mask per repeat (maskHigh 0 for 32-bit types).
 // Counter mode: maskLow is the element count, maskHigh is ignored.
 template <typename T, MaskMode mode = MaskMode::NORMAL>
-void SetVectorMask(const uint64_t maskHigh, const uint64_t maskLow)
+void SetVectorMask(const uint64_t maskHigh, const uint64_t maskLow, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "SetVectorMask");
     pypto_emu::MaskRegisters& regs = pypto_emu::mask_registers();
     if constexpr (mode == MaskMode::NORMAL && sizeof(T) == 4) {
         if (maskHigh != 0) {
@@ -505,8 +507,9 @@ void SetVectorMask(const uint64_t maskHigh, const uint64_t maskLow)
 // Normal mode: the first `len` elements of every repeat; counter mode:
 // `len` elements in all.
 template <typename T, MaskMode mode = MaskMode::NORMAL>
-void SetVectorMask(int32_t len)
+void SetVectorMask(int32_t len, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "SetVectorMask");
     if (len < 0) {
         pypto_emu::fail("SetVectorMask: len ", len, " is negative");
     }
@@ -599,30 +602,34 @@ namespace AscendC {
 // ---- count forms vector.h does not have ------------------------------------
 
 template <typename T>
-void And(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, const int32_t& count)
+void And(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "And");
     PYPTO_REQUIRE_TYPE(logic_type, "And", "int16_t, uint16_t");
     pypto_emu::binary(dst, src0, src1, count, "And", [](auto a, auto b) { return a & b; });
 }
 
 template <typename T>
-void Or(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, const int32_t& count)
+void Or(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Or");
     PYPTO_REQUIRE_TYPE(logic_type, "Or", "int16_t, uint16_t");
     pypto_emu::binary(dst, src0, src1, count, "Or", [](auto a, auto b) { return a | b; });
 }
 
 template <typename T>
-void Not(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count)
+void Not(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Not");
     PYPTO_REQUIRE_TYPE(logic_type, "Not", "int16_t, uint16_t");
     pypto_emu::unary(dst, src, count, "Not", [](auto a) { return ~a; });
 }
 
 template <typename T>
 void LeakyRelu(const LocalTensor<T>& dst, const LocalTensor<T>& src, const pypto_emu::same_t<T>& scalarValue,
-               const int32_t& count)
+               const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "LeakyRelu");
     PYPTO_REQUIRE_TYPE(leaky_type, "LeakyRelu", "half, float");
     float s = static_cast<float>(scalarValue);
     pypto_emu::unary(dst, src, count, "LeakyRelu", [s](float a) { return a >= 0 ? a : a * s; });
@@ -630,8 +637,9 @@ void LeakyRelu(const LocalTensor<T>& dst, const LocalTensor<T>& src, const pypto
 
 template <typename T>
 void ShiftLeft(const LocalTensor<T>& dst, const LocalTensor<T>& src, const pypto_emu::same_t<T>& scalarValue,
-               const int32_t& count)
+               const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "ShiftLeft");
     PYPTO_REQUIRE_TYPE(shift_type, "ShiftLeft", "int16_t, uint16_t, int32_t, uint32_t");
     pypto_emu::check_shift(scalarValue, "ShiftLeft");
     T s = scalarValue;
@@ -640,8 +648,9 @@ void ShiftLeft(const LocalTensor<T>& dst, const LocalTensor<T>& src, const pypto
 
 template <typename T>
 void ShiftRight(const LocalTensor<T>& dst, const LocalTensor<T>& src, const pypto_emu::same_t<T>& scalarValue,
-                const int32_t& count)
+                const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "ShiftRight");
     PYPTO_REQUIRE_TYPE(shift_type, "ShiftRight", "int16_t, uint16_t, int32_t, uint32_t");
     pypto_emu::check_shift(scalarValue, "ShiftRight");
     T s = scalarValue;
@@ -679,8 +688,9 @@ PYPTO_MASK_UNARY(Not, logic_type, "int16_t, uint16_t", ~a)
 template <typename T, bool isSetMask = true>
 void ShiftRight(const LocalTensor<T>& dst, const LocalTensor<T>& src, const pypto_emu::same_t<T>& scalarValue,
                 const uint64_t mask[], const int32_t repeatTime, const UnaryRepeatParams& repeatParams,
-                bool roundEn = false)
+                bool roundEn = false, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "ShiftRight");
     PYPTO_REQUIRE_TYPE(shift_type, "ShiftRight", "int16_t, uint16_t, int32_t, uint32_t");
     pypto_emu::check_shift(scalarValue, "ShiftRight");
     T s = scalarValue;
@@ -691,8 +701,9 @@ void ShiftRight(const LocalTensor<T>& dst, const LocalTensor<T>& src, const pypt
 template <typename T, bool isSetMask = true>
 void ShiftRight(const LocalTensor<T>& dst, const LocalTensor<T>& src, const pypto_emu::same_t<T>& scalarValue,
                 const uint64_t mask, const int32_t repeatTime, const UnaryRepeatParams& repeatParams,
-                bool roundEn = false)
+                bool roundEn = false, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "ShiftRight");
     PYPTO_REQUIRE_TYPE(shift_type, "ShiftRight", "int16_t, uint16_t, int32_t, uint32_t");
     pypto_emu::check_shift(scalarValue, "ShiftRight");
     T s = scalarValue;
@@ -864,8 +875,9 @@ namespace AscendC {
 
 template <typename T, bool isSetMask = true>
 void Duplicate(const LocalTensor<T>& dst, const pypto_emu::same_t<T>& scalarValue, const uint64_t mask[],
-               const int32_t repeatTime, const uint16_t dstBlockStride, const uint8_t dstRepeatStride)
+               const int32_t repeatTime, const uint16_t dstBlockStride, const uint8_t dstRepeatStride, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Duplicate");
     PYPTO_REQUIRE_TYPE(duplicate_type, "Duplicate", "int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
     pypto_emu::masked_duplicate<T>(dst, scalarValue, PYPTO_MASK_ARG(mask, 0), repeatTime, dstBlockStride,
                                    dstRepeatStride);
@@ -873,8 +885,9 @@ void Duplicate(const LocalTensor<T>& dst, const pypto_emu::same_t<T>& scalarValu
 
 template <typename T, bool isSetMask = true>
 void Duplicate(const LocalTensor<T>& dst, const pypto_emu::same_t<T>& scalarValue, const uint64_t mask,
-               const int32_t repeatTime, const uint16_t dstBlockStride, const uint8_t dstRepeatStride)
+               const int32_t repeatTime, const uint16_t dstBlockStride, const uint8_t dstRepeatStride, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Duplicate");
     PYPTO_REQUIRE_TYPE(duplicate_type, "Duplicate", "int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
     pypto_emu::masked_duplicate<T>(dst, scalarValue, PYPTO_MASK_LEN(mask), repeatTime, dstBlockStride,
                                    dstRepeatStride);
@@ -882,16 +895,18 @@ void Duplicate(const LocalTensor<T>& dst, const pypto_emu::same_t<T>& scalarValu
 
 template <typename T, typename U, bool isSetMask = true>
 void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode, const uint64_t mask[],
-          const int32_t repeatTime, const UnaryRepeatParams& repeatParams)
+          const int32_t repeatTime, const UnaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Cast");
     PYPTO_CAST_TYPES_OK;
     pypto_emu::masked_cast(dst, src, roundMode, PYPTO_MASK_ARG(mask, 0), repeatTime, repeatParams);
 }
 
 template <typename T, typename U, bool isSetMask = true>
 void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode, const uint64_t mask,
-          const int32_t repeatTime, const UnaryRepeatParams& repeatParams)
+          const int32_t repeatTime, const UnaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Cast");
     PYPTO_CAST_TYPES_OK;
     pypto_emu::masked_cast(dst, src, roundMode, PYPTO_MASK_LEN(mask), repeatTime, repeatParams);
 }
@@ -900,16 +915,18 @@ void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode&
 
 template <typename T, bool isSetMask = true>
 void Copy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint64_t mask[], const int32_t repeatTime,
-          const CopyRepeatParams& repeatParams)
+          const CopyRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Copy");
     PYPTO_REQUIRE_TYPE(copy_type, "Copy", "int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
     pypto_emu::masked_copy(dst, src, PYPTO_MASK_ARG(mask, 0), repeatTime, repeatParams);
 }
 
 template <typename T, bool isSetMask = true>
 void Copy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint64_t mask, const int32_t repeatTime,
-          const CopyRepeatParams& repeatParams)
+          const CopyRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Copy");
     PYPTO_REQUIRE_TYPE(copy_type, "Copy", "int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
     pypto_emu::masked_copy(dst, src, PYPTO_MASK_LEN(mask), repeatTime, repeatParams);
 }
@@ -917,8 +934,9 @@ void Copy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint64_t m
 // dst block j of repeat r is filled with src[8 r + j].
 template <typename T>
 void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,
-          const BrcbRepeatParams& repeatParams)
+          const BrcbRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Brcb");
     PYPTO_REQUIRE_TYPE(copy_type, "Brcb", "int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
     const char* what = "Brcb";
     pypto_emu::poll(what);
@@ -972,8 +990,9 @@ void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t re
 
 template <typename T, typename U>
 void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
-             uint32_t count)
+             uint32_t count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Compare");
     PYPTO_REQUIRE_TYPE(compare_type, "Compare", "half, float, int32_t (EQ only)");
     static_assert(pypto_emu::one_of<U, uint8_t, int8_t>, "Compare: the result type must be uint8_t or int8_t");
     const char* what = "Compare";
@@ -996,8 +1015,9 @@ void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalT
 
 template <typename T, typename U>
 void Compares(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const pypto_emu::same_t<T> src1Scalar,
-              CMPMODE cmpMode, uint32_t count)
+              CMPMODE cmpMode, uint32_t count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Compares");
     PYPTO_REQUIRE_TYPE(compare_type, "Compares", "half, float, int32_t (EQ only)");
     static_assert(std::is_same_v<U, uint8_t>, "Compares: the result type must be uint8_t");
     const char* what = "Compares";
@@ -1134,8 +1154,9 @@ namespace AscendC {
 
 template <typename T, typename U, bool isSetMask = true>
 void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
-             const uint64_t mask[], const int32_t repeatTime, const BinaryRepeatParams& repeatParams)
+             const uint64_t mask[], const int32_t repeatTime, const BinaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Compare");
     PYPTO_REQUIRE_TYPE(compare_type, "Compare", "half, float, int32_t (EQ only)");
     static_assert(pypto_emu::one_of<U, uint8_t, int8_t>, "Compare: the result type must be uint8_t or int8_t");
     (void)mask; // reserved on Atlas A2/A3
@@ -1152,16 +1173,18 @@ void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalT
 
 template <typename T, typename U, bool isSetMask = true>
 void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
-             const uint64_t mask, const int32_t repeatTime, const BinaryRepeatParams& repeatParams)
+             const uint64_t mask, const int32_t repeatTime, const BinaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Compare");
     uint64_t bits[2] = {mask, 0};
     Compare<T, U, isSetMask>(dst, src0, src1, cmpMode, bits, repeatTime, repeatParams);
 }
 
 template <typename T, typename U, bool isSetMask = true>
 void Compares(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const pypto_emu::same_t<T> src1Scalar,
-              CMPMODE cmpMode, const uint64_t mask[], const int32_t repeatTime, const UnaryRepeatParams& repeatParams)
+              CMPMODE cmpMode, const uint64_t mask[], const int32_t repeatTime, const UnaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Compares");
     PYPTO_REQUIRE_TYPE(compare_type, "Compares", "half, float, int32_t (EQ only)");
     static_assert(std::is_same_v<U, uint8_t>, "Compares: the result type must be uint8_t");
     (void)mask; // reserved on Atlas A2/A3
@@ -1172,8 +1195,9 @@ void Compares(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const pypto
 
 template <typename T, typename U, bool isSetMask = true>
 void Compares(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const pypto_emu::same_t<T> src1Scalar,
-              CMPMODE cmpMode, const uint64_t mask, const int32_t repeatTime, const UnaryRepeatParams& repeatParams)
+              CMPMODE cmpMode, const uint64_t mask, const int32_t repeatTime, const UnaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Compares");
     uint64_t bits[2] = {mask, 0};
     Compares<T, U, isSetMask>(dst, src0, src1Scalar, cmpMode, bits, repeatTime, repeatParams);
 }
@@ -1182,8 +1206,9 @@ void Compares(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const pypto
 // register (masked-off bits keep their values); GetCmpMask reads it out.
 template <typename T, bool isSetMask = true>
 void Compare(const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode, const uint64_t mask[],
-             const BinaryRepeatParams& repeatParams)
+             const BinaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Compare");
     PYPTO_REQUIRE_TYPE(math_type, "Compare", "half, float");
     const char* what = "Compare";
     pypto_emu::RepeatPlan p = pypto_emu::make_plan(
@@ -1206,8 +1231,9 @@ void Compare(const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmp
 
 template <typename T, bool isSetMask = true>
 void Compare(const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode, const uint64_t mask,
-             const BinaryRepeatParams& repeatParams)
+             const BinaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Compare");
     PYPTO_REQUIRE_TYPE(math_type, "Compare", "half, float");
     const char* what = "Compare";
     uint64_t bits[2];

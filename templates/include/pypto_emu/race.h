@@ -22,6 +22,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 #include <map>
 #include <new>
@@ -97,7 +98,18 @@ struct RaceAccess {
     uint32_t clock;
     uint64_t seq;     // instruction number (poll), to tell one instruction's accesses apart
     const char* what; // the instruction
+    Site site;        // where the kernel called it, when known
 };
+
+// "Muls (rows.cpp:45)": the instruction and its call's file name and line.
+inline std::string race_instruction(const char* what, const Site& site)
+{
+    if (site.file == nullptr) {
+        return concat("(", what, ")");
+    }
+    const char* slash = std::strrchr(site.file, '/');
+    return concat("(", what, ", ", slash != nullptr ? slash + 1 : site.file, ":", site.line, ")");
+}
 using RaceMap = std::map<uint64_t, RaceAccess>;
 
 struct RaceState {
@@ -197,12 +209,10 @@ inline bool race_queue_pair(int q, int p)
     const char* mname = race_short_memory(mem);
     const char* pn = pipe_name(p);
     const char* qn = pipe_name(q);
-    std::string verb = write ? (other_write ? concat("writes ", mname, " bytes [", lo, ", ", hi, ")",
-                                                     describe_local(mem, lo), " in ", what, ", also written by ")
-                                            : concat("writes ", mname, " bytes [", lo, ", ", hi, ")",
-                                                     describe_local(mem, lo), " in ", what, ", still being read by "))
-                             : concat("reads ", mname, " bytes [", lo, ", ", hi, ")", describe_local(mem, lo), " in ",
-                                      what, ", written by ");
+    std::string bytes = concat(mname, " bytes [", lo, ", ", hi, ")", describe_local(mem, lo), " ",
+                               race_instruction(what, current_site));
+    std::string verb = write ? concat("writes ", bytes, other_write ? ", also written by " : ", still being read by ")
+                             : concat("reads ", bytes, ", written by ");
     std::string fix;
     if (p == q) {
         fix = concat("; copies on one ", pn, " pipe into overlapping bytes are not ordered: insert PipeBarrier<PIPE_",
@@ -220,7 +230,8 @@ inline bool race_queue_pair(int q, int p)
     } else {
         fix = concat("; no HardEvent goes from ", qn, " to ", pn, ": insert PipeBarrier<PIPE_ALL>() between them");
     }
-    fail("racecheck: ", pn, " ", verb, qn, " (", other.what, ") with no synchronisation between them", fix);
+    fail("racecheck: ", pn, " ", verb, qn, " ", race_instruction(other.what, other.site),
+         " with no synchronisation between them", fix);
 }
 
 // The first access in `m` overlapping [at, at + n) that pipe p does not
@@ -280,7 +291,7 @@ inline void race_record(RaceMap& m, uint64_t at, uint64_t n, const RaceAccess& a
             return;
         }
     }
-    m.emplace(at, RaceAccess{end, a.clock, a.seq, a.what});
+    m.emplace(at, RaceAccess{end, a.clock, a.seq, a.what, a.site});
 }
 
 // Pipe `p`'s access of bytes [at, at + n) of `mem`.
@@ -326,7 +337,7 @@ inline void race_access(Memory mem, uint64_t at, uint64_t n, bool write, const c
             race_fail(mem, p, write, what, q, kind == 1, hit->second, lo, hi);
         }
     }
-    RaceAccess a{0, s.vc[p][p], instruction_seq, what};
+    RaceAccess a{0, s.vc[p][p], instruction_seq, what, current_site};
     race_record(s.acc[mi][p][write ? 1 : 0], at, n, a);
     uint32_t& mc = s.max_clock[mi][p][write ? 1 : 0];
     mc = std::max(mc, a.clock);

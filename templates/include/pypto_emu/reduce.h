@@ -690,8 +690,9 @@ namespace AscendC {
 template <ReduceType reduceType, typename T, typename U, bool isSetMask = true>
 void ReduceRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& src, const uint64_t mask[],
                   const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,
-                  const int32_t srcRepStride, ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX)
+                  const int32_t srcRepStride, ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "ReduceRepeat");
     PYPTO_REDUCE_REQUIRE("ReduceRepeat");
     pypto_emu::reduce_repeat<reduceType>(dst, src, PYPTO_REDUCE_BITS(mask), repeatTime, dstRepStride, srcBlkStride,
                                          srcRepStride, order, "ReduceRepeat");
@@ -700,8 +701,9 @@ void ReduceRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& src, const ui
 template <ReduceType reduceType, typename T, typename U, bool isSetMask = true>
 void ReduceRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& src, const int32_t mask, const int32_t repeatTime,
                   const int32_t dstRepStride, const int32_t srcBlkStride, const int32_t srcRepStride,
-                  ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX)
+                  ReduceOrder order = ReduceOrder::ORDER_VALUE_INDEX, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "ReduceRepeat");
     PYPTO_REDUCE_REQUIRE("ReduceRepeat");
     uint64_t len = isSetMask ? pypto_emu::mask_length(mask, "ReduceRepeat") : 0;
     pypto_emu::reduce_repeat<reduceType>(dst, src, PYPTO_REDUCE_LEN(len), repeatTime, dstRepStride, srcBlkStride,
@@ -745,8 +747,9 @@ PYPTO_WHOLE_REDUCE(WholeReduceMin, ReduceType::MIN,
 template <typename T, bool isSetMask = true>
 void RepeatReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,
                      const int32_t mask, const int32_t dstBlkStride, const int32_t srcBlkStride,
-                     const int32_t dstRepStride, const int32_t srcRepStride)
+                     const int32_t dstRepStride, const int32_t srcRepStride, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "RepeatReduceSum");
     using U = T;
     PYPTO_REDUCE_REQUIRE("RepeatReduceSum");
     (void)dstBlkStride;
@@ -761,8 +764,9 @@ void RepeatReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
 template <ReduceType reduceType, typename T, typename U, bool isSetMask = true>
 void ReduceDataBlock(const LocalTensor<T>& dst, const LocalTensor<U>& src, const uint64_t mask[],
                      const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,
-                     const int32_t srcRepStride)
+                     const int32_t srcRepStride, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "ReduceDataBlock");
     PYPTO_REDUCE_FLOAT_REQUIRE("ReduceDataBlock");
     pypto_emu::reduce_data_block<reduceType>(dst, src, PYPTO_REDUCE_BITS(mask), repeatTime, dstRepStride,
                                              srcBlkStride, srcRepStride, "ReduceDataBlock");
@@ -771,8 +775,9 @@ void ReduceDataBlock(const LocalTensor<T>& dst, const LocalTensor<U>& src, const
 template <ReduceType reduceType, typename T, typename U, bool isSetMask = true>
 void ReduceDataBlock(const LocalTensor<T>& dst, const LocalTensor<U>& src, const int32_t mask,
                      const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,
-                     const int32_t srcRepStride)
+                     const int32_t srcRepStride, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "ReduceDataBlock");
     PYPTO_REDUCE_FLOAT_REQUIRE("ReduceDataBlock");
     uint64_t len = isSetMask ? pypto_emu::mask_length(mask, "ReduceDataBlock") : 0;
     pypto_emu::reduce_data_block<reduceType>(dst, src, PYPTO_REDUCE_LEN(len), repeatTime, dstRepStride,
@@ -812,8 +817,9 @@ PYPTO_BLOCK_REDUCE(BlockReduceMin, ReduceType::MIN)
 template <ReduceType reduceType, typename T, typename U, bool isSetMask = true>
 void ReducePairElem(const LocalTensor<T>& dst, const LocalTensor<U>& src, const uint64_t mask[],
                     const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,
-                    const int32_t srcRepStride)
+                    const int32_t srcRepStride, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "ReducePairElem");
     PYPTO_REDUCE_FLOAT_REQUIRE("ReducePairElem");
     static_assert(reduceType == ReduceType::SUM, "ReducePairElem: only ReduceType::SUM is supported");
     pypto_emu::reduce_pair(dst, src, PYPTO_REDUCE_BITS(mask), repeatTime, dstRepStride, srcBlkStride, srcRepStride,
@@ -823,8 +829,9 @@ void ReducePairElem(const LocalTensor<T>& dst, const LocalTensor<U>& src, const 
 template <ReduceType reduceType, typename T, typename U, bool isSetMask = true>
 void ReducePairElem(const LocalTensor<T>& dst, const LocalTensor<U>& src, const int32_t mask,
                     const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,
-                    const int32_t srcRepStride)
+                    const int32_t srcRepStride, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "ReducePairElem");
     PYPTO_REDUCE_FLOAT_REQUIRE("ReducePairElem");
     static_assert(reduceType == ReduceType::SUM, "ReducePairElem: only ReduceType::SUM is supported");
     uint64_t len = isSetMask ? pypto_emu::mask_length(mask, "ReducePairElem") : 0;
@@ -835,8 +842,9 @@ void ReducePairElem(const LocalTensor<T>& dst, const LocalTensor<U>& src, const 
 template <typename T, bool isSetMask = true>
 void PairReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,
                    const uint64_t mask[], const int32_t dstRepStride, const int32_t srcBlkStride,
-                   const int32_t srcRepStride)
+                   const int32_t srcRepStride, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "PairReduceSum");
     using U = T;
     PYPTO_REDUCE_FLOAT_REQUIRE("PairReduceSum");
     pypto_emu::reduce_pair(dst, src, PYPTO_REDUCE_BITS(mask), repeatTime, dstRepStride, srcBlkStride, srcRepStride,
@@ -846,8 +854,9 @@ void PairReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const i
 template <typename T, bool isSetMask = true>
 void PairReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,
                    const int32_t mask, const int32_t dstRepStride, const int32_t srcBlkStride,
-                   const int32_t srcRepStride)
+                   const int32_t srcRepStride, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "PairReduceSum");
     using U = T;
     PYPTO_REDUCE_FLOAT_REQUIRE("PairReduceSum");
     uint64_t len = isSetMask ? pypto_emu::mask_length(mask, "PairReduceSum") : 0;
@@ -862,8 +871,9 @@ void PairReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const i
 // tree, the repeat results added in order. The work buffer is not used.
 template <typename T, bool isSetMask = true>
 void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer,
-               const int32_t count)
+               const int32_t count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "ReduceSum");
     // initcheck: the destination counts as written in full (not checked per element).
     pypto_emu::init_write(dst, 0, dst.GetLength());
     pypto_emu::init_write(sharedTmpBuffer, 0, sharedTmpBuffer.GetLength());
@@ -915,8 +925,9 @@ void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Local
 
 template <typename T>
 void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer,
-               const uint64_t mask[], const int32_t repeatTime, const int32_t srcRepStride)
+               const uint64_t mask[], const int32_t repeatTime, const int32_t srcRepStride, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "ReduceSum");
     // initcheck: the destination counts as written in full (not checked per element).
     pypto_emu::init_write(dst, 0, dst.GetLength());
     pypto_emu::init_write(sharedTmpBuffer, 0, sharedTmpBuffer.GetLength());
@@ -928,8 +939,9 @@ void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Local
 
 template <typename T>
 void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer,
-               const int32_t mask, const int32_t repeatTime, const int32_t srcRepStride)
+               const int32_t mask, const int32_t repeatTime, const int32_t srcRepStride, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "ReduceSum");
     // initcheck: the destination counts as written in full (not checked per element).
     pypto_emu::init_write(dst, 0, dst.GetLength());
     pypto_emu::init_write(sharedTmpBuffer, 0, sharedTmpBuffer.GetLength());
@@ -1005,8 +1017,9 @@ T GetReduceRepeatSumSpr()
 // start), ReduceMax or ReduceMin of this block (the index there is
 // documented as not accurate; the emulation gives all ones).
 template <typename T>
-void GetReduceRepeatMaxMinSpr(T& maxMinValue, T& maxMinIndex)
+void GetReduceRepeatMaxMinSpr(T& maxMinValue, T& maxMinIndex, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "GetReduceRepeatMaxMinSpr");
 #if defined(PYPTO_TARGET_950)
     static_assert(!std::is_same_v<T, T>, "GetReduceRepeatMaxMinSpr: not supported on Ascend 950");
 #endif
@@ -1036,8 +1049,9 @@ T GetAccVal()
 }
 
 template <typename T>
-void GetReduceMaxMinCount(T& maxMinValue, T& maxMinIndex)
+void GetReduceMaxMinCount(T& maxMinValue, T& maxMinIndex, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "GetReduceMaxMinCount");
     GetReduceRepeatMaxMinSpr<T>(maxMinValue, maxMinIndex);
 }
 

@@ -116,56 +116,63 @@ namespace AscendC {
 
 template <typename T>
 void Add(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
-         const int32_t& count)
+         const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Add");
     PYPTO_REQUIRE_TYPE(arith_type, "Add", "int16_t, half, int32_t, float; Cast bfloat16_t to float first");
     pypto_emu::binary(dst, src0, src1, count, "Add", [](auto a, auto b) { return a + b; });
 }
 
 template <typename T>
 void Sub(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
-         const int32_t& count)
+         const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Sub");
     PYPTO_REQUIRE_TYPE(arith_type, "Sub", "int16_t, half, int32_t, float; Cast bfloat16_t to float first");
     pypto_emu::binary(dst, src0, src1, count, "Sub", [](auto a, auto b) { return a - b; });
 }
 
 template <typename T>
 void Mul(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
-         const int32_t& count)
+         const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Mul");
     PYPTO_REQUIRE_TYPE(arith_type, "Mul", "int16_t, half, int32_t, float; Cast bfloat16_t to float first");
     pypto_emu::binary(dst, src0, src1, count, "Mul", [](auto a, auto b) { return a * b; });
 }
 
 template <typename T>
 void Div(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
-         const int32_t& count)
+         const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Div");
     PYPTO_REQUIRE_TYPE(div_type, "Div", "half, float");
     pypto_emu::binary(dst, src0, src1, count, "Div", [](auto a, auto b) { return a / b; });
 }
 
 template <typename T>
 void Max(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
-         const int32_t& count)
+         const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Max");
     PYPTO_REQUIRE_TYPE(arith_type, "Max", "int16_t, half, int32_t, float");
     pypto_emu::binary(dst, src0, src1, count, "Max", [](auto a, auto b) { return a > b ? a : b; });
 }
 
 template <typename T>
 void Min(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
-         const int32_t& count)
+         const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Min");
     PYPTO_REQUIRE_TYPE(arith_type, "Min", "int16_t, half, int32_t, float");
     pypto_emu::binary(dst, src0, src1, count, "Min", [](auto a, auto b) { return a < b ? a : b; });
 }
 
 template <typename T>
 void Adds(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,
-          const int32_t& count)
+          const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Adds");
     PYPTO_REQUIRE_TYPE(arith_type, "Adds", "int16_t, half, int32_t, float");
     auto s = static_cast<pypto_emu::compute_t<T>>(scalarValue);
     pypto_emu::unary(dst, src, count, "Adds", [s](auto a) { return a + s; });
@@ -173,8 +180,9 @@ void Adds(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarV
 
 template <typename T>
 void Muls(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,
-          const int32_t& count)
+          const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Muls");
     PYPTO_REQUIRE_TYPE(arith_type, "Muls", "int16_t, half, int32_t, float");
     auto s = static_cast<pypto_emu::compute_t<T>>(scalarValue);
     pypto_emu::unary(dst, src, count, "Muls", [s](auto a) { return a * s; });
@@ -182,8 +190,9 @@ void Muls(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarV
 
 template <typename T>
 void Maxs(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,
-          const int32_t& count)
+          const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Maxs");
     PYPTO_REQUIRE_TYPE(arith_type, "Maxs", "int16_t, half, int32_t, float");
     auto s = static_cast<pypto_emu::compute_t<T>>(scalarValue);
     pypto_emu::unary(dst, src, count, "Maxs", [s](auto a) { return a > s ? a : s; });
@@ -191,65 +200,74 @@ void Maxs(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarV
 
 template <typename T>
 void Mins(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,
-          const int32_t& count)
+          const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Mins");
     PYPTO_REQUIRE_TYPE(arith_type, "Mins", "int16_t, half, int32_t, float");
     auto s = static_cast<pypto_emu::compute_t<T>>(scalarValue);
     pypto_emu::unary(dst, src, count, "Mins", [s](auto a) { return a < s ? a : s; });
 }
 
 template <typename T>
-void Relu(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count)
+void Relu(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Relu");
     PYPTO_REQUIRE_TYPE(relu_type, "Relu", "half, int32_t, float");
     pypto_emu::unary(dst, src, count, "Relu", [](auto a) { return a > 0 ? a : decltype(a)(0); });
 }
 
 template <typename T>
-void Exp(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count)
+void Exp(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Exp");
     PYPTO_REQUIRE_TYPE(math_type, "Exp", "half, float");
     pypto_emu::unary(dst, src, count, "Exp", [](float a) { return std::exp(a); });
 }
 
 template <typename T>
-void Ln(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count)
+void Ln(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Ln");
     PYPTO_REQUIRE_TYPE(math_type, "Ln", "half, float");
     pypto_emu::unary(dst, src, count, "Ln", [](float a) { return std::log(a); });
 }
 
 template <typename T>
-void Abs(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count)
+void Abs(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Abs");
     PYPTO_REQUIRE_TYPE(math_type, "Abs", "half, float");
     pypto_emu::unary(dst, src, count, "Abs", [](float a) { return std::fabs(a); });
 }
 
 template <typename T>
-void Sqrt(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count)
+void Sqrt(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Sqrt");
     PYPTO_REQUIRE_TYPE(math_type, "Sqrt", "half, float");
     pypto_emu::unary(dst, src, count, "Sqrt", [](float a) { return std::sqrt(a); });
 }
 
 template <typename T>
-void Rsqrt(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count)
+void Rsqrt(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Rsqrt");
     PYPTO_REQUIRE_TYPE(math_type, "Rsqrt", "half, float");
     pypto_emu::unary(dst, src, count, "Rsqrt", [](float a) { return 1.0f / std::sqrt(a); });
 }
 
 template <typename T>
-void Reciprocal(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count)
+void Reciprocal(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Reciprocal");
     PYPTO_REQUIRE_TYPE(math_type, "Reciprocal", "half, float");
     pypto_emu::unary(dst, src, count, "Reciprocal", [](float a) { return 1.0f / a; });
 }
 
 template <typename T>
-void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& count)
+void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Duplicate");
     PYPTO_REQUIRE_TYPE(duplicate_type, "Duplicate",
                        "int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
     pypto_emu::check_vector_operand(dst, count, "Duplicate");
@@ -560,8 +578,9 @@ void store_elem(T* base, uint64_t i, T v)
 namespace AscendC {
 
 // The DEQSCALE register for int32_t -> half Cast: dst = src * scale.
-inline void SetDeqScale(half scale)
+inline void SetDeqScale(half scale, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "SetDeqScale");
     pypto_emu::DeqScale& d = pypto_emu::deq_scale();
     d.scale = static_cast<float>(scale);
     d.set = true;
@@ -578,8 +597,9 @@ inline void SetDeqScale(half scale)
 // A2/A3 conversion table and its round modes. With an int4b_t operand the
 // count must be even. All elements are read before any is written.
 template <typename T, typename U>
-void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode, const uint32_t count)
+void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode, const uint32_t count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Cast");
     PYPTO_CAST_TYPES_OK;
     const char* what = "Cast";
     if (count > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) {
