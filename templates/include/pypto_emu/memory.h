@@ -1093,8 +1093,10 @@ protected:
                 s.state = pypto_emu::Slot::State::Allocated;
                 s.tag = 0;
                 if (s.race_was_freed && pypto_emu::sanitizing(pypto_emu::SANITIZE_RACE)) {
+                    // The buffer is filled again the queue's own way (a
+                    // TQueBind's user path applies to one trip only).
                     pipe_t from, to;
-                    race_pipes(s, from, to);
+                    pypto_emu::queue_pipes(src_, dst_, TPosition::MAX, TPosition::MAX, from, to);
                     pypto_emu::race_queue_wait(from, s.race_freed); // WaitFlag<consumer_producer>
                 }
                 return &s;
