@@ -47,7 +47,9 @@ fn matmul(m: usize, k: usize, n: usize, which: i32) -> (Result<(), Error>, bool)
 
 fn message(result: Result<(), Error>, what: &str) -> String {
     match result {
-        Err(Error::Kernel { block: 0, message, .. }) => message,
+        Err(Error::Kernel {
+            block: 0, message, ..
+        }) => message,
         other => panic!("{what}: expected a kernel error in block 0, got {other:?}"),
     }
 }
