@@ -1567,7 +1567,16 @@ public:
 
     // Ends the pool's use before switching to another pool; its buffers
     // stay allocated (their contents may be overwritten by the other pool).
-    void Reset() { require_init("TBufPool::Reset"); }
+    // The pool's buffers may be reused by another pool: the framework
+    // orders the switch (the TBufPool page: queues used in pairs across
+    // pools are synchronised automatically), so racecheck sees a barrier.
+    void Reset()
+    {
+        require_init("TBufPool::Reset");
+        if (pypto_emu::sanitizing(pypto_emu::SANITIZE_RACE)) {
+            pypto_emu::race_barrier(PIPE_ALL);
+        }
+    }
 
 private:
     friend class TPipe;
