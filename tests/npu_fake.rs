@@ -238,6 +238,9 @@ fn main() {
 
 fn scratch_crate() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("scratch-npu");
+    // The test counts compiles: a rerun starts from a cold build, not from
+    // the previous run's objects.
+    let _ = std::fs::remove_dir_all(dir.join("target"));
     pypto_examples::user_crate(&dir, "scratch-npu", "").unwrap();
     write(&dir.join("kernels/model.yaml"), SPEC);
     write(&dir.join("src/main.rs"), MAIN);
