@@ -590,7 +590,7 @@ void reduce_maxmin_count(const AscendC::LocalTensor<T>& dst, const AscendC::Loca
     p.counter = true;
     p.total = static_cast<uint64_t>(count);
     p.repeats = static_cast<uint32_t>(repeats);
-    Strided<T> s{src.data(), static_cast<uint64_t>(src.GetSize()) * sizeof(T), 1, 8, "src"};
+    Strided<T> s{src.data(), static_cast<uint64_t>(src.GetSize()) * sizeof(T), 1, 8, "src", InitView{}};
     reduce_maxmin_all<kind>(dst, s, p, cal_index, nullptr, what);
 }
 
