@@ -239,8 +239,18 @@ fn main() {
 fn scratch_crate() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("scratch-npu");
     // The test counts compiles: a rerun starts from a cold build, not from
-    // the previous run's objects.
-    let _ = std::fs::remove_dir_all(dir.join("target"));
+    // the objects the previous run left in the shared target directory.
+    if let Ok(entries) = std::fs::read_dir(target_dir().join("debug/build")) {
+        for entry in entries.flatten() {
+            if entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("scratch-npu-")
+            {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
     pypto_examples::user_crate(&dir, "scratch-npu", "").unwrap();
     write(&dir.join("kernels/model.yaml"), SPEC);
     write(&dir.join("src/main.rs"), MAIN);
