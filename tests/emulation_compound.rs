@@ -7,6 +7,7 @@
 //! element widths), and the errors for broken limits.
 
 use half::f16;
+use pypto_examples::mask_model::{Plan, at};
 use pypto_examples::{data, kernels};
 use pypto_rt::{Const, Device, Error};
 
@@ -84,60 +85,6 @@ fn compound(a: &[u8], b: &[u8], which: i32) -> Result<Vec<u8>, Error> {
     let mut out = dev.tensor_from(&initial(), (Const::<1024>,)).unwrap();
     kernels::compound(&a, &b, which, &mut out)?;
     Ok(out.to_vec().unwrap())
-}
-
-/// Which elements of which repeats a mask form touches.
-enum Mask {
-    Bits([u64; 2]),
-    Counter(usize),
-}
-
-struct Plan {
-    per_repeat: usize,
-    repeats: usize,
-    mask: Mask,
-}
-
-impl Plan {
-    fn bits(wide: usize, repeats: usize, bits: [u64; 2]) -> Plan {
-        Plan {
-            per_repeat: 256 / wide,
-            repeats,
-            mask: Mask::Bits(bits),
-        }
-    }
-    fn first(wide: usize, repeats: usize, n: usize) -> Plan {
-        let lo = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
-        let hi = if n <= 64 {
-            0
-        } else if n >= 128 {
-            u64::MAX
-        } else {
-            (1u64 << (n - 64)) - 1
-        };
-        Plan::bits(wide, repeats, [lo, hi])
-    }
-    fn counter(wide: usize, total: usize) -> Plan {
-        let per_repeat = 256 / wide;
-        Plan {
-            per_repeat,
-            repeats: total.div_ceil(per_repeat),
-            mask: Mask::Counter(total),
-        }
-    }
-    fn active(&self, r: usize, e: usize) -> bool {
-        match self.mask {
-            Mask::Bits(b) => (b[e / 64] >> (e % 64)) & 1 == 1,
-            Mask::Counter(n) => r * self.per_repeat + e < n,
-        }
-    }
-}
-
-/// Element index of element `e` of repeat `r` of an operand of `elem`-byte
-/// elements with (block stride, repeat stride) in 32-byte blocks.
-fn at(elem: usize, (blk, rep): (usize, usize), r: usize, e: usize) -> usize {
-    let b = e * elem;
-    (r * rep * 32 + (b / 32) * blk * 32 + b % 32) / elem
 }
 
 const DENSE: (usize, usize) = (1, 8);

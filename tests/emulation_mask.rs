@@ -7,70 +7,11 @@
 //! the errors for broken limits.
 
 use half::f16;
+use pypto_examples::mask_model::{Plan, at};
 use pypto_examples::{data, kernels};
 use pypto_rt::{Const, Device, Error};
 
 const SENTINEL: f32 = -7.0;
-
-/// Which elements of which repeats an instruction touches.
-enum Mask {
-    /// Normal mode: the same bits in every repeat.
-    Bits([u64; 2]),
-    /// Counter mode: this many elements over all repeats.
-    Counter(usize),
-}
-
-struct Plan {
-    per_repeat: usize,
-    repeats: usize,
-    mask: Mask,
-}
-
-impl Plan {
-    fn bits(elem: usize, repeats: usize, bits: [u64; 2]) -> Plan {
-        Plan {
-            per_repeat: 256 / elem,
-            repeats,
-            mask: Mask::Bits(bits),
-        }
-    }
-
-    /// Normal mode, the first `n` elements of each repeat.
-    fn first(elem: usize, repeats: usize, n: usize) -> Plan {
-        let lo = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
-        let hi = if n <= 64 {
-            0
-        } else if n >= 128 {
-            u64::MAX
-        } else {
-            (1u64 << (n - 64)) - 1
-        };
-        Plan::bits(elem, repeats, [lo, hi])
-    }
-
-    fn counter(elem: usize, total: usize) -> Plan {
-        let per_repeat = 256 / elem;
-        Plan {
-            per_repeat,
-            repeats: total.div_ceil(per_repeat),
-            mask: Mask::Counter(total),
-        }
-    }
-
-    fn active(&self, r: usize, e: usize) -> bool {
-        match self.mask {
-            Mask::Bits(b) => (b[e / 64] >> (e % 64)) & 1 == 1,
-            Mask::Counter(n) => r * self.per_repeat + e < n,
-        }
-    }
-}
-
-/// Element index of element `e` of repeat `r` of an operand of `elem`-byte
-/// elements with block stride `blk` and repeat stride `rep` (32-byte blocks).
-fn at(elem: usize, (blk, rep): (usize, usize), r: usize, e: usize) -> usize {
-    let b = e * elem;
-    (r * rep * 32 + (b / 32) * blk * 32 + b % 32) / elem
-}
 
 /// Runs `plan` on `out` as the hardware does: per repeat, every active
 /// element is computed, then stored; the others keep their values.
@@ -282,13 +223,6 @@ fn logical_and_shift_instructions() {
     check(7, Plan::first(2, 2, 128), &|a, b| a | b);
     let plan = Plan::bits(2, 2, [0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210]);
     check(8, plan, &|a, _| !a);
-}
-
-impl Plan {
-    /// The first `n` elements in all (a count form).
-    fn count(self, n: usize) -> Plan {
-        Plan::counter(256 / self.per_repeat, n)
-    }
 }
 
 fn f16_neighbour(h: f16, up: bool) -> f16 {

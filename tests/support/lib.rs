@@ -4,6 +4,7 @@ use std::path::Path;
 
 pub mod bench;
 pub mod fake_cann;
+pub mod mask_model;
 
 /// The workspace root, for locating example specs and test fixtures.
 pub fn workspace_root() -> &'static Path {
