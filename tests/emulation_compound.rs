@@ -8,7 +8,7 @@
 
 use half::f16;
 use pypto_examples::mask_model::{Plan, at};
-use pypto_examples::{data, kernels};
+use pypto_examples::{data, kernel_message, kernels};
 use pypto_rt::{Const, Device, Error};
 
 /// An element type of the scenarios, read from and written to bytes.
@@ -309,13 +309,6 @@ fn relu_casts_mul_cast_and_dequantisation() {
     let plan = Plan::first(4, 4, 40);
     let want = masked::<f16>(&plan, (1, 4), |r, e, _| deq(at(4, DENSE, r, e), -0.37));
     check(22, &ia, &ib, want);
-}
-
-fn kernel_message(err: Error) -> String {
-    match err {
-        Error::Kernel { message, .. } => message,
-        other => panic!("expected a kernel error, got {other:?}"),
-    }
 }
 
 #[test]

@@ -7,7 +7,7 @@
 //! Gatherb, Transpose, CreateVecIndex, and the errors for broken limits.
 //! Every element of the output is compared bit for bit.
 
-use pypto_examples::{data, kernels};
+use pypto_examples::{data, kernel_message, kernels};
 use pypto_rt::{Const, Device, Error};
 
 const SENTINEL: f32 = -7.0;
@@ -259,13 +259,6 @@ fn transpose_and_vec_index() {
             *v = 2.5 + i as f32;
         }
     });
-}
-
-fn kernel_message(err: Error) -> String {
-    match err {
-        Error::Kernel { message, .. } => message,
-        other => panic!("expected a kernel error, got {other:?}"),
-    }
 }
 
 #[test]

@@ -8,7 +8,7 @@
 
 use half::f16;
 use pypto_examples::mask_model::{Plan, at};
-use pypto_examples::{data, kernels};
+use pypto_examples::{data, kernel_message, kernels};
 use pypto_rt::{Const, Device, Error};
 
 const SENTINEL: f32 = -7.0;
@@ -329,13 +329,6 @@ fn cast_round_modes_to_half_and_int32() {
             };
             assert_eq!(i[k], want, "mode {mode}: int32({v})");
         }
-    }
-}
-
-fn kernel_message(err: Error) -> String {
-    match err {
-        Error::Kernel { message, .. } => message,
-        other => panic!("expected a kernel error, got {other:?}"),
     }
 }
 

@@ -11,7 +11,8 @@
 //! tree within a repeat), so the comparisons are exact.
 
 use half::f16;
-use pypto_examples::{Float, data, kernels};
+use pypto_examples::mask_model::first_bits;
+use pypto_examples::{Float, data, kernel_message, kernels};
 use pypto_rt::{Const, Device, Error};
 
 const SENTINEL: f32 = -7.0;
@@ -100,15 +101,7 @@ impl Plan {
         }
     }
     fn first<T: E>(repeats: usize, n: usize) -> Plan {
-        let lo = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
-        let hi = if n <= 64 {
-            0
-        } else if n >= 128 {
-            u64::MAX
-        } else {
-            (1u64 << (n - 64)) - 1
-        };
-        Plan::bits::<T>(repeats, [lo, hi])
+        Plan::bits::<T>(repeats, first_bits(n))
     }
     fn counter<T: E>(total: usize) -> Plan {
         let per = 256 / T::SIZE;
@@ -541,13 +534,6 @@ fn the_summation_order_is_visible_in_float() {
     assert_ne!(sum_count(&x, 1000).to_bits(), plain.to_bits());
     let (out, _) = f32::run(&x, 11).unwrap();
     assert_eq!(out[0].to_bits(), sum_count(&x, 1000).to_bits());
-}
-
-fn kernel_message(err: Error) -> String {
-    match err {
-        Error::Kernel { message, .. } => message,
-        other => panic!("expected a kernel error, got {other:?}"),
-    }
 }
 
 #[test]

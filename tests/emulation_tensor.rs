@@ -7,15 +7,8 @@
 //! the Atlas A2/A3 table, and the errors for broken limits.
 
 use half::f16;
-use pypto_examples::{data, kernels};
+use pypto_examples::{data, kernel_message, kernels};
 use pypto_rt::{Const, Device, Error};
-
-fn kernel_message(err: Error) -> String {
-    match err {
-        Error::Kernel { message, .. } => message,
-        other => panic!("expected a kernel error, got {other:?}"),
-    }
-}
 
 // ---- queues and buffers ------------------------------------------------------
 

@@ -228,3 +228,11 @@ pub fn user_crate(dir: &Path, name: &str, manifest_tail: &str) -> std::io::Resul
          pypto_build::Builder::new().spec_dir(\"kernels\").build()?;\n    Ok(())\n}\n",
     )
 }
+
+/// The message of a kernel error; any other result fails the test.
+pub fn kernel_message(err: pypto_rt::Error) -> String {
+    match err {
+        pypto_rt::Error::Kernel { message, .. } => message,
+        other => panic!("expected a kernel error, got {other:?}"),
+    }
+}

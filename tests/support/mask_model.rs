@@ -32,15 +32,7 @@ impl Plan {
 
     /// Normal mode, the first `n` elements of each repeat.
     pub fn first(elem: usize, repeats: usize, n: usize) -> Plan {
-        let lo = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
-        let hi = if n <= 64 {
-            0
-        } else if n >= 128 {
-            u64::MAX
-        } else {
-            (1u64 << (n - 64)) - 1
-        };
-        Plan::bits(elem, repeats, [lo, hi])
+        Plan::bits(elem, repeats, first_bits(n))
     }
 
     /// Counter mode: `total` elements over as many repeats as they take.
@@ -73,4 +65,17 @@ impl Plan {
 pub fn at(elem: usize, (blk, rep): (usize, usize), r: usize, e: usize) -> usize {
     let b = e * elem;
     (r * rep * 32 + (b / 32) * blk * 32 + b % 32) / elem
+}
+
+/// The normal-mode mask bits selecting the first `n` elements of a repeat.
+pub fn first_bits(n: usize) -> [u64; 2] {
+    let lo = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+    let hi = if n <= 64 {
+        0
+    } else if n >= 128 {
+        u64::MAX
+    } else {
+        (1u64 << (n - 64)) - 1
+    };
+    [lo, hi]
 }
