@@ -4,8 +4,10 @@
 //! Run with `cargo run --example add_bias`.
 
 use anyhow::{Context, ensure};
-use pypto_examples::kernels;
 use pypto_rt::{Const, Device};
+
+// `mod kernels`: the typed wrappers examples/build.rs generated.
+pypto_rt::include_kernels!();
 
 const HIDDEN_SIZE: usize = 128;
 

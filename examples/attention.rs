@@ -6,8 +6,14 @@
 use std::time::Instant;
 
 use anyhow::{Context, ensure};
-use pypto_examples::{attention_reference, data, kernels, max_abs_diff};
 use pypto_rt::{Const, Device};
+
+#[path = "common/reference.rs"]
+mod reference;
+use reference::{attention_reference, data, max_abs_diff};
+
+// `mod kernels`: the typed wrappers examples/build.rs generated.
+pypto_rt::include_kernels!();
 
 const HIDDEN: usize = 768;
 

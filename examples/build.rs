@@ -1,10 +1,9 @@
-//! Builds the kernels of the examples and of the workspace tests, as a
-//! user's build script would.
+//! Builds the examples' kernels, as a user's build script would. The tests'
+//! kernels are built by the `pypto-tests` package (`tests/build.rs`).
 
 fn main() -> anyhow::Result<()> {
     pypto_build::Builder::new()
         .spec_dir("examples/kernels")
-        .spec_dir("tests/kernels")
         .build()?;
     Ok(())
 }

@@ -9,10 +9,10 @@
 //!   near 1 is 9.8e-4; the reference sees the same fp16-rounded inputs.
 //! - bf16: 1.6e-2. As fp16, with bf16's spacing near 1 of 7.8e-3.
 
-use pypto_examples::{
+use pypto_rt::{Const, Device, Error, Tensor};
+use pypto_tests::{
     Float, attention_reference, data, kernels, max_abs_diff, same_bits_at_every_block_count,
 };
-use pypto_rt::{Const, Device, Error, Tensor};
 
 type Shape<const H: usize> = (usize, usize, Const<H>);
 type Attention<T, const H: usize> = fn(

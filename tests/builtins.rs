@@ -10,8 +10,8 @@
 //! nearest-even bf16. The references below take the same steps, so results
 //! must be bit-identical.
 
-use pypto_examples::{Float, data, data_as, kernels, same_bits_at_every_block_count};
 use pypto_rt::{Const, Device, Tensor};
+use pypto_tests::{Float, data, data_as, kernels, same_bits_at_every_block_count};
 
 /// Sizes that cross 32-byte boundaries (8 fp32 or 16 fp16 elements), tiles
 /// (4096 elements) and blocks (8192 elements per block).

@@ -8,8 +8,8 @@
 //! The same kernels on the fake NPU: tests/npu_fake.rs.
 
 use half::f16;
-use pypto_examples::{data, kernels};
 use pypto_rt::{Device, Error, last_launch, with_host_blocks};
+use pypto_tests::{data, kernels};
 
 fn add_reference(x: &[f16], y: &[f16]) -> Vec<f16> {
     x.iter()
@@ -278,13 +278,13 @@ fn main() -> Result<()> {
 /// Copies the brought kernels and their spec into a scratch user crate.
 fn byok_crate() -> std::path::PathBuf {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("scratch-byok");
-    pypto_examples::user_crate(
+    pypto_tests::user_crate(
         &dir,
         "scratch-byok",
         "[dependencies.half]\nversion = \"2\"\n\n",
     )
     .unwrap();
-    let kernels = pypto_examples::workspace_root().join("tests/kernels");
+    let kernels = pypto_tests::workspace_root().join("tests/kernels");
     std::fs::create_dir_all(dir.join("kernels/byok")).unwrap();
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::copy(kernels.join("byok.yaml"), dir.join("kernels/byok.yaml")).unwrap();
@@ -302,12 +302,12 @@ fn byok_crate() -> std::path::PathBuf {
 
 #[test]
 fn brought_kernels_run_unchanged_on_the_fake_npu() {
-    use pypto_examples::fake_cann::{FakeCann, FakeVersion};
+    use pypto_tests::fake_cann::{FakeCann, FakeVersion};
     use std::process::Command;
 
     let tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
     let dir = byok_crate();
-    let target = pypto_examples::workspace_root().join("target/scratch");
+    let target = pypto_tests::workspace_root().join("target/scratch");
     let fake = FakeCann::assemble(&tmp.join("fake-cann-byok"), FakeVersion::Cann85).unwrap();
     let build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(["build", "--offline"])

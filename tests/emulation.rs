@@ -1,8 +1,8 @@
 //! The host emulation's own semantics, through small user-template kernels:
 //! strided copies, and fp16/bf16 rounding against the `half` crate.
 
-use pypto_examples::{data, kernels};
 use pypto_rt::{Const, Device};
+use pypto_tests::{data, kernels};
 
 #[test]
 fn strided_datacopy_gathers_and_scatters_blocks() {

@@ -7,9 +7,9 @@
 //! element widths), and the errors for broken limits.
 
 use half::f16;
-use pypto_examples::mask_model::{Plan, at};
-use pypto_examples::{data, kernel_message, kernels};
 use pypto_rt::{Const, Device, Error};
+use pypto_tests::mask_model::{Plan, at};
+use pypto_tests::{data, kernel_message, kernels};
 
 /// An element type of the scenarios, read from and written to bytes.
 trait El: Copy {

@@ -7,8 +7,8 @@
 //! Gatherb, Transpose, CreateVecIndex, and the errors for broken limits.
 //! Every element of the output is compared bit for bit.
 
-use pypto_examples::{data, kernel_message, kernels};
 use pypto_rt::{Const, Device, Error};
+use pypto_tests::{data, kernel_message, kernels};
 
 const SENTINEL: f32 = -7.0;
 

@@ -7,9 +7,9 @@
 //! the errors for broken limits.
 
 use half::f16;
-use pypto_examples::mask_model::{Plan, at};
-use pypto_examples::{data, kernel_message, kernels};
 use pypto_rt::{Const, Device, Error};
+use pypto_tests::mask_model::{Plan, at};
+use pypto_tests::{data, kernel_message, kernels};
 
 const SENTINEL: f32 = -7.0;
 

@@ -11,9 +11,9 @@
 //! tree within a repeat), so the comparisons are exact.
 
 use half::f16;
-use pypto_examples::mask_model::first_bits;
-use pypto_examples::{Float, data, kernel_message, kernels};
 use pypto_rt::{Const, Device, Error};
+use pypto_tests::mask_model::first_bits;
+use pypto_tests::{Float, data, kernel_message, kernels};
 
 const SENTINEL: f32 = -7.0;
 

@@ -7,8 +7,8 @@
 //! a fractal's unwritten rows is no read; with initcheck off the bugs go
 //! unreported.
 
-use pypto_examples::{data, kernels};
 use pypto_rt::{Const, Device, Error, Sanitize, with_sanitize};
+use pypto_tests::{data, kernels};
 
 const COLS: usize = 64;
 

@@ -7,8 +7,8 @@
 //! makes these bugs invisible without the check).
 
 use half::f16;
-use pypto_examples::kernels;
 use pypto_rt::{Const, Device, Error, Sanitize, with_sanitize};
+use pypto_tests::kernels;
 
 const COLS: usize = 64;
 

@@ -4,8 +4,8 @@
 //! with their exact message and block; the same kernel with the bug fixed
 //! gives exact results; with the checks off the bugs go unreported.
 
-use pypto_examples::{data, kernels};
 use pypto_rt::{Const, Device, Error, Sanitize, with_sanitize};
+use pypto_tests::{data, kernels};
 
 const COLS: usize = 64;
 

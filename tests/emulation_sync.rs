@@ -7,8 +7,8 @@
 
 use std::process::Command;
 
-use pypto_examples::{data, kernels};
 use pypto_rt::{Const, Device, Error, last_launch};
+use pypto_tests::{data, kernels};
 
 #[test]
 fn static_tensors_and_hand_written_flags_add() {

@@ -5,8 +5,8 @@
 //! `SetStoreAtomicConfig`, and the errors for broken documented rules and
 //! for waits across blocks, which the host cannot honour.
 
-use pypto_examples::kernels;
 use pypto_rt::{Const, Device, Error};
+use pypto_tests::kernels;
 
 /// CountLeadingZero, CountBitsCntSameAsSignBit, GetBitCount<1>,
 /// GetBitCount<0>, GetSFFValue<1>, GetSFFValue<0> as documented.

@@ -7,8 +7,8 @@
 //! the Atlas A2/A3 table, and the errors for broken limits.
 
 use half::f16;
-use pypto_examples::{data, kernel_message, kernels};
 use pypto_rt::{Const, Device, Error};
+use pypto_tests::{data, kernel_message, kernels};
 
 // ---- queues and buffers ------------------------------------------------------
 

@@ -8,8 +8,8 @@
 
 use std::process::Command;
 
-use pypto_examples::{data, kernels};
 use pypto_rt::{Const, Device, Error};
+use pypto_tests::{data, kernels};
 
 type Vector = pypto_rt::Tensor<f32, (usize,)>;
 

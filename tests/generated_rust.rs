@@ -185,7 +185,7 @@ fn cargo(dir: &Path, args: &[&str]) -> (bool, String, String) {
         .current_dir(dir)
         .env(
             "CARGO_TARGET_DIR",
-            pypto_examples::workspace_root().join("target/scratch"),
+            pypto_tests::workspace_root().join("target/scratch"),
         )
         .env_remove("RUSTFLAGS")
         .env_remove("RUSTDOCFLAGS")
@@ -282,7 +282,7 @@ fn every_accepted_spec_generates_rust_that_compiles_with_inert_docs() {
     assert!(rejected_names > 0 && rejected > rejected_names);
 
     let dir = root.join("crate");
-    pypto_examples::user_crate(&dir, "generated-rust", "").unwrap();
+    pypto_tests::user_crate(&dir, "generated-rust", "").unwrap();
     // No kernels are built: only the generated Rust is under test.
     std::fs::remove_file(dir.join("build.rs")).unwrap();
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();

@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use pypto_build::Builder;
-use pypto_examples::workspace_root;
+use pypto_tests::workspace_root;
 
 /// Where the goldens are, relative to the root: one directory per set.
 const GOLDEN_DIR: &str = "tests/golden";

@@ -8,10 +8,10 @@
 //! absolute floor of the same size for sums that cancel to near zero. fp32
 //! inputs: products and sums rounded in fp32, rel and abs 1e-5.
 
-use pypto_examples::{
+use pypto_rt::{Const, Device};
+use pypto_tests::{
     Float, Tolerance, assert_close, data_as, kernels, same_bits_at_every_block_count,
 };
-use pypto_rt::{Const, Device};
 
 fn tol<T: Float>() -> Tolerance {
     match T::NAME {

@@ -8,10 +8,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pypto_examples::fake_cann::{FakeCann, FakeVersion};
+use pypto_tests::fake_cann::{FakeCann, FakeVersion};
 
 fn workspace() -> &'static Path {
-    pypto_examples::workspace_root()
+    pypto_tests::workspace_root()
 }
 
 fn write(path: &Path, text: &str) {
@@ -23,6 +23,11 @@ fn target_dir() -> PathBuf {
     workspace().join("target/scratch")
 }
 
+/// The test's own kernel object cache, emptied at its start.
+fn cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("scratch-npu-cache")
+}
+
 /// Runs cargo in `dir`, offline; returns (success, stdout, stderr).
 fn cargo(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> (bool, String, String) {
     let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
@@ -30,6 +35,7 @@ fn cargo(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> (bool, String, Str
         .arg("--offline")
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", target_dir())
+        .env("PYPTO_CACHE_DIR", cache_dir())
         .env_remove("RUSTFLAGS")
         .env_remove("PYPTO_BUILD_VERBOSE")
         .env_remove("PYPTO_BACKEND")
@@ -240,6 +246,7 @@ fn scratch_crate() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("scratch-npu");
     // The test counts compiles: a rerun starts from a cold build, not from
     // the objects the previous run left in the shared target directory.
+    let _ = std::fs::remove_dir_all(cache_dir());
     if let Ok(entries) = std::fs::read_dir(target_dir().join("debug/build")) {
         for entry in entries.flatten() {
             if entry
@@ -251,7 +258,7 @@ fn scratch_crate() -> PathBuf {
             }
         }
     }
-    pypto_examples::user_crate(&dir, "scratch-npu", "").unwrap();
+    pypto_tests::user_crate(&dir, "scratch-npu", "").unwrap();
     write(&dir.join("kernels/model.yaml"), SPEC);
     write(&dir.join("src/main.rs"), MAIN);
     dir

@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
-use pypto_examples::fake_cann::{FakeCann, FakeVersion};
-use pypto_examples::kernels;
 use pypto_rt::{Const, Device, Error, NpuArch, Tensor};
+use pypto_tests::fake_cann::{FakeCann, FakeVersion};
+use pypto_tests::kernels;
 
 fn assert_send_sync<T: Send + Sync>() {}
 

@@ -11,10 +11,10 @@
 //!   noise; abs 1e-4 for the fp16 subnormal range.
 //! - bf16: rel 8e-3, one rounding to bf16 (2⁻⁷ relative); abs 1e-3.
 
-use pypto_examples::{
+use pypto_rt::{Device, Error, Tensor};
+use pypto_tests::{
     Float, Tolerance, assert_close, data_as, kernels, same_bits_at_every_block_count,
 };
-use pypto_rt::{Device, Error, Tensor};
 
 fn tol<T: Float>() -> Tolerance {
     match T::NAME {

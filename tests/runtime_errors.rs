@@ -1,8 +1,8 @@
 //! What types cannot check is checked at run time, with errors a user can
 //! act on; and what the hardware enforces, the host emulation reports.
 
-use pypto_examples::{data, kernels};
 use pypto_rt::{AxisSize, Const, Device, Error};
+use pypto_tests::{data, kernels};
 
 #[test]
 fn named_dynamic_dim_must_agree() {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn workspace() -> &'static Path {
-    pypto_examples::workspace_root()
+    pypto_tests::workspace_root()
 }
 
 fn write(path: &Path, text: &str) {
@@ -26,6 +26,7 @@ fn cargo_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (bool, String,
         .arg("--offline")
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", workspace().join("target/scratch"))
+        .env("PYPTO_CACHE_DIR", cache_dir(dir))
         .env_remove("RUSTFLAGS")
         .env_remove("PYPTO_BUILD_VERBOSE")
         .envs(env.iter().copied())
@@ -38,24 +39,29 @@ fn cargo_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (bool, String,
     )
 }
 
-/// Every cached kernel object under a target's build directory.
-fn cached_objects(build: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(build).into_iter().flatten().flatten() {
-        let cache = entry.path().join("out/pypto/obj/cache");
-        for object in std::fs::read_dir(&cache).into_iter().flatten().flatten() {
-            if object.path().extension().is_some_and(|e| e == "o") {
-                found.push(object.path());
-            }
-        }
-    }
-    found
+/// The kernel object cache of the scratch crate in `dir`: its own, emptied
+/// when the crate is made, since the tests count compiles.
+fn cache_dir(dir: &Path) -> PathBuf {
+    let name = dir.file_name().unwrap_or_default().to_string_lossy();
+    dir.with_file_name(format!("{name}-cache"))
+}
+
+/// Every cached kernel object in `cache`.
+fn cached_objects(cache: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(cache)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == "o"))
+        .collect()
 }
 
 /// A fresh copy of the scratch crate in its own directory `name`.
 fn scratch_crate(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    pypto_examples::user_crate(&dir, "scratch-user", "").unwrap();
+    let _ = std::fs::remove_dir_all(cache_dir(&dir));
+    pypto_tests::user_crate(&dir, "scratch-user", "").unwrap();
     write(
         &dir.join("kernels/model.yaml"),
         r#"dims:
@@ -188,8 +194,7 @@ fn a_user_crate_builds_runs_rebuilds_only_on_change_and_reports_spec_errors() {
 
     // A cached object cut short (a full disk mid-copy) is compiled again,
     // not linked as it is.
-    let cached = cached_objects(&workspace().join("target/scratch/debug/build"));
-    // The newest: the target dir may hold builds of earlier test runs.
+    let cached = cached_objects(&cache_dir(&dir));
     let victim = cached
         .iter()
         .filter(|p| p.to_string_lossy().contains("relu_wide"))
@@ -311,7 +316,7 @@ fn fill_spec(kernels: &[(&str, u32)]) -> String {
 /// A library crate `name` at `version` whose `run` calls its fill kernel
 /// `kernel` and returns what it wrote.
 fn fill_library(dir: &Path, name: &str, version: &str, kernel: &str, value: u32) {
-    pypto_examples::user_crate(dir, name, "").unwrap();
+    pypto_tests::user_crate(dir, name, "").unwrap();
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
     write(
         &dir.join("Cargo.toml"),
@@ -340,7 +345,7 @@ fn kernels_whose_old_symbols_collided_each_run_their_own_code() {
     fill_library(&root.join("kdep1"), "kdep", "0.1.0", "f", 5);
     fill_library(&root.join("kdep2"), "kdep", "0.2.0", "f", 6);
     let dir = root.join("kx");
-    pypto_examples::user_crate(
+    pypto_tests::user_crate(
         &dir,
         "kx",
         "[dependencies.kx_a]\npath = \"../kx_a\"\n\n\
@@ -382,4 +387,150 @@ fn main() -> Result<(), pypto_rt::Error> {
         "kx::k [3.0, 3.0, 3.0]\nkx::k_host [4.0, 4.0, 4.0]\nkx::a_b [1.0, 1.0, 1.0]\n\
          kx_a::b [2.0, 2.0, 2.0]\nkdep 0.1.0 f [5.0, 5.0, 5.0]\nkdep 0.2.0 f [6.0, 6.0, 6.0]\n"
     );
+}
+
+/// A crate with a library, a binary and an integration test, each declaring
+/// the kernels itself (Cargo gives a build script's link directives to the
+/// library target only; the generated code links the kernels wherever it is
+/// included). Also: a release build after a debug build compiles no kernel
+/// (one cache for every profile), the docs of generated code pass rustdoc
+/// with warnings denied, and with `DOCS_RS` set no kernel is compiled.
+#[test]
+fn kernels_link_into_library_binary_and_tests_and_are_compiled_once_for_all_profiles() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("scratch-shapes");
+    let _ = std::fs::remove_dir_all(cache_dir(&dir));
+    pypto_tests::user_crate(&dir, "scratch-shapes", "").unwrap();
+    write(
+        &dir.join("kernels/k.yaml"),
+        "kernels:\n  proj:\n    doc: \"A ReLU whose width is STATIC.\"\n    template: builtin/relu\n    params:\n      \
+         x: { dtype: DT_FP32, shape: [DYNAMIC, STATIC] }\n      \
+         y: { dtype: DT_FP32, shape: [DYNAMIC, ...], rank: 2, output: true }\n    \
+         static: { x.1: [8, 16] }\n",
+    );
+    let call = |what: &str| {
+        format!(
+            "let dev = pypto_rt::Device::host();\n    \
+             let x = dev.tensor_from(&[-1.0f32, 2.0, -3.0, 4.0, 5.0, -6.0, 7.0, -8.0], (1, pypto_rt::Const::<8>))?;\n    \
+             let mut y = dev.zeros((1, pypto_rt::Const::<8>))?;\n    \
+             {what}::proj(&x, &mut y)?;\n    \
+             Ok(y.to_vec()?.iter().sum())"
+        )
+    };
+    write(
+        &dir.join("src/lib.rs"),
+        &format!(
+            "//! A library whose kernels its binary and tests call too.\n\n\
+             pypto_rt::include_kernels!();\n\n\
+             /// Sum of relu over eight values, through the library's kernels.\n\
+             pub fn through_library() -> Result<f32, pypto_rt::Error> {{\n    {}\n}}\n",
+            call("kernels")
+        ),
+    );
+    write(
+        &dir.join("src/main.rs"),
+        &format!(
+            "pypto_rt::include_kernels!();\n\n\
+             fn own() -> Result<f32, pypto_rt::Error> {{\n    {}\n}}\n\n\
+             fn main() -> Result<(), pypto_rt::Error> {{\n    \
+             println!(\"bin {{}} lib {{}}\", own()?, scratch_shapes::through_library()?);\n    Ok(())\n}}\n",
+            call("kernels")
+        ),
+    );
+    write(
+        &dir.join("tests/it.rs"),
+        &format!(
+            "pypto_rt::include_kernels!();\n\n\
+             fn own() -> Result<f32, pypto_rt::Error> {{\n    {}\n}}\n\n\
+             #[test]\nfn all_three() {{\n    \
+             assert_eq!(own().unwrap(), 18.0);\n    \
+             assert_eq!(scratch_shapes::through_library().unwrap(), 18.0);\n    \
+             fn built<T: scratch_shapes::kernels::proj::XAxis1>() {{}}\n    \
+             built::<pypto_rt::Const<16>>();\n}}\n",
+            call("kernels")
+        ),
+    );
+
+    let (ok, stdout, stderr) = cargo_with(&dir, &["run", "-q"], &[]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "bin 18 lib 18\n");
+    let (ok, stdout, stderr) = cargo_with(&dir, &["test", "-q"], &[]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("1 passed"), "{stdout}");
+
+    // One line says what a compiling build did.
+    let touched = std::fs::read_to_string(dir.join("kernels/k.yaml")).unwrap();
+    std::fs::write(
+        dir.join("kernels/k.yaml"),
+        touched.replace("[8, 16]", "[8, 16, 24]"),
+    )
+    .unwrap();
+    let (ok, _, stderr) = cargo_with(&dir, &["build"], &[]);
+    assert!(ok, "{stderr}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].starts_with(
+            "warning: scratch-shapes@0.1.0: pypto-build: compiled 1 kernel object in "
+        ) && warnings[0]
+            .ends_with(" s (2 reused from the cache; PYPTO_BUILD_VERBOSE=1 for details)"),
+        "{stderr}"
+    );
+
+    // Release reuses every object the debug build compiled.
+    let (ok, _, stderr) = cargo_with(
+        &dir,
+        &["build", "--release"],
+        &[("PYPTO_BUILD_VERBOSE", "1")],
+    );
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr
+            .contains("pypto-build: 1 kernels, 3 sources rendered, 0 objects compiled, 3 reused, "),
+        "{stderr}"
+    );
+
+    // Generated docs: no rustdoc warning (a STATIC kernel's module shares
+    // the function's name); with DOCS_RS, wrappers but no kernel compile.
+    let (ok, _, stderr) = cargo_with(
+        &dir,
+        &["doc", "--no-deps"],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    );
+    assert!(ok, "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    std::fs::write(
+        dir.join("kernels/k.yaml"),
+        touched.replace("[8, 16]", "[8, 16, 32]"),
+    )
+    .unwrap();
+    let (ok, _, stderr) = cargo_with(
+        &dir,
+        &["doc", "--no-deps"],
+        &[("DOCS_RS", "1"), ("PYPTO_BUILD_VERBOSE", "1")],
+    );
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr
+            .contains("pypto-build: 1 kernels, 3 sources rendered, 0 objects compiled, 0 reused, "),
+        "{stderr}"
+    );
+    let page = std::fs::read_to_string(
+        workspace().join("target/scratch/doc/scratch_shapes/kernels/fn.proj.html"),
+    )
+    .unwrap();
+    assert!(page.contains("A ReLU whose width is STATIC."), "{page}");
+
+    // The command line, run from the user's crate as the README says.
+    let manifest = workspace().join("pypto-build/Cargo.toml");
+    let manifest = manifest.to_str().unwrap();
+    let (ok, stdout, stderr) = cargo_with(
+        &dir,
+        &["run", "-q", "--manifest-path", manifest, "--", "check", "kernels"],
+        &[],
+    );
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "kernels/k.yaml: ok (1 kernel)\n");
 }

@@ -7,8 +7,8 @@
 
 use std::process::Command;
 
-use pypto_examples::{data, kernels};
 use pypto_rt::Device;
+use pypto_tests::{data, kernels};
 
 fn main() {
     if std::env::var_os("PYPTO_THREAD_LIMIT_CHILD").is_some() {

@@ -4,5 +4,5 @@
 #[test]
 fn markers_are_enforced_by_the_compiler() {
     let t = trybuild::TestCases::new();
-    t.compile_fail("tests/ui/*.rs");
+    t.compile_fail("ui/*.rs");
 }

@@ -3,8 +3,8 @@
 //! rule and cube core kind are taken from its front matter, and its
 //! relations are checked at run time with the messages builtins give.
 
-use pypto_examples::{data, kernels};
 use pypto_rt::{Device, last_launch};
+use pypto_tests::{data, kernels};
 
 /// result = input * weights * 3, weights broadcast over rows.
 fn reference(input: &[f32], weights: &[f32]) -> Vec<f32> {
@@ -69,7 +69,7 @@ fn its_relations_are_checked_at_run_time() {
 
 /// The template as the spec's dim messages name it.
 fn template_path() -> String {
-    "tests/kernels/user/row_scale.hbs".to_owned()
+    "kernels/user/row_scale.hbs".to_owned()
 }
 
 /// The fenced block of kind `lang` that follows `heading` in `text`.
@@ -83,7 +83,7 @@ fn block_after<'t>(text: &'t str, heading: &str, lang: &str) -> &'t str {
 
 #[test]
 fn the_readme_holds_this_template_and_spec_unchanged() {
-    let root = env!("CARGO_MANIFEST_DIR");
+    let root = pypto_tests::workspace_root().display();
     let read = |p: &str| std::fs::read_to_string(format!("{root}/{p}")).unwrap();
     let readme = read("templates/README.md");
     let heading = "## A complete user template";

@@ -23,15 +23,20 @@ use crate::toolchain::{self, CompileReport, cann};
 /// Then, in the crate, `pypto_rt::include_kernels!();` declares
 /// `mod kernels` with one typed function per kernel.
 ///
-/// Set `PYPTO_BUILD_VERBOSE=1` to have the build script report, as a
-/// `cargo:warning`, how many kernels it rendered and how many objects it
-/// compiled or reused.
+/// A build that compiles kernels says so in one `cargo:warning` line (how
+/// many, how long); set `PYPTO_BUILD_VERBOSE=1` to have every build report
+/// how many kernels it rendered and how many objects it compiled or reused.
+///
+/// With `DOCS_RS` set (as on docs.rs), the wrappers are generated, so the
+/// crate's documentation builds, but no kernel is compiled or linked.
 #[derive(Debug, Clone)]
 pub struct Builder {
     specs: Vec<PathBuf>,
     out_dir: Option<PathBuf>,
     symbol_prefix: Option<String>,
     opt_level: u32,
+    debug_info: bool,
+    cache_dir: Option<PathBuf>,
     cargo_metadata: bool,
 }
 
@@ -82,6 +87,8 @@ impl Builder {
             out_dir: None,
             symbol_prefix: None,
             opt_level: 2,
+            debug_info: false,
+            cache_dir: None,
             cargo_metadata: true,
         }
     }
@@ -118,6 +125,39 @@ impl Builder {
     pub fn opt_level(mut self, level: u32) -> Self {
         self.opt_level = level;
         self
+    }
+
+    /// Whether host-backend kernel objects carry debug information (default
+    /// false, in every profile: it costs a third of each compile, and
+    /// leaving it to the profile would compile every kernel again for
+    /// `--release`). Turn it on to step through a kernel in a debugger.
+    pub fn debug_info(mut self, on: bool) -> Self {
+        self.debug_info = on;
+        self
+    }
+
+    /// Where compiled kernel objects are cached, shared by every build that
+    /// uses the directory. Defaults to `PYPTO_CACHE_DIR` when set, else
+    /// `pypto-cache` at the root of Cargo's target directory (shared by
+    /// debug and release builds, `--target` builds and trybuild's copy of
+    /// the crate; `cargo clean` removes it). Entries are named by a hash of
+    /// everything that goes into the object, written atomically and checked
+    /// before use; those unused for 30 days are deleted.
+    pub fn cache_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.cache_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    fn resolved_cache_dir(&self, out_dir: &Path) -> PathBuf {
+        if let Some(dir) = &self.cache_dir {
+            return dir.clone();
+        }
+        if let Some(dir) = std::env::var_os("PYPTO_CACHE_DIR").filter(|d| !d.is_empty()) {
+            return PathBuf::from(dir);
+        }
+        let target = std::env::var("TARGET").ok();
+        toolchain::default_cache_dir(out_dir, target.as_deref())
+            .unwrap_or_else(|| out_dir.join("pypto").join("cache"))
     }
 
     /// Whether to print `cargo:` directives (default true; off for tools).
@@ -223,7 +263,11 @@ impl Builder {
                     println!("{line}");
                 }
             }
-            for var in cann::ENV_VARS.iter().chain(&["PYPTO_BUILD_VERBOSE"]) {
+            for var in
+                cann::ENV_VARS
+                    .iter()
+                    .chain(&["PYPTO_BUILD_VERBOSE", "PYPTO_CACHE_DIR", "DOCS_RS"])
+            {
                 println!("cargo:rerun-if-env-changed={var}");
             }
         }
@@ -244,16 +288,15 @@ impl Builder {
             }
         }
         let generated = generated?;
-        if let Some(toolkit) = &toolkit
-            && self.cargo_metadata
-        {
+        // Said once, in the build's one summary line.
+        let npu_note = toolkit.as_ref().map(|toolkit| {
             let mut arches: Vec<cann::Arch> =
                 generated.npu_sources.iter().map(|s| s.arch).collect();
             arches.sort();
             arches.dedup();
             let arches: Vec<String> = arches.iter().map(ToString::to_string).collect();
-            println!(
-                "cargo:warning=pypto-build: building kernels for the NPU with CANN {} at {} (found by {}), \
+            format!(
+                "building kernels for the NPU with CANN {} at {} (found by {}), \
                  compiler {}, architectures: {}; the host backend is built in too",
                 toolkit.version,
                 toolkit.home.display(),
@@ -264,8 +307,8 @@ impl Builder {
                 } else {
                     arches.join(", ")
                 },
-            );
-        }
+            )
+        });
 
         let root = out_dir.join("pypto");
         let include_dir = root.join("include");
@@ -310,10 +353,15 @@ impl Builder {
             dir: source_dir.clone(),
         };
         let mut report = CompileReport::default();
-        if !paths.is_empty() {
+        // docs.rs builds documentation without a C++ toolchain worth the
+        // name: the wrappers are all its pages need.
+        let docs_only = self.cargo_metadata && std::env::var_os("DOCS_RS").is_some();
+        if !paths.is_empty() && !docs_only {
             let obj_dir = root.join("obj");
-            let host =
+            let cache = self.resolved_cache_dir(&out_dir);
+            let mut host =
                 toolchain::host_build(&include_dir, &obj_dir, self.opt_level, self.cargo_metadata);
+            host.debug(self.debug_info);
             // The headers every source includes are part of each object's identity.
             let salt: String = library::EMULATION_HEADERS
                 .iter()
@@ -322,7 +370,8 @@ impl Builder {
             let (mut objects, host_report) = toolchain::compile_cached(
                 &host,
                 &paths,
-                &obj_dir.join("cache"),
+                &cache,
+                Some(&include_dir),
                 &salt,
                 self.cargo_metadata,
             )
@@ -343,7 +392,8 @@ impl Builder {
                     let (npu_objects, npu_report) = toolchain::compile_cached(
                         &build,
                         group,
-                        &npu_obj_dir.join("cache"),
+                        &cache,
+                        None,
                         &salt,
                         self.cargo_metadata,
                     )
@@ -352,23 +402,30 @@ impl Builder {
                     report += npu_report;
                 }
             }
-            toolchain::archive(&host, &objects, self.cargo_metadata).map_err(compile_error)?;
+            toolchain::archive(
+                &host,
+                &self.scope().library(),
+                &objects,
+                self.cargo_metadata,
+            )
+            .map_err(compile_error)?;
             if let Some(toolkit) = &toolkit
                 && self.cargo_metadata
             {
                 toolchain::link_npu_runtime(toolkit);
             }
         }
-        if self.cargo_metadata && std::env::var_os("PYPTO_BUILD_VERBOSE").is_some_and(|v| v != "0")
-        {
-            println!(
-                "cargo:warning=pypto-build: {} kernels, {} sources rendered, {} objects compiled, {} reused, {} ms",
-                generated.model.kernels.len(),
-                generated.sources.len(),
-                report.compiled,
-                report.reused,
-                started.elapsed().as_millis()
-            );
+        if self.cargo_metadata {
+            let verbose = std::env::var_os("PYPTO_BUILD_VERBOSE").is_some_and(|v| v != "0");
+            if let Some(line) = summary_line(
+                &generated,
+                report,
+                started.elapsed(),
+                npu_note.as_deref(),
+                verbose,
+            ) {
+                println!("cargo:warning={line}");
+            }
         }
         Ok(Built {
             generated,
@@ -376,6 +433,45 @@ impl Builder {
             source_dir,
         })
     }
+}
+
+/// The build's one `cargo:warning` line: what it compiled and how long it
+/// took, when it compiled anything (a long build otherwise looks hung), or
+/// always with `verbose`, which adds the counts of kernels and sources.
+fn summary_line(
+    generated: &Generated,
+    report: CompileReport,
+    elapsed: std::time::Duration,
+    npu_note: Option<&str>,
+    verbose: bool,
+) -> Option<String> {
+    if report.compiled == 0 && !verbose {
+        return None;
+    }
+    let mut line = if verbose {
+        format!(
+            "pypto-build: {} kernels, {} sources rendered, {} objects compiled, {} reused, {} ms",
+            generated.model.kernels.len(),
+            generated.sources.len(),
+            report.compiled,
+            report.reused,
+            elapsed.as_millis()
+        )
+    } else {
+        format!(
+            "pypto-build: compiled {} kernel object{} in {:.1} s ({} reused from the cache; \
+             PYPTO_BUILD_VERBOSE=1 for details)",
+            report.compiled,
+            if report.compiled == 1 { "" } else { "s" },
+            elapsed.as_secs_f64(),
+            report.reused,
+        )
+    };
+    if let Some(note) = npu_note {
+        line.push_str("; ");
+        line.push_str(note);
+    }
+    Some(line)
 }
 
 /// The directive watching `path`, or nothing for a path a directive cannot

@@ -22,7 +22,7 @@ const KERNELS: usize = 50;
 const REPS: usize = 3;
 
 fn workspace() -> &'static Path {
-    pypto_examples::workspace_root()
+    pypto_tests::workspace_root()
 }
 
 fn target_dir() -> PathBuf {
@@ -97,7 +97,7 @@ struct Crate {
 impl Crate {
     fn create(name: &str) -> anyhow::Result<Crate> {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-        pypto_examples::user_crate(&dir, name, "[profile.release]\nstrip = true\n\n")?;
+        pypto_tests::user_crate(&dir, name, "[profile.release]\nstrip = true\n\n")?;
         let cxx_log = dir.join("cxx.log");
         let cxx = dir.join("cxx-count");
         write(

@@ -9,10 +9,10 @@
 
 use std::ffi::c_void;
 
-use pypto_examples::bench::compare;
-use pypto_examples::kernels;
 use pypto_rt::__private::v1::HostLaunch;
 use pypto_rt::{Const, Device};
+use pypto_tests::bench::compare;
+use pypto_tests::kernels;
 
 // The host entries of package `pypto-examples` 0.1.0's kernels `add_f32` and
 // `add_fixed` (see `pypto_build::unstable::codegen::SymbolScope::base`).

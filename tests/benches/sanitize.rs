@@ -8,9 +8,9 @@
 //! Run with `cargo bench --bench sanitize`. Each result is checked against
 //! the result with the checks off, so every setting computes the same thing.
 
-use pypto_examples::bench::{Sample, compare};
-use pypto_examples::{data, kernels};
 use pypto_rt::{Const, Device, Sanitize, with_sanitize};
+use pypto_tests::bench::{Sample, compare};
+use pypto_tests::{data, kernels};
 
 const ROWS: usize = 16384;
 const COLS: usize = 1024;

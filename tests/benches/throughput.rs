@@ -9,9 +9,9 @@
 //! Run with `cargo bench --bench throughput`. Bytes are counted as the
 //! kernel's logical traffic: its input read once and its output written once.
 
-use pypto_examples::bench::{Sample, compare, measure};
-use pypto_examples::{attention_reference, data, kernels};
 use pypto_rt::{Const, Device};
+use pypto_tests::bench::{Sample, compare, measure};
+use pypto_tests::{attention_reference, data, kernels};
 
 const ROWS: usize = 16384;
 const COLS: usize = 1024;

@@ -1,5 +1,5 @@
 // PyPTO's attention fixes HIDDEN at 768: a 512-wide q does not compile.
-use pypto_examples::kernels;
+use pypto_tests::kernels;
 use pypto_rt::{Const, Device};
 
 fn main() {

@@ -1,5 +1,5 @@
 // `out` is the kernel's output: it must be passed as `&mut`.
-use pypto_examples::kernels;
+use pypto_tests::kernels;
 use pypto_rt::{Const, Device};
 
 fn main() {

@@ -1,5 +1,5 @@
 // relu_rows is built for x.1 in 7, 64 and 100: width 8 does not compile.
-use pypto_examples::kernels;
+use pypto_tests::kernels;
 use pypto_rt::{Const, Device};
 
 fn main() {

@@ -1,5 +1,5 @@
 // add_bias is DT_FP32: an fp16 tensor does not compile.
-use pypto_examples::kernels;
+use pypto_tests::kernels;
 use pypto_rt::{Const, Device, f16};
 
 fn main() {

@@ -1,5 +1,5 @@
 // PyPTO's add_bias fixes HIDDEN_SIZE at 128: a 64-wide x does not compile.
-use pypto_examples::kernels;
+use pypto_tests::kernels;
 use pypto_rt::{Const, Device};
 
 fn main() {

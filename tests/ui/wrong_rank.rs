@@ -1,5 +1,5 @@
 // add_bias's x has rank 2: a rank-3 tensor does not compile.
-use pypto_examples::kernels;
+use pypto_tests::kernels;
 use pypto_rt::{Const, Device};
 
 fn main() {

@@ -29,6 +29,8 @@ pub struct Plan<'k> {
     pub spec_path: String,
     /// The NPU architectures compiled for (empty without a CANN toolkit).
     pub npu_arches: Vec<Arch>,
+    /// The static library the kernel's objects are archived into.
+    pub library: String,
 }
 
 impl<'k> Plan<'k> {
@@ -74,6 +76,7 @@ impl<'k> Plan<'k> {
         Plan {
             kernel,
             symbol_base: scope.base(&kernel.name),
+            library: scope.library(),
             generics,
             built_traits,
             roles: kernel.roles.clone(),
@@ -189,6 +192,18 @@ impl SymbolScope {
     /// uniquely too. Nothing here depends on paths, so objects stay reusable
     /// across target directories. (An empty kernel name, which checking
     /// rejects, would make a `__` that C++ reserves.)
+    /// The name of the static library the scope's kernels are archived
+    /// into: `pypto_<scope>_kernels`, the scope spelled as in [`Self::base`],
+    /// so that two crates' libraries never stand in for each other at link
+    /// time.
+    pub fn library(&self) -> String {
+        let mut out = self.base("");
+        // Drop the empty kernel component `k0_`.
+        out.truncate(out.len() - "k0_".len());
+        out.push_str("_kernels");
+        out
+    }
+
     pub fn base(&self, kernel: &str) -> String {
         let mut out = String::from("pypto_");
         match self {

@@ -32,7 +32,23 @@ pub fn generate(plans: &[Plan<'_>]) -> String {
          against a pypto-rt\n// that does not provide it.\n\
          const _: () = ::pypto_rt::__private::require_interface::<{RT_INTERFACE}>();\n"
     );
-    out.push_str("mod __pypto_ffi {\n    unsafe extern \"C\" {\n");
+    out.push_str("mod __pypto_ffi {\n");
+    if let Some(plan) = plans.first() {
+        // The crate that declares the kernels links their library, whichever
+        // of its targets (library, binary, test) that is: Cargo hands a build
+        // script's link directives to the library target alone. The C++
+        // runtime the objects need comes with it.
+        let _ = writeln!(
+            out,
+            "    #[link(name = \"{}\", kind = \"static\")]\n    \
+             #[cfg_attr(all(unix, not(any(target_vendor = \"apple\", target_os = \"freebsd\", \
+             target_os = \"openbsd\"))), link(name = \"stdc++\"))]\n    \
+             #[cfg_attr(any(target_vendor = \"apple\", target_os = \"freebsd\", target_os = \"openbsd\"), \
+             link(name = \"c++\"))]",
+            plan.library
+        );
+    }
+    out.push_str("    unsafe extern \"C\" {\n");
     for plan in plans {
         for index in 0..plan.kernel.specialisations.len() {
             let _ = writeln!(
@@ -322,9 +338,10 @@ fn built_traits(out: &mut String, plan: &Plan<'_>, statics: &[usize]) {
     }
     let _ = writeln!(
         out,
-        "\n/// The STATIC sizes kernel [`{}()`] was built for.\n\
-         #[allow(non_snake_case, non_camel_case_types)]\npub mod {} {{",
-        k.name, k.name
+        // `fn@`: the module has the function's name.
+        "\n/// The STATIC sizes kernel [`{0}()`](fn@{0}) was built for.\n\
+         #[allow(non_snake_case, non_camel_case_types)]\npub mod {0} {{",
+        k.name
     );
     for &d in statics {
         let DimSize::Static(values) = &k.dims[d].size else {

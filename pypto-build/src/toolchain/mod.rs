@@ -11,9 +11,6 @@ use std::sync::{Arc, Mutex};
 
 pub mod cann;
 
-/// The static library the kernels are archived into.
-pub const LIBRARY: &str = "pypto_kernels";
-
 /// A source the compiler rejected, with what it said.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejected {
@@ -124,15 +121,20 @@ pub fn npu_build(
 }
 
 /// Compiles `sources` with `build` into objects cached under `cache`, each
-/// keyed by a hash of its source, `salt` (what it includes), the compiler
-/// and its flags: only sources whose hash changed are compiled, in parallel
-/// within Cargo's jobserver. Objects no longer wanted are deleted, so each
-/// compiler configuration needs its own `cache`. The compiler's warnings go
-/// to Cargo when `forward_warnings`; its errors go in the failure.
+/// named by a hash of its source, `salt` (what it includes), the compiler
+/// and its flags: only sources whose hash is not in the cache are compiled,
+/// in parallel within Cargo's jobserver. The cache may be shared by any
+/// number of builds (profiles, target directories, crates, concurrent
+/// builds): entries are written under a temporary name and renamed, an
+/// entry that does not match its checksum is never used, `include_dir`
+/// (which differs between builds) is left out of the key, and only entries
+/// unused for [`CACHE_MAX_AGE`] are deleted. The compiler's warnings go to
+/// Cargo when `forward_warnings`; its errors go in the failure.
 pub fn compile_cached(
     build: &cc::Build,
     sources: &[PathBuf],
     cache: &Path,
+    include_dir: Option<&Path>,
     salt: &str,
     forward_warnings: bool,
 ) -> Result<(Vec<PathBuf>, CompileReport), CompileFailure> {
@@ -146,10 +148,13 @@ pub fn compile_cached(
     let tool = quiet
         .try_get_compiler()
         .map_err(|e| failure(e.to_string()))?;
-    let compiler = format!("{:?} {:?}", tool.path(), tool.args());
+    let mut compiler = format!("{:?} {:?}", tool.path(), tool.args());
+    if let Some(dir) = include_dir {
+        // The same headers (hashed in `salt`) at another build's path.
+        compiler = compiler.replace(&*dir.to_string_lossy(), "<include>");
+    }
 
     let mut objects = Vec::with_capacity(sources.len());
-    let mut keep = Vec::with_capacity(2 * sources.len());
     let mut stale = Vec::new();
     for source in sources {
         let text =
@@ -160,11 +165,12 @@ pub fn compile_cached(
             .and_then(|s| s.to_str())
             .unwrap_or("kernel");
         let cached = cache.join(format!("{stem}-{key:016x}.o"));
-        if !cache_entry_is_whole(&cached) {
+        if cache_entry_is_whole(&cached) {
+            // Kept from pruning while in use.
+            touch(&cached);
+        } else {
             stale.push((source.clone(), cached.clone()));
         }
-        keep.push(sum_path(&cached));
-        keep.push(cached.clone());
         objects.push(cached);
     }
     if !stale.is_empty() {
@@ -204,20 +210,81 @@ pub fn compile_cached(
     }
     // Now cc tells Cargo which variables choose the compiler and its flags.
     let _ = build.try_get_compiler();
-    // Objects of kernels that changed or went away are not kept (nor are
-    // temporaries of an interrupted store).
-    if let Ok(entries) = std::fs::read_dir(cache) {
-        for entry in entries.flatten() {
-            if !keep.contains(&entry.path()) {
-                let _ = std::fs::remove_file(entry.path());
-            }
-        }
-    }
+    prune_cache(cache);
     let report = CompileReport {
         compiled: stale.len(),
         reused: sources.len() - stale.len(),
     };
     Ok((objects, report))
+}
+
+/// How long a cache entry may go unused before a build deletes it.
+pub const CACHE_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+
+/// Temporaries older than this were left by a build that died mid-store.
+const TEMPORARY_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Marks a cache entry as used now.
+fn touch(object: &Path) {
+    let now = std::time::SystemTime::now();
+    for path in [object.to_path_buf(), sum_path(object)] {
+        if let Ok(file) = std::fs::File::options().append(true).open(&path) {
+            let _ = file.set_modified(now);
+        }
+    }
+}
+
+/// Deletes the entries no build used for [`CACHE_MAX_AGE`], and temporaries
+/// of stores that died. Entries in use were touched by their build, so a
+/// concurrent build never loses an object it is about to archive.
+fn prune_cache(cache: &Path) {
+    let Ok(entries) = std::fs::read_dir(cache) else {
+        return;
+    };
+    let now = std::time::SystemTime::now();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let max_age = if name.contains(".tmp") {
+            TEMPORARY_MAX_AGE
+        } else if name.ends_with(".o") || name.ends_with(".o.sum") {
+            CACHE_MAX_AGE
+        } else {
+            continue;
+        };
+        let age = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|modified| now.duration_since(modified).ok());
+        if age.is_some_and(|age| age > max_age) {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
+/// Where kernel objects are cached by default: `pypto-cache` in the root of
+/// the target directory that `out_dir` (a build script's `OUT_DIR`) is in,
+/// so that every profile, `--target` and trybuild's nested target directory
+/// (`<target>/tests/trybuild`) share one cache and `cargo clean` removes it.
+/// `None` when `out_dir` is not laid out as Cargo lays it out.
+pub fn default_cache_dir(out_dir: &Path, target: Option<&str>) -> Option<PathBuf> {
+    // <target>[/<triple>]/<profile>/build/<package>-<hash>/out
+    let build = out_dir.parent()?.parent()?;
+    if build.file_name()? != "build" {
+        return None;
+    }
+    let mut root = build.parent()?.parent()?;
+    if let Some(triple) = target
+        && root.file_name().is_some_and(|name| name == triple)
+    {
+        root = root.parent()?;
+    }
+    if root.ends_with("tests/trybuild") {
+        root = root.parent()?.parent()?;
+    }
+    Some(root.join("pypto-cache"))
 }
 
 /// The file beside a cached object that records its length and hash.
@@ -253,7 +320,7 @@ fn store_cache_entry(object: &Path, cached: &Path) -> Result<(), CompileFailure>
     let bytes = std::fs::read(object).map_err(|e| io(object, e))?;
     let write_then_rename = |path: &Path, data: &[u8]| {
         let mut temporary = path.as_os_str().to_owned();
-        temporary.push(format!(".tmp{}", std::process::id()));
+        temporary.push(format!(".tmp{}-{}", std::process::id(), unique_suffix()));
         let temporary = PathBuf::from(temporary);
         let result = std::fs::write(&temporary, data)
             .and_then(|()| std::fs::rename(&temporary, path))
@@ -269,15 +336,23 @@ fn store_cache_entry(object: &Path, cached: &Path) -> Result<(), CompileFailure>
     write_then_rename(&sum_path(cached), object_sum(&bytes).as_bytes())
 }
 
-/// Archives `objects` into [`LIBRARY`] with the host build's archiver and
-/// (with `cargo_metadata`) tells Cargo to link it and the C++ runtime.
+/// A number no other temporary of this process has used.
+fn unique_suffix() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Archives `objects` into the static library `name` with the host build's
+/// archiver and (with `cargo_metadata`) tells Cargo to link it and the C++
+/// runtime.
 pub fn archive(
     build: &cc::Build,
+    name: &str,
     objects: &[PathBuf],
     cargo_metadata: bool,
 ) -> Result<(), CompileFailure> {
     let library = build
-        .try_create_archive(LIBRARY, objects)
+        .try_create_archive(name, objects)
         .map_err(|e| failure(e.to_string()))?;
     if cargo_metadata {
         cc::emit_link_directives(build, &library);
