@@ -27,6 +27,7 @@ impl Sizes {
         Some(out)
     }
 
+    /// The sizes, one per axis.
     #[inline]
     pub fn as_slice(&self) -> &[usize] {
         &self.sizes[..usize::from(self.len)]
@@ -55,6 +56,7 @@ impl Debug for Sizes {
 
 /// A tensor shape: a tuple of [`Dim`]s, e.g. `(usize, Const<128>)`.
 pub trait Shape: Copy + Debug + Send + Sync + 'static {
+    /// The number of axes.
     const RANK: usize;
 
     /// Every axis's size.
