@@ -16,7 +16,8 @@ pub struct Sizes {
 }
 
 impl Sizes {
-    /// Sizes from a slice of at most [`MAX_RANK`] entries.
+    /// Sizes from a slice of at most 8 entries (the largest rank a shape
+    /// has); `None` for a longer slice.
     #[inline]
     pub fn new(sizes: &[usize]) -> Option<Sizes> {
         let mut out = Sizes {
