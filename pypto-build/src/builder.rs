@@ -49,6 +49,7 @@ impl Default for Builder {
 /// What [`Builder::generate`] produces, before anything is written.
 #[derive(Debug, Clone)]
 pub struct Generated {
+    /// The checked kernels the code was generated from.
     pub model: Model,
     /// The Rust wrappers, one file for `include!`.
     pub rust: String,
@@ -73,6 +74,7 @@ pub struct NpuSource {
 /// What [`Builder::build`] did.
 #[derive(Debug, Clone)]
 pub struct Built {
+    /// The architecture this copy is compiled for.
     pub generated: Generated,
     /// Where the generated Rust file is.
     pub rust_file: PathBuf,
@@ -81,6 +83,7 @@ pub struct Built {
 }
 
 impl Builder {
+    /// A builder with no specs, writing into the build script's `OUT_DIR`.
     pub fn new() -> Self {
         Builder {
             specs: Vec::new(),

@@ -91,13 +91,16 @@ pub enum Blocks {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CoreKind {
     #[default]
+    /// Vector units only (the default).
     Vector,
+    /// The cube unit only (matrix multiplication).
     Cube,
     /// Cube and vector parts in one kernel.
     Mixed,
 }
 
 impl CoreKind {
+    /// The word a template's contract uses for this kind (`vector`, `cube`, `mixed`).
     pub fn spec_name(self) -> &'static str {
         match self {
             CoreKind::Vector => "vector",

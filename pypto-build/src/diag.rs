@@ -7,11 +7,14 @@ use std::path::{Path, PathBuf};
 /// A 1-based line and column (in characters) inside a spec file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Pos {
+    /// The line, from 1.
     pub line: u32,
+    /// The column, from 1, in characters.
     pub column: u32,
 }
 
 impl Pos {
+    /// The position at `line` and `column`, both 1-based.
     pub const fn new(line: u32, column: u32) -> Self {
         Pos { line, column }
     }
@@ -26,7 +29,9 @@ impl fmt::Display for Pos {
 /// A file and a position in it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Location {
+    /// The spec (or template) file.
     pub path: PathBuf,
+    /// The position in it.
     pub pos: Pos,
 }
 
@@ -79,7 +84,9 @@ pub(crate) fn path_problem(path: &Path) -> Option<String> {
 /// One problem found in a spec.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
+    /// Where the problem is.
     pub location: Location,
+    /// What is wrong, as one sentence without the location.
     pub message: String,
     /// The part of the source line the position points into, for a caret.
     pub snippet: Option<Snippet>,
@@ -89,6 +96,7 @@ pub struct Diagnostic {
 /// `…` where it was clipped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snippet {
+    /// The characters shown.
     pub text: String,
     /// How many characters of `text` precede the caret.
     pub caret: usize,
@@ -103,6 +111,8 @@ pub const MAX_DIAGNOSTICS_PER_FILE: usize = 50;
 /// Messages are clipped to this many characters, and each `quoted` word in
 /// them to [`QUOTED_CHARS`], so that one long name cannot flood the output.
 pub const MESSAGE_CHARS: usize = 500;
+/// At most this many characters of each `quoted` word in a message are
+/// kept (see [`MESSAGE_CHARS`]).
 pub const QUOTED_CHARS: usize = 64;
 
 impl Diagnostic {
@@ -138,14 +148,17 @@ impl fmt::Display for Diagnostic {
 pub struct Diagnostics(pub Vec<Diagnostic>);
 
 impl Diagnostics {
+    /// Whether no problem was found.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// How many problems.
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
+    /// The problems, in order.
     pub fn iter(&self) -> std::slice::Iter<'_, Diagnostic> {
         self.0.iter()
     }

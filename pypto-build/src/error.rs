@@ -23,19 +23,24 @@ pub enum Error {
         diagnostic.render()
     )]
     Template {
+        /// The kernel being rendered.
         kernel: String,
         /// Where the kernel is declared.
         origin: String,
+        /// The template's path or `builtin/NAME`.
         template: String,
         /// The STATIC sizes being rendered.
         specialisation: String,
+        /// The problem, located in the template.
         diagnostic: Box<Diagnostic>,
     },
 
     /// A file could not be read or written.
     #[error("{}: {source}", path.display())]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The operating system's error.
         source: std::io::Error,
     },
 
@@ -47,7 +52,12 @@ pub enum Error {
     /// names each rejected source, where it came from, and what the
     /// compiler said.
     #[error("compiling kernels failed:\n{message}\nrendered sources are in {}", dir.display())]
-    Compile { message: String, dir: PathBuf },
+    Compile {
+        /// Each rejected source, its origin and the compiler's output.
+        message: String,
+        /// Where the rendered sources are kept for inspection.
+        dir: PathBuf,
+    },
 }
 
 impl From<Diagnostics> for Error {

@@ -18,6 +18,8 @@
 //! }
 //! ```
 
+#![warn(missing_docs)]
+
 mod builder;
 mod contract;
 pub mod diag;

@@ -2,10 +2,12 @@
 //! emulation of the Ascend C API, embedded so that a user's build script
 //! needs nothing but this crate.
 
-/// `(name, contents)` pairs of files under the repository's `templates/`.
+/// `(name, contents)` pairs of files under `templates/`: the repository's
+/// top-level directory, reached through the `pypto-build/templates` symlink so
+/// that `cargo package` ships the files inside the crate.
 macro_rules! embed {
     ($($name:literal => $path:literal),* $(,)?) => {
-        &[$(($name, include_str!(concat!("../../templates/", $path)))),*]
+        &[$(($name, include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/templates/", $path)))),*]
     };
 }
 
@@ -85,7 +87,7 @@ mod tests {
 
     #[test]
     fn every_header_is_embedded() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../templates/include");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/include");
         let mut embedded: Vec<String> = EMULATION_HEADERS
             .iter()
             .map(|(n, _)| n.to_string())
@@ -113,7 +115,7 @@ mod tests {
         let mut sorted = names.clone();
         sorted.sort_unstable();
         assert_eq!(names, sorted);
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../templates/builtin");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/builtin");
         let on_disk: Vec<String> = files_under(&dir, "hbs")
             .into_iter()
             .filter(|f| !f.starts_with("partials/"))

@@ -8,19 +8,33 @@ use std::fmt;
 /// Element types, by PyPTO's names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DType {
+    /// `DT_FP32`: `f32`.
     Fp32,
+    /// `DT_FP16`: IEEE half, `half::f16`.
     Fp16,
+    /// `DT_BF16`: bfloat16, `half::bf16`.
     Bf16,
+    /// `DT_INT8`.
     Int8,
+    /// `DT_INT16`.
     Int16,
+    /// `DT_INT32`.
     Int32,
+    /// `DT_INT64`.
     Int64,
+    /// `DT_UINT8`.
     Uint8,
+    /// `DT_UINT16`.
     Uint16,
+    /// `DT_UINT32`.
     Uint32,
+    /// `DT_UINT64`.
     Uint64,
+    /// `DT_BOOL`: one byte, 0 or 1.
     Bool,
+    /// `DT_FP8E4M3`: 8-bit float, 4 exponent and 3 mantissa bits.
     Fp8E4M3,
+    /// `DT_FP8E5M2`: 8-bit float, 5 exponent and 2 mantissa bits.
     Fp8E5M2,
 }
 
@@ -102,6 +116,7 @@ const DTYPES: [DTypeRow; 14] = [
 ];
 
 impl DType {
+    /// Every dtype, in table order.
     pub const ALL: [DType; 14] = {
         let mut all = [DType::Fp32; 14];
         let mut i = 0;
@@ -139,6 +154,7 @@ impl DType {
         })
     }
 
+    /// The Ascend C element type, as generated kernels spell it.
     pub fn cpp_type(self) -> &'static str {
         self.row().cpp
     }
@@ -148,6 +164,7 @@ impl DType {
         self.row().rust
     }
 
+    /// The size of one element in bytes.
     pub fn size_bytes(self) -> usize {
         self.row().bytes
     }
@@ -175,8 +192,11 @@ impl fmt::Display for DType {
 /// The NPU generations a kernel can be built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Target {
+    /// Atlas A2 (`A2` in specs).
     A2,
+    /// Atlas A3 (`A3`).
     A3,
+    /// Ascend 950PR (`950PR`).
     Ascend950PR,
 }
 
@@ -218,6 +238,7 @@ const ARCHES: [(Arch, &str, &str, &str, &str, &str); 2] = [
 ];
 
 impl Target {
+    /// Every target, in table order.
     pub const ALL: [Target; 3] = [Target::A2, Target::A3, Target::Ascend950PR];
 
     /// The spec name: `A2`, `A3` or `950PR`.

@@ -213,6 +213,7 @@ impl Device {
         }
     }
 
+    /// Whether this is the host backend.
     pub fn is_host(&self) -> bool {
         matches!(self.kind, DeviceKind::Host)
     }

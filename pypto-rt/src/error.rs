@@ -3,8 +3,11 @@
 /// An axis of a kernel param, with the size it had in a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AxisSize {
+    /// The param's name in the spec.
     pub param: &'static str,
+    /// The axis, counted from 0.
     pub axis: usize,
+    /// The axis's size in the call.
     pub size: usize,
 }
 
@@ -21,25 +24,42 @@ pub enum Error {
     /// A size that arrived at run time does not match a fixed size.
     #[error("{}axis {axis} has size {actual}, but {} fixes it at {expected}", context(kernel, param), if kernel.is_some() { "the kernel" } else { "the shape's type" })]
     ShapeMismatch {
+        /// The kernel called, when the size came through a kernel call.
         kernel: Option<&'static str>,
+        /// The param the size belongs to, when known.
         param: Option<&'static str>,
+        /// The axis, counted from 0.
         axis: usize,
+        /// The size the type or the kernel fixes.
         expected: usize,
+        /// The size that arrived.
         actual: usize,
     },
 
     /// Runtime sizes of the wrong rank for a typed shape.
     #[error("the shape's type has rank {expected}, but {actual} sizes were given")]
-    RankMismatch { expected: usize, actual: usize },
+    RankMismatch {
+        /// The rank of the shape's type.
+        expected: usize,
+        /// How many sizes were given.
+        actual: usize,
+    },
 
     /// Data whose length does not match the shape's element count.
     #[error("the shape has {expected} elements, but the data has {actual}")]
-    LengthMismatch { expected: usize, actual: usize },
+    LengthMismatch {
+        /// The shape's element count.
+        expected: usize,
+        /// The data's length.
+        actual: usize,
+    },
 
     /// A size too large: for `usize`, or for what a kernel argument carries.
     #[error("{}size overflow: {detail}", kernel.map(|k| format!("kernel `{k}`: ")).unwrap_or_default())]
     SizeOverflow {
+        /// The kernel called, when the size came through a kernel call.
         kernel: Option<&'static str>,
+        /// What overflowed, as a phrase for the message.
         detail: String,
     },
 
@@ -47,37 +67,52 @@ pub enum Error {
     /// template) had different sizes in one call.
     #[error("kernel `{kernel}`: {second} but {first}; they must be equal because {why}")]
     DimDisagreement {
+        /// The kernel called.
         kernel: &'static str,
         /// Why the axes are one dim: the dim's name or the template's rule.
         why: String,
+        /// The axis named first in the message (seen first in the call).
         first: AxisSize,
+        /// The axis whose size disagrees with `first`.
         second: AxisSize,
     },
 
     /// A size the kernel splits evenly is not a multiple of the split.
     #[error("kernel `{kernel}`: {axis}, not a multiple of {of} ({why})")]
     NotMultiple {
+        /// The kernel called.
         kernel: &'static str,
+        /// The axis and its size.
         axis: AxisSize,
+        /// The number the size must be a multiple of.
         of: u32,
+        /// Why: the template's rule, for the message.
         why: String,
     },
 
     /// An axis the kernel splits into two halves is not twice the other.
     #[error("kernel `{kernel}`: {big}, but it must be twice `{}.{}` ({}) because {why}", small.param, small.axis, small.size)]
     NotTwice {
+        /// The kernel called.
         kernel: &'static str,
+        /// The axis that must be twice `small`.
         big: AxisSize,
+        /// The axis that `big` must be twice.
         small: AxisSize,
+        /// Why: the template's rule, for the message.
         why: String,
     },
 
     /// Tensors of one call live on different devices.
     #[error("kernel `{kernel}`: param `{param}` is on {actual}, but the call runs on {expected}")]
     WrongDevice {
+        /// The kernel called.
         kernel: &'static str,
+        /// The param on another device.
         param: &'static str,
+        /// The device the call runs on.
         expected: String,
+        /// The device the param is on.
         actual: String,
     },
 
@@ -85,8 +120,11 @@ pub enum Error {
     /// emulation's checks: buffer budgets, alignment, queue misuse, bounds).
     #[error("kernel `{kernel}`, block {block}: {message}")]
     Kernel {
+        /// The kernel called.
         kernel: &'static str,
+        /// The block that failed, counted from 0.
         block: u32,
+        /// The kernel's (or the emulation's) message.
         message: String,
     },
 
@@ -94,14 +132,22 @@ pub enum Error {
     /// (`aclGetRecentErrMsg`), which may be empty.
     #[error("`{call}` failed with ACL error {code}{}", if message.is_empty() { String::new() } else { format!(": {message}") })]
     Acl {
+        /// The runtime function that failed.
         call: &'static str,
+        /// Its `aclError` code.
         code: i32,
+        /// The runtime's message; may be empty.
         message: String,
     },
 
     /// A device that was asked for cannot be used.
     #[error("{device} is not available: {reason}")]
-    DeviceUnavailable { device: String, reason: String },
+    DeviceUnavailable {
+        /// The device asked for (`npu:1`, ...).
+        device: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
 
     /// `PYPTO_DEVICE` or [`crate::Device::parse`] got a name that is not a device.
     #[error("`{0}` is not a device; expected `host`, `npu` or `npu:N`")]
@@ -110,23 +156,35 @@ pub enum Error {
     /// The tensors are on an NPU the kernel was not compiled for.
     #[error("kernel `{kernel}` was not built for {device}: {reason}")]
     NotBuiltFor {
+        /// The kernel called.
         kernel: &'static str,
+        /// The device the tensors are on.
         device: String,
+        /// What the kernel was built for instead.
         reason: String,
     },
 
     /// Memory for a tensor could not be had (host or device).
     #[error("could not allocate {bytes} bytes: {reason}")]
-    OutOfMemory { bytes: usize, reason: String },
+    OutOfMemory {
+        /// The size asked for.
+        bytes: usize,
+        /// The allocator's or the runtime's message.
+        reason: String,
+    },
 
     /// A `DT_BOOL` tensor holds a byte other than 0 and 1 (a kernel wrote
     /// it). The tensor's elements were reset to `false`, so no invalid
     /// `bool` is ever seen.
     #[error("{}`{param}` element {index} holds byte {value}, which is not a DT_BOOL (0 or 1); the tensor was reset to false", kernel.map(|k| format!("kernel `{k}`: ")).unwrap_or_default())]
     InvalidBool {
+        /// The kernel that wrote it, when a kernel did.
         kernel: Option<&'static str>,
+        /// The tensor's param name.
         param: &'static str,
+        /// The first invalid element's index.
         index: usize,
+        /// The byte it held.
         value: u8,
     },
 
@@ -137,7 +195,9 @@ pub enum Error {
         "kernel `{kernel}`: the bytes {before} before the start of `{param}` were written (a raw GM_ADDR write out of bounds); check the kernel's offsets"
     )]
     OutOfBounds {
+        /// The kernel called.
         kernel: &'static str,
+        /// The param whose memory was written before.
         param: &'static str,
         /// How far before the start the first changed byte is.
         before: usize,
@@ -153,6 +213,7 @@ pub enum Error {
     BlockCount {
         /// `PYPTO_BLOCKS` or `pypto_rt::with_host_blocks`.
         setting: &'static str,
+        /// The value given.
         value: String,
     },
 
@@ -160,8 +221,11 @@ pub enum Error {
     /// value it does not take.
     #[error("{setting}: `{value}` is not {expected}")]
     Setting {
+        /// The variable's name.
         setting: &'static str,
+        /// The value given.
         value: String,
+        /// What the setting takes, as a phrase for the message.
         expected: &'static str,
     },
 

@@ -118,9 +118,13 @@ pub fn with_host_blocks<R>(blocks: u32, f: impl FnOnce() -> R) -> Result<R, Erro
 
 /// One argument of a call, in the kernel's param order.
 pub enum Arg<'a> {
+    /// A tensor.
     Tensor {
+        /// Its sizes, checked against the kernel's dims.
         sizes: Sizes,
+        /// Its memory, lent for the launch.
         memory: Memory<'a>,
+        /// The device it lives on; every tensor of a call must share one.
         device: &'a Device,
     },
     /// A scalar's bits (see [`crate::DType::scalar_bits`]).
@@ -130,8 +134,11 @@ pub enum Arg<'a> {
     /// refused when it exceeds `max`, the largest value of its type
     /// `dtype` (a spec dtype name, for the message).
     Sized {
+        /// Which size.
         of: SizeOf,
+        /// Its type's largest value.
         max: u64,
+        /// Its type's spec dtype name.
         dtype: &'static str,
     },
 }
@@ -140,9 +147,17 @@ pub enum Arg<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SizeOf {
     /// `param.numel`: the element count of tensor param `param`.
-    Numel { param: u8 },
+    Numel {
+        /// The param's index in call order.
+        param: u8,
+    },
     /// `param.N` (or `param.last`): the size of one axis.
-    Axis { param: u8, axis: u8 },
+    Axis {
+        /// The param's index in call order.
+        param: u8,
+        /// The axis, counted from 0.
+        axis: u8,
+    },
 }
 
 /// Most blocks one launch may have when the spec sets the count (`blocks:`
@@ -198,30 +213,40 @@ impl<'a> Memory<'a> {
 /// A kernel as the generated wrapper describes it.
 #[derive(Debug)]
 pub struct KernelDesc {
+    /// The kernel's name in the spec.
     pub name: &'static str,
     /// Param names, in call order (tensors and scalars).
     pub params: &'static [&'static str],
+    /// The dims: sets of axes that must agree.
     pub dims: &'static [DimDesc],
+    /// How the call's sizes set the block count.
     pub blocks: BlockRule,
     /// Axes whose size must be a multiple of a number (e.g. attention's
     /// hidden size of its heads), when the type does not fix the size.
     pub multiples: &'static [Multiple],
+    /// Pairs of axes where one must be twice the other.
     pub halves: &'static [Halves],
 }
 
 /// `big` must be exactly twice `small` (a split into two halves).
 #[derive(Debug)]
 pub struct Halves {
+    /// (param index, axis) of the larger axis.
     pub big: (u8, u8),
+    /// (param index, axis) of the axis `big` is twice.
     pub small: (u8, u8),
+    /// Why, for the error message.
     pub why: &'static str,
 }
 
 /// `axis` must be a multiple of `of`.
 #[derive(Debug)]
 pub struct Multiple {
+    /// (param index, axis) of the axis.
     pub axis: (u8, u8),
+    /// The number its size must be a multiple of.
     pub of: u32,
+    /// Why, for the error message.
     pub why: &'static str,
 }
 
@@ -241,11 +266,26 @@ pub struct DimDesc {
 #[derive(Debug, Clone, Copy)]
 pub enum BlockRule {
     /// One block per row: the product of all but the last axis of a param.
-    Rows { param: u8 },
+    Rows {
+        /// The param's index in call order.
+        param: u8,
+    },
     /// One block per `per_block` elements of a param, rounded up.
-    Elements { param: u8, per_block: u32 },
+    Elements {
+        /// The param's index in call order.
+        param: u8,
+        /// Elements each block handles.
+        per_block: u32,
+    },
     /// `factor` blocks per index of the leading `axes` axes of a param.
-    Leading { param: u8, axes: u8, factor: u32 },
+    Leading {
+        /// The param's index in call order.
+        param: u8,
+        /// How many leading axes.
+        axes: u8,
+        /// Blocks per index.
+        factor: u32,
+    },
     /// Exactly this many blocks (`blocks: 8` in a spec), not capped.
     Count(u32),
     /// As many blocks as a size of the call (`blocks: x.0`), up to
@@ -259,14 +299,24 @@ pub enum BlockRule {
 #[repr(C)]
 #[derive(Debug)]
 pub struct HostLaunch {
+    /// This block's index, from 0.
     pub block_idx: u32,
+    /// The launch's block count.
     pub block_num: u32,
+    /// Per tensor argument, in param order: its address.
     pub args: *const *mut c_void,
+    /// Per tensor argument: its size in bytes.
     pub arg_bytes: *const u64,
+    /// The number of tensor arguments (the length of `args` and `arg_bytes`).
     pub num_args: u32,
+    /// The tiling data the kernel reads: the call's dim sizes, then its
+    /// scalars.
     pub tiling: *const u8,
+    /// The tiling's size in bytes.
     pub tiling_bytes: u64,
+    /// Out: a buffer for the block's error message (NUL-terminated).
     pub err: *mut c_char,
+    /// The size of `err` in bytes.
     pub err_len: u64,
     /// Written by the entry: the block's Unified Buffer high-water mark.
     pub ub_peak: u64,
@@ -274,12 +324,14 @@ pub struct HostLaunch {
     pub arg_info: *const HostArg,
     /// The kernel's name (not NUL-terminated), for fault reports.
     pub kernel: *const u8,
+    /// The length of `kernel` in bytes.
     pub kernel_len: u64,
     /// Distinct for every launch of the process, so that the emulation
     /// can reject a `GlobalTensor` kept from an earlier one.
     pub launch_id: u64,
     /// Set non-zero when the launch has run past its timeout.
     pub cancel: *const AtomicU32,
+    /// The launch's timeout in milliseconds; 0 for none.
     pub timeout_ms: u64,
     /// The sanitizer checks to run ([`crate::Sanitize::bits`]).
     pub sanitize: u32,
@@ -389,7 +441,9 @@ pub type NpuEntry =
 /// stub per architecture when the crate was built with CANN.
 #[derive(Debug, Clone, Copy)]
 pub struct Entries {
+    /// The host entry, compiled with the Ascend C emulation.
     pub host: HostEntry,
+    /// One launch stub per NPU architecture built for; empty without CANN.
     pub npu: &'static [(NpuArch, NpuEntry)],
 }
 

@@ -3,8 +3,25 @@
 //! Kernels declared in YAML specs are turned by `pypto-build` into typed
 //! wrappers; include them with [`include_kernels!`]:
 //!
-//! ```ignore
-//! pypto_rt::include_kernels!();
+//! ```
+//! // In your crate, `pypto_rt::include_kernels!();` declares `mod kernels`
+//! // from what the build script generated. This example stands in for it
+//! // with a function of the signature pypto-build generates for PyPTO's
+//! // add_bias spec (`x: [DYNAMIC, 128]`, `bias: [128]`, `out` like `x`):
+//! mod kernels {
+//!     use pypto_rt::{Const, Error, Tensor};
+//!
+//!     pub fn add_bias(
+//!         x: &Tensor<f32, (usize, Const<128>)>,
+//!         bias: &Tensor<f32, (Const<128>,)>,
+//!         out: &mut Tensor<f32, (usize, Const<128>)>,
+//!     ) -> Result<(), Error> {
+//!         // The generated wrapper checks the sizes and launches the kernel.
+//! #       let _ = (x, bias, out);
+//!         Ok(())
+//!     }
+//! }
+//!
 //! use pypto_rt::{Const, Device};
 //!
 //! let dev = Device::default();
@@ -12,6 +29,8 @@
 //! let bias = dev.tensor_from(&[1.0f32; 128], (Const::<128>,))?;
 //! let mut out = dev.zeros((2, Const::<128>))?;
 //! kernels::add_bias(&x, &bias, &mut out)?;
+//! assert_eq!(out.to_vec()?.len(), 2 * 128);
+//! # Ok::<(), pypto_rt::Error>(())
 //! ```
 //!
 //! Shapes are tuples of dims: `Const<N>` for sizes fixed at compile time
@@ -21,6 +40,8 @@
 //! (`libascendcl.so`, loaded at run time) reports one, else the host
 //! backend; `PYPTO_DEVICE=host|npu|npu:N` overrides it. The NPU path has
 //! been tested against a fake CANN toolkit only, not on Ascend hardware.
+
+#![warn(missing_docs)]
 
 mod acl;
 pub mod device;

@@ -16,7 +16,8 @@ pub struct Sizes {
 }
 
 impl Sizes {
-    /// Sizes from a slice of at most [`MAX_RANK`] entries.
+    /// Sizes from a slice of at most 8 entries (the largest rank a shape
+    /// has); `None` for a longer slice.
     #[inline]
     pub fn new(sizes: &[usize]) -> Option<Sizes> {
         let mut out = Sizes {
@@ -27,6 +28,7 @@ impl Sizes {
         Some(out)
     }
 
+    /// The sizes, one per axis.
     #[inline]
     pub fn as_slice(&self) -> &[usize] {
         &self.sizes[..usize::from(self.len)]
@@ -55,6 +57,7 @@ impl Debug for Sizes {
 
 /// A tensor shape: a tuple of [`Dim`]s, e.g. `(usize, Const<128>)`.
 pub trait Shape: Copy + Debug + Send + Sync + 'static {
+    /// The number of axes.
     const RANK: usize;
 
     /// Every axis's size.

@@ -164,6 +164,7 @@ impl<T: DType, S: Shape> Tensor<T, S> {
         })
     }
 
+    /// The typed shape: a `usize` per DYNAMIC axis, a `Const<N>` per fixed one.
     pub fn shape(&self) -> S {
         self.shape
     }
@@ -173,6 +174,7 @@ impl<T: DType, S: Shape> Tensor<T, S> {
         self.shape.sizes()
     }
 
+    /// The device the tensor lives on.
     pub fn device(&self) -> &Device {
         &self.device
     }
@@ -185,6 +187,7 @@ impl<T: DType, S: Shape> Tensor<T, S> {
         }
     }
 
+    /// Whether the tensor has no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -63,8 +63,11 @@ impl fmt::Display for TemplateRef {
 /// The kind one axis was declared with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AxisKind {
+    /// `DYNAMIC`/`DYN`: any size, passed at launch.
     Dynamic,
+    /// `STATIC`: one of the sizes listed under `static:`, baked in.
     Static,
+    /// A fixed size written as a number or a dim defined as one.
     Fixed(u64),
 }
 
@@ -92,18 +95,27 @@ pub struct Axis {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// What a kernel param is.
 pub enum ParamKind {
+    /// A scalar of this dtype, passed by value.
     Scalar(DType),
+    /// A tensor.
     Tensor {
+        /// Its element type.
         dtype: DType,
+        /// Whether the kernel writes it (`output: true`).
         output: bool,
+        /// Its axes, in order.
         axes: Vec<Axis>,
     },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// One param of a kernel, in call order.
 pub struct Param {
+    /// The name the spec gives it (and the wrapper's argument name).
     pub name: String,
+    /// Scalar or tensor, with its dtype and axes.
     pub kind: ParamKind,
 }
 
@@ -124,6 +136,7 @@ pub enum DimSize {
 pub struct Dim {
     /// The module-level name, when the dim has one.
     pub name: Option<String>,
+    /// The size its axes resolved to.
     pub size: DimSize,
     /// Every (param index, axis index) in this dim, in declaration order.
     pub axes: Vec<(usize, usize)>,
@@ -136,6 +149,7 @@ pub struct Specialisation(pub Vec<(usize, u64)>);
 /// Every checked kernel of a set of spec files, in file then declaration order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Model {
+    /// The kernels, in file then declaration order.
     pub kernels: Vec<Kernel>,
     /// The spec files read, in the order they were read.
     pub files: Vec<PathBuf>,
@@ -144,11 +158,17 @@ pub struct Model {
 /// A checked kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Kernel {
+    /// The kernel's name (the wrapper function's name).
     pub name: String,
+    /// The spec's `doc:` text, copied onto the wrapper.
     pub doc: Option<String>,
+    /// The template that renders the kernel's Ascend C.
     pub template: TemplateRef,
+    /// The NPU architectures it is built for.
     pub targets: Vec<Target>,
+    /// Its params, in call order.
     pub params: Vec<Param>,
+    /// The dims: each set of axes that must have one size.
     pub dims: Vec<Dim>,
     /// Every combination of STATIC sizes, in a stable order; a kernel without
     /// STATIC dims has exactly one, the empty one.
@@ -192,13 +212,24 @@ pub enum SizeOf {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BlockRule {
     /// One block per row of a param: the product of all but its last axis.
-    Rows { param: usize },
+    Rows {
+        /// The param's index.
+        param: usize,
+    },
     /// One block per `per_block` elements of a param, rounded up.
-    Elements { param: usize, per_block: u32 },
+    Elements {
+        /// The param's index.
+        param: usize,
+        /// Elements each block handles.
+        per_block: u32,
+    },
     /// `factor` blocks per index of a param's leading `axes` axes.
     Leading {
+        /// The param's index.
         param: usize,
+        /// How many leading axes.
         axes: usize,
+        /// Blocks per index.
         factor: u32,
     },
     /// Exactly this many blocks (a `source:` kernel's `blocks: 8`).
@@ -210,8 +241,11 @@ pub enum BlockRule {
 /// A run-time check: axis `axis` of param `param` is a multiple of `of`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Multiple {
+    /// The param's index.
     pub param: usize,
+    /// The axis, from 0.
     pub axis: usize,
+    /// The number the size must be a multiple of.
     pub of: u32,
     /// Why, for the error message.
     pub why: String,
@@ -220,15 +254,20 @@ pub struct Multiple {
 /// A run-time check: the `big` (param, axis) is twice the `small` one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Halves {
+    /// (param index, axis) of the larger axis.
     pub big: (usize, usize),
+    /// (param index, axis) of the axis `big` is twice.
     pub small: (usize, usize),
+    /// Why, for the error message.
     pub why: String,
 }
 
 /// The value of a template option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OptionValue {
+    /// An integer option.
     Int(i64),
+    /// A boolean option.
     Bool(bool),
 }
 

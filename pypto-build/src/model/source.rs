@@ -24,7 +24,9 @@ pub(super) struct SourceParts {
 /// A scalar param whose value is a size of the call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Bound {
+    /// The scalar param's index.
     pub param: usize,
+    /// The size it is given.
     pub of: SizeOf,
 }
 
