@@ -22,6 +22,7 @@ mod builder;
 mod contract;
 pub mod diag;
 mod error;
+mod grammar;
 mod library;
 pub mod model;
 mod names;
