@@ -23,9 +23,11 @@ fn validator() -> Validator {
     jsonschema::draft202012::new(&schema).expect("the schema compiles")
 }
 
-/// A spec file's YAML as a JSON value, as an editor's YAML plugin sees it.
+/// A spec file's YAML as a JSON value, read as the checker and YAML 1.2
+/// editors read it: `n`, `N`, `no`, `off` are strings, not booleans.
 fn yaml(text: &str) -> Value {
-    serde_saphyr::from_str(text).expect("the spec is YAML")
+    let options = serde_saphyr::options! { strict_booleans: true };
+    serde_saphyr::from_str_with_options(text, options).expect("the spec is YAML")
 }
 
 /// (keyword, instance path) of each error, sorted.
@@ -53,10 +55,7 @@ fn specs_under(dir: &Path, out: &mut Vec<PathBuf>) {
     for path in entries {
         if path.is_dir() {
             specs_under(&path, out);
-        } else if path
-            .extension()
-            .is_some_and(|x| x == "yaml" || x == "yml")
-        {
+        } else if path.extension().is_some_and(|x| x == "yaml" || x == "yml") {
             out.push(path);
         }
     }
@@ -218,10 +217,33 @@ fn wrong_kinds_fail() {
             ],
         ),
     ];
-    for (text, expected) in cases {
+    for (i, (text, expected)) in cases.iter().enumerate() {
         let expected: Vec<(String, String)> = expected.iter().map(|(k, p)| pair(k, p)).collect();
         assert_eq!(errors(&v, text), expected, "{text}");
+        // What the schema rejects, the checker rejects too.
+        assert_eq!(check(&format!("wrong_kind_{i}"), text), 1, "{text}");
     }
+    let _ = std::fs::remove_dir(scratch());
+}
+
+fn scratch() -> PathBuf {
+    std::env::temp_dir().join(format!("pypto-build-schema-{}", std::process::id()))
+}
+
+/// The exit status of `pypto-build check` on `text`, written to a scratch file.
+fn check(name: &str, text: &str) -> i32 {
+    let dir = scratch();
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.yaml"));
+    std::fs::write(&path, text).unwrap();
+    let status = Command::new(env!("CARGO_BIN_EXE_pypto-build"))
+        .arg("check")
+        .arg(&path)
+        .output()
+        .expect("pypto-build runs")
+        .status;
+    let _ = std::fs::remove_file(&path);
+    status.code().expect("exited normally")
 }
 
 #[test]
