@@ -1,5 +1,5 @@
 //! The spec stage: the structure of a spec file (which keys exist, what kind of
-//! value each holds) checked against the grammar, every item keeping its
+//! value each holds) checked against the grammar (`grammar`, which `pypto-build schema` also prints), every item keeping its
 //! position. What the words mean (markers, dtypes, sizes) is the model's job.
 
 use std::collections::HashMap;
@@ -94,7 +94,7 @@ pub(crate) fn read(root: &Node, sink: &mut Sink<'_>) -> SpecFile {
     };
     check_keys(&top, grammar::TOP, "spec file", sink);
     if let Some((_, dims)) = find(&top, "dims")
-        && dims.value != Value::Null
+        && !left_empty(dims, grammar::TOP, "dims")
         && let Some(entries) = mapping(dims, "`dims`", sink)
     {
         file.dims = entries
@@ -171,7 +171,7 @@ fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<Ker
     let mut statics_pos = None;
     if let Some((key, n)) = find(&entries, "static") {
         statics_pos = Some(key.pos);
-        if n.value != Value::Null
+        if !left_empty(n, grammar::KERNEL, "static")
             && let Some(list) = mapping(n, &format!("{ctx}, `static`"), sink)
         {
             for (key, values) in list {
@@ -203,7 +203,7 @@ fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<Ker
     }
     let mut options = Vec::new();
     if let Some((_, n)) = find(&entries, "options")
-        && n.value != Value::Null
+        && !left_empty(n, grammar::KERNEL, "options")
         && let Some(list) = mapping(n, &format!("{ctx}, `options`"), sink)
     {
         options = list.into_iter().map(|(k, v)| (k, v.clone())).collect();
@@ -324,6 +324,19 @@ fn mapping<'n>(
         ));
     }
     Some(out)
+}
+
+/// Whether `node`, the value of `key`, is left empty (`dims:` with nothing
+/// under it) where the grammar allows that.
+fn left_empty(node: &Node, fields: &[Field], key: &str) -> bool {
+    node.value == Value::Null
+        && matches!(
+            grammar::field(fields, key).map(|f| &f.kind),
+            Some(Kind::Named {
+                may_be_empty: true,
+                ..
+            })
+        )
 }
 
 fn keys_of(entries: &[(Sp<String>, &Node)]) -> Vec<String> {
