@@ -1,6 +1,7 @@
 //! The spec stage: the structure of a spec file (which keys exist, what kind of
-//! value each holds) checked against the grammar (`grammar`, which `pypto-build schema` also prints), every item keeping its
-//! position. What the words mean (markers, dtypes, sizes) is the model's job.
+//! value each holds) checked against the grammar in `grammar`, which
+//! `pypto-build schema` also prints, every item keeping its position. What the
+//! words mean (markers, dtypes, sizes) is the model's job.
 
 use std::collections::HashMap;
 
