@@ -1,4 +1,5 @@
-//! The `pypto-build` command: `check` and `dump` over spec files.
+//! The `pypto-build` command: `check` and `dump` over spec files, `emit`
+//! of generated code, and `schema`, the spec files' JSON Schema.
 //!
 //! Exit status: 0 when every spec is valid, 1 when a spec has errors, 2 when
 //! the command line itself is wrong.
@@ -25,6 +26,8 @@ commands:
                   and the STATIC specialisations to build
   emit rust PATH...      print the generated Rust wrappers
   emit ascendc PATH...   print the rendered Ascend C sources
+  schema          print the JSON Schema (draft 2020-12) of spec files, for
+                  editors: structure only, `check` checks the rest
 
 Directories are searched for *.yaml and *.yml files, in sorted order.";
 
@@ -47,6 +50,7 @@ fn run_inner(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> std::
         }
         "check" | "dump" => {}
         "emit" => return emit(paths, out, err),
+        "schema" => return schema(paths, out, err),
         other => {
             writeln!(err, "error: unknown command `{other}`\n\n{USAGE}")?;
             return Ok(2);
@@ -201,6 +205,20 @@ fn compile_sources(
         crate::diag::display_path(&source_dir)
     )?;
     Ok(Err(1))
+}
+
+fn schema(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> std::io::Result<i32> {
+    if let Some(arg) = args.first() {
+        writeln!(
+            err,
+            "error: `schema` takes no arguments, found `{arg}`\n\n{USAGE}"
+        )?;
+        return Ok(2);
+    }
+    // A `Value` always serialises; the fallback keeps this free of panics.
+    let text = serde_json::to_string_pretty(&crate::grammar::schema()).unwrap_or_default();
+    writeln!(out, "{text}")?;
+    Ok(0)
 }
 
 fn emit(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> std::io::Result<i32> {

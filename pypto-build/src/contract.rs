@@ -100,13 +100,12 @@ pub enum CoreKind {
 }
 
 impl CoreKind {
+    /// The spec names of the core kinds, in declaration order.
+    pub(crate) const SPEC_NAMES: [&'static str; 3] = ["vector", "cube", "mixed"];
+
     /// The word a template's contract uses for this kind (`vector`, `cube`, `mixed`).
     pub fn spec_name(self) -> &'static str {
-        match self {
-            CoreKind::Vector => "vector",
-            CoreKind::Cube => "cube",
-            CoreKind::Mixed => "mixed",
-        }
+        Self::SPEC_NAMES[self as usize]
     }
 }
 

@@ -24,6 +24,7 @@ mod builder;
 mod contract;
 pub mod diag;
 mod error;
+mod grammar;
 mod library;
 pub mod model;
 mod names;

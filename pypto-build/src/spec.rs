@@ -1,10 +1,12 @@
 //! The spec stage: the structure of a spec file (which keys exist, what kind of
-//! value each holds) checked against the grammar, every item keeping its
-//! position. What the words mean (markers, dtypes, sizes) is the model's job.
+//! value each holds) checked against the grammar in `grammar`, which
+//! `pypto-build schema` also prints, every item keeping its position. What the
+//! words mean (markers, dtypes, sizes) is the model's job.
 
 use std::collections::HashMap;
 
 use crate::diag::{Pos, Sink, clip};
+use crate::grammar::{self, Field, Kind};
 use crate::names::did_you_mean;
 use crate::yaml::{Node, Value};
 
@@ -78,13 +80,6 @@ pub(crate) struct StaticEntry {
 /// name whole.
 pub(crate) const QUOTED: usize = crate::diag::QUOTED_CHARS;
 
-const TOP_KEYS: &[&str] = &["dims", "kernels"];
-const KERNEL_KEYS: &[&str] = &[
-    "doc", "template", "source", "entry", "blocks", "cores", "targets", "params", "static",
-    "options",
-];
-const PARAM_KEYS: &[&str] = &["dtype", "shape", "rank", "output", "scalar", "value"];
-
 /// Reads the structure of a parsed spec file, reporting every problem to `sink`.
 pub(crate) fn read(root: &Node, sink: &mut Sink<'_>) -> SpecFile {
     let mut file = SpecFile::default();
@@ -98,9 +93,9 @@ pub(crate) fn read(root: &Node, sink: &mut Sink<'_>) -> SpecFile {
     let Some(top) = mapping(root, "spec file", sink) else {
         return file;
     };
-    check_keys(&top, TOP_KEYS, "spec file", sink);
+    check_keys(&top, grammar::TOP, "spec file", sink);
     if let Some((_, dims)) = find(&top, "dims")
-        && dims.value != Value::Null
+        && !left_empty(dims, grammar::TOP, "dims")
         && let Some(entries) = mapping(dims, "`dims`", sink)
     {
         file.dims = entries
@@ -137,23 +132,25 @@ pub(crate) fn read(root: &Node, sink: &mut Sink<'_>) -> SpecFile {
 fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<KernelSpec> {
     let ctx = format!("kernel `{}`", clip(&name.value, QUOTED));
     let entries = mapping(node, &ctx, sink)?;
-    check_keys(&entries, KERNEL_KEYS, &ctx, sink);
-    let doc = find(&entries, "doc").and_then(|(_, n)| string(n, &format!("{ctx}, `doc`"), sink));
-    let template = find(&entries, "template")
-        .and_then(|(_, n)| string(n, &format!("{ctx}, `template`"), sink));
-    let source =
-        find(&entries, "source").and_then(|(_, n)| string(n, &format!("{ctx}, `source`"), sink));
-    let entry =
-        find(&entries, "entry").and_then(|(_, n)| scalar_word(n, &format!("{ctx}, `entry`"), sink));
+    check_keys(&entries, grammar::KERNEL, &ctx, sink);
+    let read =
+        |key: &str, sink: &mut Sink<'_>| read_leaf(&entries, grammar::KERNEL, key, &ctx, sink);
+    let doc = read("doc", sink);
+    let template = read("template", sink);
+    let source = read("source", sink);
+    let entry = read("entry", sink);
     let blocks = find(&entries, "blocks").map(|(_, n)| n.clone());
-    let cores =
-        find(&entries, "cores").and_then(|(_, n)| scalar_word(n, &format!("{ctx}, `cores`"), sink));
+    let cores = read("cores", sink);
     let targets = find(&entries, "targets").and_then(|(_, n)| {
         let what = format!("{ctx}, `targets`");
         let items = sequence(n, &what, sink)?;
+        let item = match grammar::field(grammar::KERNEL, "targets").map(|f| &f.kind) {
+            Some(Kind::List(item)) => item,
+            _ => &Kind::Word(None),
+        };
         let words = items
             .iter()
-            .filter_map(|item| scalar_word(item, &what, sink))
+            .filter_map(|node| leaf(item, node, &what, sink))
             .collect();
         Some(Sp {
             value: words,
@@ -175,7 +172,7 @@ fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<Ker
     let mut statics_pos = None;
     if let Some((key, n)) = find(&entries, "static") {
         statics_pos = Some(key.pos);
-        if n.value != Value::Null
+        if !left_empty(n, grammar::KERNEL, "static")
             && let Some(list) = mapping(n, &format!("{ctx}, `static`"), sink)
         {
             for (key, values) in list {
@@ -207,7 +204,7 @@ fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<Ker
     }
     let mut options = Vec::new();
     if let Some((_, n)) = find(&entries, "options")
-        && n.value != Value::Null
+        && !left_empty(n, grammar::KERNEL, "options")
         && let Some(list) = mapping(n, &format!("{ctx}, `options`"), sink)
     {
         options = list.into_iter().map(|(k, v)| (k, v.clone())).collect();
@@ -237,12 +234,11 @@ fn read_param(
 ) -> Option<ParamSpec> {
     let ctx = format!("{kernel_ctx}, param `{}`", clip(&name.value, QUOTED));
     let entries = mapping(node, &ctx, sink)?;
-    check_keys(&entries, PARAM_KEYS, &ctx, sink);
-    let word = |key: &str, sink: &mut Sink<'_>| {
-        find(&entries, key).and_then(|(_, n)| scalar_word(n, &format!("{ctx}, `{key}`"), sink))
-    };
-    let dtype = word("dtype", sink);
-    let scalar = word("scalar", sink);
+    check_keys(&entries, grammar::PARAM, &ctx, sink);
+    let read =
+        |key: &str, sink: &mut Sink<'_>| read_leaf(&entries, grammar::PARAM, key, &ctx, sink);
+    let dtype = read("dtype", sink);
+    let scalar = read("scalar", sink);
     let shape = find(&entries, "shape").and_then(|(_, n)| {
         let items = sequence(n, &format!("{ctx}, `shape`"), sink)?;
         Some(Sp {
@@ -251,7 +247,7 @@ fn read_param(
         })
     });
     let rank = find(&entries, "rank").map(|(_, n)| n.clone());
-    let value = word("value", sink);
+    let value = read("value", sink);
     let output = find(&entries, "output").and_then(|(_, n)| match n.value {
         Value::Bool(b) => Some(Sp {
             value: b,
@@ -331,11 +327,27 @@ fn mapping<'n>(
     Some(out)
 }
 
+/// Whether `node`, the value of `key`, is left empty (`dims:` with nothing
+/// under it) where the grammar allows that.
+fn left_empty(node: &Node, fields: &[Field], key: &str) -> bool {
+    node.value == Value::Null
+        && matches!(
+            grammar::field(fields, key).map(|f| &f.kind),
+            Some(Kind::Named {
+                may_be_empty: true,
+                ..
+            })
+        )
+}
+
 fn keys_of(entries: &[(Sp<String>, &Node)]) -> Vec<String> {
     entries.iter().map(|(k, _)| k.value.clone()).collect()
 }
 
-fn check_keys(entries: &[(Sp<String>, &Node)], allowed: &[&str], what: &str, sink: &mut Sink<'_>) {
+/// Reports each key the grammar's `fields` do not have.
+fn check_keys(entries: &[(Sp<String>, &Node)], fields: &[Field], what: &str, sink: &mut Sink<'_>) {
+    let allowed = grammar::keys(fields);
+    let allowed = allowed.as_slice();
     for (key, _) in entries {
         if !allowed.contains(&key.value.as_str()) {
             sink.error(
@@ -359,6 +371,28 @@ fn find<'e, 'n>(
         .iter()
         .find(|(k, _)| k.value == key)
         .map(|(k, n)| (k, *n))
+}
+
+/// The value of a string or word key, read as its grammar says: a string
+/// (`doc`, `template`), or a word, where an integer is taken as written.
+fn read_leaf(
+    entries: &[(Sp<String>, &Node)],
+    fields: &[Field],
+    key: &str,
+    ctx: &str,
+    sink: &mut Sink<'_>,
+) -> Option<Sp<String>> {
+    let (_, node) = find(entries, key)?;
+    let kind = grammar::field(fields, key).map_or(&Kind::Word(None), |f| &f.kind);
+    leaf(kind, node, &format!("{ctx}, `{key}`"), sink)
+}
+
+/// A string or word node, read as `kind` says.
+fn leaf(kind: &Kind, node: &Node, what: &str, sink: &mut Sink<'_>) -> Option<Sp<String>> {
+    match kind {
+        Kind::Text => string(node, what, sink),
+        _ => scalar_word(node, what, sink),
+    }
 }
 
 fn sequence<'n>(node: &'n Node, what: &str, sink: &mut Sink<'_>) -> Option<&'n [Node]> {

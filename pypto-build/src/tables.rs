@@ -127,6 +127,17 @@ impl DType {
         all
     };
 
+    /// The spec names of every dtype, in table order.
+    pub(crate) const SPEC_NAMES: [&'static str; 14] = {
+        let mut names = [""; 14];
+        let mut i = 0;
+        while i < 14 {
+            names[i] = DTYPES[i].spec;
+            i += 1;
+        }
+        names
+    };
+
     fn row(self) -> &'static DTypeRow {
         // The table is in declaration order (checked by a test).
         &DTYPES[self as usize]
@@ -240,6 +251,9 @@ const ARCHES: [(Arch, &str, &str, &str, &str, &str); 2] = [
 impl Target {
     /// Every target, in table order.
     pub const ALL: [Target; 3] = [Target::A2, Target::A3, Target::Ascend950PR];
+
+    /// The spec names of every target, in table order.
+    pub(crate) const SPEC_NAMES: [&'static str; 3] = [TARGETS[0].1, TARGETS[1].1, TARGETS[2].1];
 
     /// The spec name: `A2`, `A3` or `950PR`.
     pub fn spec_name(self) -> &'static str {

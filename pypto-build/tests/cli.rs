@@ -224,3 +224,21 @@ fn check_compile_passes_the_examples() {
         )
     );
 }
+
+#[test]
+fn schema_prints_pretty_json_and_takes_no_paths() {
+    let (code, out, err) = run(&["schema"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let schema: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(
+        schema["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+    assert!(out.contains("\n  \"properties\": {\n"), "{out}");
+    assert!(out.ends_with("}\n"));
+    let (code, out, err) = run(&["schema", "tests/specs/examples"]);
+    assert_eq!((code, out.as_str()), (2, ""));
+    assert!(err.starts_with("error: `schema` takes no arguments, found `tests/specs/examples`\n"));
+    let (_, help, _) = run(&["--help"]);
+    assert!(help.contains("\n  schema          print the JSON Schema"));
+}

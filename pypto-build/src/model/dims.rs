@@ -23,7 +23,7 @@ pub(super) struct FileDims {
     pub invalid: BTreeSet<String>,
 }
 
-pub(super) const MARKER_WORDS: [&str; 4] = ["DYNAMIC", "DYN", "STATIC", "..."];
+use crate::grammar::MARKERS as MARKER_WORDS;
 
 pub(super) fn check_dims(spec: &SpecFile, sink: &mut Sink<'_>) -> FileDims {
     let mut dims = FileDims {
