@@ -6,6 +6,9 @@
 const _: () = ::pypto_rt::__private::require_interface::<1>();
 
 mod __pypto_ffi {
+    #[link(name = "pypto_x6_golden_kernels", kind = "static")]
+    #[cfg_attr(all(unix, not(any(target_vendor = "apple", target_os = "freebsd", target_os = "openbsd"))), link(name = "stdc++"))]
+    #[cfg_attr(any(target_vendor = "apple", target_os = "freebsd", target_os = "openbsd"), link(name = "c++"))]
     unsafe extern "C" {
         pub fn pypto_x6_goldenk11_row_5fscale_host_s0(launch: *mut ::pypto_rt::__private::v1::HostLaunch) -> i32;
     }
