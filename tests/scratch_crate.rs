@@ -528,7 +528,15 @@ fn kernels_link_into_library_binary_and_tests_and_are_compiled_once_for_all_prof
     let manifest = manifest.to_str().unwrap();
     let (ok, stdout, stderr) = cargo_with(
         &dir,
-        &["run", "-q", "--manifest-path", manifest, "--", "check", "kernels"],
+        &[
+            "run",
+            "-q",
+            "--manifest-path",
+            manifest,
+            "--",
+            "check",
+            "kernels",
+        ],
         &[],
     );
     assert!(ok, "{stderr}");
