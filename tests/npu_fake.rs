@@ -281,7 +281,7 @@ fn user_crate_builds_links_and_runs_through_fake_toolkits() {
     assert!(ok, "NPU build failed:\n{stderr}");
     assert!(
         stderr.contains(&format!(
-            "pypto-build: building kernels for the NPU with CANN 8.5.0 at {home} (found by \
+            "; building kernels for the NPU with CANN 8.5.0 at {home} (found by \
              ASCEND_HOME_PATH), compiler {home}/compiler/ccec_compiler/bin/bisheng, architectures: \
              dav-2201 (Atlas A2/A3), dav-3510 (Ascend 950); the host backend is built in too"
         )),
@@ -453,7 +453,7 @@ fn user_crate_builds_links_and_runs_through_fake_toolkits() {
     let arch = std::env::consts::ARCH;
     assert!(
         stderr.contains(&format!(
-            "pypto-build: building kernels for the NPU with CANN 8.0.RC3 at {old_home} (found by \
+            "; building kernels for the NPU with CANN 8.0.RC3 at {old_home} (found by \
              ASCEND_HOME_PATH), compiler {old_home}/{arch}-linux/ccec_compiler/bin/bisheng"
         )),
         "{stderr}"

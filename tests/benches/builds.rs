@@ -92,6 +92,8 @@ struct Crate {
     dir: PathBuf,
     cxx_log: PathBuf,
     cxx: PathBuf,
+    /// Its own kernel object cache, so that a clean build compiles.
+    cache: PathBuf,
 }
 
 impl Crate {
@@ -109,7 +111,14 @@ impl Crate {
         )?;
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&cxx, std::fs::Permissions::from_mode(0o755))?;
-        Ok(Crate { dir, cxx_log, cxx })
+        let cache = dir.with_file_name(format!("{name}-cache"));
+        let _ = std::fs::remove_dir_all(&cache);
+        Ok(Crate {
+            dir,
+            cxx_log,
+            cxx,
+            cache,
+        })
     }
 
     fn cargo(&self, args: &[&str]) -> anyhow::Result<Step> {
@@ -121,6 +130,7 @@ impl Crate {
             .current_dir(&self.dir)
             .env("CARGO_TARGET_DIR", target_dir())
             .env("CXX", &self.cxx)
+            .env("PYPTO_CACHE_DIR", &self.cache)
             .env_remove("RUSTFLAGS")
             .env_remove("PYPTO_BUILD_VERBOSE")
             .env("PYPTO_BACKEND", "host")
@@ -169,6 +179,8 @@ fn incremental() -> anyhow::Result<()> {
 
     let mut runs: Vec<[Step; 5]> = Vec::new();
     for rep in 0..REPS {
+        // A clean build starts without cached objects too.
+        let _ = std::fs::remove_dir_all(&c.cache);
         Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
             .args(["clean", "-p", "bench-builds-50", "--offline"])
             .current_dir(&c.dir)
