@@ -22,7 +22,7 @@
 //! goldens, then review and commit the change:
 //!
 //! ```sh
-//! PYPTO_BLESS=1 cargo test --test golden
+//! PYPTO_BLESS=1 cargo test -p pypto-tests --test golden
 //! git diff tests/golden
 //! ```
 //!
@@ -46,7 +46,7 @@ const SETS: [(&str, &str); 2] = [
 ];
 
 /// How to rewrite the goldens; named in every failure.
-const BLESS: &str = "PYPTO_BLESS=1 cargo test --test golden";
+const BLESS: &str = "PYPTO_BLESS=1 cargo test -p pypto-tests --test golden";
 
 fn blessing() -> bool {
     std::env::var_os("PYPTO_BLESS").is_some_and(|v| !v.is_empty() && v != "0")

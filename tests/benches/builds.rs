@@ -9,7 +9,7 @@
 //! - the size a STATIC specialisation adds to a stripped release binary,
 //!   against the binary with one specialisation.
 //!
-//! Run with `cargo bench --bench builds` (several minutes: it builds the
+//! Run with `cargo bench -p pypto-tests --bench builds` (several minutes: it builds the
 //! crates' dependencies once first, offline, in `target/bench-builds`).
 
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! compiled host entry of the same kernel directly with a prepared record
 //! (the baseline, measured in the same run).
 //!
-//! Run with `cargo bench --bench call`. Prints ns per call and the ratio,
+//! Run with `cargo bench -p pypto-tests --bench call`. Prints ns per call and the ratio,
 //! for `add_f32` (one DYNAMIC dim) and `add_fixed` (only fixed axes: its
 //! wrapper has no run-time sizes to check).
 

@@ -5,7 +5,7 @@
 //! softmax and rms_norm over [16384, 1024] fp32 (vector kernels), and
 //! matmul_f16 [4096, 200] x [200, 144] (a cube kernel).
 //!
-//! Run with `cargo bench --bench sanitize`. Each result is checked against
+//! Run with `cargo bench -p pypto-tests --bench sanitize`. Each result is checked against
 //! the result with the checks off, so every setting computes the same thing.
 
 use pypto_rt::{Const, Device, Sanitize, with_sanitize};

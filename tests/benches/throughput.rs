@@ -6,7 +6,7 @@
 //! - attention at (B, S, HIDDEN) = (4, 512, 768) versus the plain-Rust
 //!   reference the tests use (f64 accumulation, one thread).
 //!
-//! Run with `cargo bench --bench throughput`. Bytes are counted as the
+//! Run with `cargo bench -p pypto-tests --bench throughput`. Bytes are counted as the
 //! kernel's logical traffic: its input read once and its output written once.
 
 use pypto_rt::{Const, Device};
