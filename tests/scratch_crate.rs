@@ -456,6 +456,26 @@ fn kernels_link_into_library_binary_and_tests_and_are_compiled_once_for_all_prof
     let (ok, stdout, stderr) = cargo_with(&dir, &["run", "-q"], &[]);
     assert!(ok, "{stderr}");
     assert_eq!(stdout, "bin 18 lib 18\n");
+    // The emulation headers were precompiled once for the kernels (GCC).
+    let builds = workspace().join("target/scratch/debug/build");
+    let precompiled = std::fs::read_dir(&builds)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("scratch-shapes-")
+        })
+        .any(|e| {
+            e.path()
+                .join("out/pypto/include/kernel_operator.h.gch")
+                .is_file()
+        });
+    assert!(
+        precompiled,
+        "no precompiled header under {}",
+        builds.display()
+    );
     let (ok, stdout, stderr) = cargo_with(&dir, &["test", "-q"], &[]);
     assert!(ok, "{stderr}");
     assert!(stdout.contains("1 passed"), "{stdout}");

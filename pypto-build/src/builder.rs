@@ -36,6 +36,7 @@ pub struct Builder {
     symbol_prefix: Option<String>,
     opt_level: u32,
     debug_info: bool,
+    precompiled_header: bool,
     cache_dir: Option<PathBuf>,
     cargo_metadata: bool,
 }
@@ -91,6 +92,7 @@ impl Builder {
             symbol_prefix: None,
             opt_level: 2,
             debug_info: false,
+            precompiled_header: true,
             cache_dir: None,
             cargo_metadata: true,
         }
@@ -136,6 +138,14 @@ impl Builder {
     /// `--release`). Turn it on to step through a kernel in a debugger.
     pub fn debug_info(mut self, on: bool) -> Self {
         self.debug_info = on;
+        self
+    }
+
+    /// Whether to precompile the emulation headers once per build for the
+    /// host-backend kernels (default true; GCC only): a kernel then compiles
+    /// in about half the time. The objects are the same either way.
+    pub fn precompiled_header(mut self, on: bool) -> Self {
+        self.precompiled_header = on;
         self
     }
 
@@ -325,7 +335,11 @@ impl Builder {
             write_if_changed(&path, &source.text)?;
             paths.push(path);
         }
-        remove_stale_sources(&source_dir, &paths)?;
+        let runtime_source = source_dir.join(toolchain::RUNTIME_SOURCE.0);
+        write_if_changed(&runtime_source, toolchain::RUNTIME_SOURCE.1)?;
+        let mut keep = paths.clone();
+        keep.push(runtime_source);
+        remove_stale_sources(&source_dir, &keep)?;
         // NPU sources, grouped by compiler configuration.
         let mut npu_groups: Vec<((cann::Arch, bool), Vec<PathBuf>)> = Vec::new();
         for npu in &generated.npu_sources {
@@ -370,13 +384,19 @@ impl Builder {
                 .iter()
                 .map(|(_, text)| *text)
                 .collect();
+            if self.precompiled_header {
+                toolchain::precompile_header(&host, &include_dir, &salt);
+            }
+            let mut host_sources = paths.clone();
+            host_sources.push(source_dir.join(toolchain::RUNTIME_SOURCE.0));
             let (mut objects, host_report) = toolchain::compile_cached(
                 &host,
-                &paths,
+                &host_sources,
                 &cache,
                 Some(&include_dir),
                 &salt,
                 self.cargo_metadata,
+                1,
             )
             .map_err(compile_error)?;
             report += host_report;
@@ -399,6 +419,7 @@ impl Builder {
                         None,
                         &salt,
                         self.cargo_metadata,
+                        0,
                     )
                     .map_err(compile_error)?;
                     objects.extend(npu_objects);

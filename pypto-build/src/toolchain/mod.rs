@@ -64,6 +64,9 @@ pub fn host_build(
         .std("c++17")
         .include(include_dir)
         .define("PYPTO_HOST_BACKEND", "1")
+        // Kernels declare the emulation's runtime functions; one object,
+        // compiled from RUNTIME_SOURCE, defines them.
+        .define("PYPTO_EMU_SPLIT", "1")
         .opt_level(opt_level)
         .out_dir(obj_dir)
         // Quiet while probing: with metadata on, cc prints every variable it
@@ -113,7 +116,11 @@ pub fn npu_build(
         // The objects (host launch stubs with embedded device code) link
         // into position-independent Rust executables.
         .flag("-fPIC")
-        .flag("-Wno-unused-parameter");
+        .flag("-Wno-unused-parameter")
+        // Meaningless to CANN's headers; where the emulation headers stand
+        // in for them (a fake toolkit), its runtime functions come from the
+        // host build's runtime object, as for host kernels.
+        .flag("-DPYPTO_EMU_SPLIT=1");
     for flag in cann::arch_flags(toolkit, arch, cube) {
         build.flag(flag);
     }
@@ -129,7 +136,9 @@ pub fn npu_build(
 /// entry that does not match its checksum is never used, `include_dir`
 /// (which differs between builds) is left out of the key, and only entries
 /// unused for [`CACHE_MAX_AGE`] are deleted. The compiler's warnings go to
-/// Cargo when `forward_warnings`; its errors go in the failure.
+/// Cargo when `forward_warnings`; its errors go in the failure. The last
+/// `support` sources (the emulation runtime) are compiled and cached like
+/// the others but not counted in the report, which counts kernels.
 pub fn compile_cached(
     build: &cc::Build,
     sources: &[PathBuf],
@@ -137,6 +146,7 @@ pub fn compile_cached(
     include_dir: Option<&Path>,
     salt: &str,
     forward_warnings: bool,
+    support: usize,
 ) -> Result<(Vec<PathBuf>, CompileReport), CompileFailure> {
     std::fs::create_dir_all(cache).map_err(|e| failure(format!("{}: {e}", cache.display())))?;
     // With metadata on, cc prints each variable it reads and its value: on
@@ -211,11 +221,77 @@ pub fn compile_cached(
     // Now cc tells Cargo which variables choose the compiler and its flags.
     let _ = build.try_get_compiler();
     prune_cache(cache);
+    let counted = sources.len().saturating_sub(support);
+    let compiled = stale
+        .iter()
+        .filter(|(source, _)| sources[..counted].contains(source))
+        .count();
     let report = CompileReport {
-        compiled: stale.len(),
-        reused: sources.len() - stale.len(),
+        compiled,
+        reused: counted - compiled,
     };
     Ok((objects, report))
+}
+
+/// The name and text of the source that defines the emulation's runtime
+/// functions, which kernels (compiled with `PYPTO_EMU_SPLIT`) only declare.
+pub const RUNTIME_SOURCE: (&str, &str) = (
+    "pypto_emu_runtime.cpp",
+    "// The host emulation's runtime functions, defined once for every kernel.\n\
+     #define PYPTO_EMU_RUNTIME 1\n\
+     #include \"kernel_operator.h\"\n",
+);
+
+/// Precompiles `kernel_operator.h` in `include_dir` with `build`'s compiler
+/// and flags, beside the header, where GCC looks for it first: parsing the
+/// emulation headers is a third of each kernel's compile. Only for GCC
+/// (Clang does not pick a `.gch` up by itself). Redone when `salt` (the
+/// headers) or the compiler or flags change, and removed whenever it cannot
+/// be made, since a stale one would be used silently; kernels then compile
+/// from the headers. Returns whether a precompiled header is in place.
+pub fn precompile_header(build: &cc::Build, include_dir: &Path, salt: &str) -> bool {
+    let header = include_dir.join("kernel_operator.h");
+    let gch = include_dir.join("kernel_operator.h.gch");
+    let key_file = include_dir.join("kernel_operator.h.gch.key");
+    // Quiet: cc would print every variable it reads (see compile_cached).
+    let mut quiet = build.clone();
+    quiet.cargo_metadata(false);
+    let Ok(tool) = quiet.try_get_compiler() else {
+        return false;
+    };
+    let compiler = format!("{:?} {:?}", tool.path(), tool.args());
+    let key = format!(
+        "{:016x}",
+        fingerprint(&[salt.as_bytes(), compiler.as_bytes()])
+    );
+    if std::fs::read_to_string(&key_file).is_ok_and(|k| k == key) && gch.is_file() {
+        return true;
+    }
+    let _ = std::fs::remove_file(&key_file);
+    let _ = std::fs::remove_file(&gch);
+    if !tool.is_like_gnu() || tool.is_like_clang() {
+        return false;
+    }
+    let temporary = include_dir.join(format!("kernel_operator.h.gch.tmp{}", std::process::id()));
+    let made = tool
+        .to_command()
+        .arg("-x")
+        .arg("c++-header")
+        .arg(&header)
+        .arg("-o")
+        .arg(&temporary)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    let placed = made
+        && std::fs::rename(&temporary, &gch).is_ok()
+        && std::fs::write(&key_file, &key).is_ok();
+    if !placed {
+        let _ = std::fs::remove_file(&temporary);
+        let _ = std::fs::remove_file(&gch);
+    }
+    placed
 }
 
 /// How long a cache entry may go unused before a build deletes it.

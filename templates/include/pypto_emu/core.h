@@ -35,6 +35,23 @@
 #define GM_ADDR __gm__ uint8_t*
 #endif
 
+// The emulation's large, cold functions (launch bookkeeping, the fault
+// handler, sanitizer reports) are "runtime" functions. By default they are
+// inline, like the rest of the headers. A build that compiles many kernels
+// defines PYPTO_EMU_SPLIT for them, so each kernel only declares these
+// functions, and compiles one source with PYPTO_EMU_RUNTIME that defines them:
+// each kernel then compiles in about half the time.
+#if defined(PYPTO_EMU_RUNTIME)
+#define PYPTO_RUNTIME
+#define PYPTO_RUNTIME_BODY 1
+#elif defined(PYPTO_EMU_SPLIT)
+#define PYPTO_RUNTIME
+#define PYPTO_RUNTIME_BODY 0
+#else
+#define PYPTO_RUNTIME inline
+#define PYPTO_RUNTIME_BODY 1
+#endif
+
 // CANN declares these for kernels at global scope: the block this core
 // runs and the launch's block count (GetBlockIdx(), GetBlockNum()). Set by
 // run_block for each block.
@@ -52,12 +69,88 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// Message building. Each distinct list of argument types instantiates
+// concat, and kernels build hundreds of messages: so each part is appended by
+// an out-of-line function per type (formatting as std::ostream would), and
+// an instantiation is only a few calls.
+PYPTO_RUNTIME void append_part(std::string& out, const char* text)
+#if PYPTO_RUNTIME_BODY
+{
+    if (text != nullptr) {
+        out += text;
+    }
+}
+#else
+;
+#endif
+PYPTO_RUNTIME void append_part(std::string& out, const std::string& text)
+#if PYPTO_RUNTIME_BODY
+{
+    out += text;
+}
+#else
+;
+#endif
+// Characters print as characters, as std::ostream prints them.
+PYPTO_RUNTIME void append_part(std::string& out, char c)
+#if PYPTO_RUNTIME_BODY
+{
+    out += c;
+}
+#else
+;
+#endif
+inline void append_part(std::string& out, signed char c) { append_part(out, static_cast<char>(c)); }
+inline void append_part(std::string& out, unsigned char c) { append_part(out, static_cast<char>(c)); }
+PYPTO_RUNTIME void append_part(std::string& out, long long v)
+#if PYPTO_RUNTIME_BODY
+{
+    out += std::to_string(v);
+}
+#else
+;
+#endif
+PYPTO_RUNTIME void append_part(std::string& out, unsigned long long v)
+#if PYPTO_RUNTIME_BODY
+{
+    out += std::to_string(v);
+}
+#else
+;
+#endif
+inline void append_part(std::string& out, bool v) { append_part(out, v ? 1LL : 0LL); }
+inline void append_part(std::string& out, short v) { append_part(out, static_cast<long long>(v)); }
+inline void append_part(std::string& out, int v) { append_part(out, static_cast<long long>(v)); }
+inline void append_part(std::string& out, long v) { append_part(out, static_cast<long long>(v)); }
+inline void append_part(std::string& out, unsigned short v) { append_part(out, static_cast<unsigned long long>(v)); }
+inline void append_part(std::string& out, unsigned v) { append_part(out, static_cast<unsigned long long>(v)); }
+inline void append_part(std::string& out, unsigned long v) { append_part(out, static_cast<unsigned long long>(v)); }
+PYPTO_RUNTIME void append_part(std::string& out, double v)
+#if PYPTO_RUNTIME_BODY
+{
+    std::ostringstream text;
+    text << v;
+    out += text.str();
+}
+#else
+;
+#endif
+inline void append_part(std::string& out, float v) { append_part(out, static_cast<double>(v)); }
+// Anything else std::ostream can print (pointers, user types).
+template <typename T>
+void append_part(std::string& out, const T& v)
+{
+    std::ostringstream text;
+    text << v;
+    out += text.str();
+}
+
 template <typename... Parts>
 std::string concat(const Parts&... parts)
 {
-    std::ostringstream out;
-    (out << ... << parts);
-    return out.str();
+    std::string out;
+    (append_part(out, parts), ...);
+    return out;
 }
 
 template <typename... Parts>
@@ -225,13 +318,17 @@ PYPTO_EMU_FIELD(HostLaunch, fail_block, 124);
 #undef PYPTO_EMU_SIZE
 
 // A param's name as written in messages: `x`.
-inline std::string param_name(const GmRegion& r)
+PYPTO_RUNTIME std::string param_name(const GmRegion& r)
+#if PYPTO_RUNTIME_BODY
 {
     if (r.name == nullptr) {
         return concat("tensor argument ", r.arg);
     }
     return concat("`", std::string(r.name, r.name_len), "`");
 }
+#else
+;
+#endif
 
 // Where a kernel called an API instruction, for racecheck's messages: GCC
 // and Clang evaluate __builtin_FILE/__builtin_LINE in a default argument at
@@ -290,7 +387,8 @@ inline void poll(const char* what)
 
 // Checks that [ptr, ptr + bytes) lies inside one tensor argument (or the
 // tiling data) of the launch, and that a write goes to an output.
-inline void check_gm(const void* ptr, uint64_t bytes, const char* what, bool write = false)
+PYPTO_RUNTIME void check_gm(const void* ptr, uint64_t bytes, const char* what, bool write = false)
+#if PYPTO_RUNTIME_BODY
 {
     poll(what);
     const auto* p = static_cast<const uint8_t*>(ptr);
@@ -319,6 +417,9 @@ inline void check_gm(const void* ptr, uint64_t bytes, const char* what, bool wri
     }
     fail(what, ": global memory address is outside every tensor argument of this launch");
 }
+#else
+;
+#endif
 
 // ---- faults ----------------------------------------------------------------
 //
@@ -345,7 +446,8 @@ inline void write_stderr(const char* text, size_t len)
 
 inline void write_stderr(const char* text) { write_stderr(text, std::strlen(text)); }
 
-inline void write_stderr_number(uint64_t value, int base)
+PYPTO_RUNTIME void write_stderr_number(uint64_t value, int base)
+#if PYPTO_RUNTIME_BODY
 {
     char digits[32];
     int n = 0;
@@ -365,6 +467,9 @@ inline void write_stderr_number(uint64_t value, int base)
     }
     write_stderr(out, static_cast<size_t>(len));
 }
+#else
+;
+#endif
 
 struct PreviousHandlers {
     struct sigaction segv, bus, fpe, ill;
@@ -389,7 +494,8 @@ inline struct sigaction& previous_for(int sig)
 
 // Hands the signal to whoever handled it before us (Rust's stack-overflow
 // report, or the default action when the faulting instruction runs again).
-inline void chain_signal(int sig, siginfo_t* info, void* context)
+PYPTO_RUNTIME void chain_signal(int sig, siginfo_t* info, void* context)
+#if PYPTO_RUNTIME_BODY
 {
     struct sigaction& prev = previous_for(sig);
     if ((prev.sa_flags & SA_SIGINFO) != 0 && prev.sa_sigaction != nullptr) {
@@ -407,9 +513,13 @@ inline void chain_signal(int sig, siginfo_t* info, void* context)
     // instruction, which then ends the process with the signal.
     ::signal(sig, SIG_DFL);
 }
+#else
+;
+#endif
 
 // What a fault at `addr` means for the current launch, or nullptr.
-inline const GmRegion* region_of_fault(uintptr_t addr)
+PYPTO_RUNTIME const GmRegion* region_of_fault(uintptr_t addr)
+#if PYPTO_RUNTIME_BODY
 {
     for (const GmRegion& r : block.regions) {
         if (r.map_begin != 0 && addr >= r.map_begin && addr < r.map_end) {
@@ -418,8 +528,12 @@ inline const GmRegion* region_of_fault(uintptr_t addr)
     }
     return nullptr;
 }
+#else
+;
+#endif
 
-inline void report_fatal(int sig, uintptr_t addr)
+PYPTO_RUNTIME void report_fatal(int sig, uintptr_t addr)
+#if PYPTO_RUNTIME_BODY
 {
     write_stderr("pypto-rt: kernel `");
     write_stderr(block.kernel, block.kernel_len);
@@ -438,8 +552,12 @@ inline void report_fatal(int sig, uintptr_t addr)
     write_stderr(", outside every tensor of the launch; a raw GM_ADDR or pointer went astray. "
                  "The process cannot continue.\n");
 }
+#else
+;
+#endif
 
-[[noreturn]] inline void throw_fault(const GmRegion& r, uintptr_t addr)
+[[noreturn]] PYPTO_RUNTIME void throw_fault(const GmRegion& r, uintptr_t addr)
+#if PYPTO_RUNTIME_BODY
 {
     auto begin = reinterpret_cast<uintptr_t>(r.begin);
     if (addr >= begin && addr < begin + r.bytes) {
@@ -456,8 +574,12 @@ inline void report_fatal(int sig, uintptr_t addr)
          " bytes before its start through a raw pointer; the guard page before the tensor "
          "stopped it");
 }
+#else
+;
+#endif
 
-inline void on_fault(int sig, siginfo_t* info, void* context)
+PYPTO_RUNTIME void on_fault(int sig, siginfo_t* info, void* context)
+#if PYPTO_RUNTIME_BODY
 {
     if (block.in_kernel == 0) {
         chain_signal(sig, info, context);
@@ -479,8 +601,12 @@ inline void on_fault(int sig, siginfo_t* info, void* context)
     ::sigaction(sig, &previous_for(sig), nullptr);
     chain_signal(sig, info, context);
 }
+#else
+;
+#endif
 
-inline void install_fault_handler()
+PYPTO_RUNTIME void install_fault_handler()
+#if PYPTO_RUNTIME_BODY
 {
     static const bool installed = [] {
         struct sigaction action {};
@@ -498,8 +624,12 @@ inline void install_fault_handler()
     }();
     (void)installed;
 }
+#else
+;
+#endif
 
-inline void write_message(HostLaunch* launch, const char* text)
+PYPTO_RUNTIME void write_message(HostLaunch* launch, const char* text)
+#if PYPTO_RUNTIME_BODY
 {
     if (launch->err == nullptr || launch->err_len == 0) {
         return;
@@ -511,6 +641,9 @@ inline void write_message(HostLaunch* launch, const char* text)
     std::memcpy(launch->err, text, n);
     launch->err[n] = '\0';
 }
+#else
+;
+#endif
 
 // ---- sanitizer: memcheck across the blocks of a launch --------------------
 //
@@ -521,7 +654,8 @@ inline void write_message(HostLaunch* launch, const char* text)
 
 // Adds [b, e) to merged ranges (begin -> end), joining every range it
 // touches (adjacent ones too).
-inline void merge_range(std::map<uint64_t, uint64_t>& m, uint64_t b, uint64_t e)
+PYPTO_RUNTIME void merge_range(std::map<uint64_t, uint64_t>& m, uint64_t b, uint64_t e)
+#if PYPTO_RUNTIME_BODY
 {
     auto it = m.upper_bound(b);
     if (it != m.begin()) {
@@ -540,11 +674,15 @@ inline void merge_range(std::map<uint64_t, uint64_t>& m, uint64_t b, uint64_t e)
     }
     m.emplace(b, e);
 }
+#else
+;
+#endif
 
 // Records [p, p + bytes) of a tensor argument in `per_arg` (outputs only
 // when `outputs_only`).
-inline void note_gm_range(std::vector<std::map<uint64_t, uint64_t>>& per_arg, const void* ptr, uint64_t bytes,
+PYPTO_RUNTIME void note_gm_range(std::vector<std::map<uint64_t, uint64_t>>& per_arg, const void* ptr, uint64_t bytes,
                           bool outputs_only)
+#if PYPTO_RUNTIME_BODY
 {
     if ((block.sanitize & 8u) == 0 || block.num < 2 || bytes == 0) {
         return;
@@ -564,6 +702,9 @@ inline void note_gm_range(std::vector<std::map<uint64_t, uint64_t>>& per_arg, co
         }
     }
 }
+#else
+;
+#endif
 
 // Records that this core wrote [p, p + bytes) of a tensor argument.
 inline void note_gm_write(const void* ptr, uint64_t bytes)
@@ -600,7 +741,8 @@ inline std::map<uint64_t, LaunchWrites>& launch_writes()
     return registry;
 }
 
-inline LaunchWrites& launch_entry(uint64_t id, uint32_t num, uint32_t idx)
+PYPTO_RUNTIME LaunchWrites& launch_entry(uint64_t id, uint32_t num, uint32_t idx)
+#if PYPTO_RUNTIME_BODY
 {
     LaunchWrites& w = launch_writes()[id];
     // A stale entry (a launch that stopped early with the same ID): start over.
@@ -613,10 +755,14 @@ inline LaunchWrites& launch_entry(uint64_t id, uint32_t num, uint32_t idx)
     }
     return w;
 }
+#else
+;
+#endif
 
 // Adds this core's written ranges to its block's (cores of one mixed block
 // share one entry: their hand-offs are ordered by cross-core flags).
-inline void deposit_gm_writes(const HostLaunch* launch)
+PYPTO_RUNTIME void deposit_gm_writes(const HostLaunch* launch)
+#if PYPTO_RUNTIME_BODY
 {
     if ((launch->sanitize & 8u) == 0 || launch->block_num < 2) {
         return;
@@ -642,11 +788,15 @@ inline void deposit_gm_writes(const HostLaunch* launch)
     deposit(w.writes[launch->block_idx], block.gm_writes);
     deposit(w.reads[launch->block_idx], block.gm_reads);
 }
+#else
+;
+#endif
 
 // The first read by one block of bytes another block writes, as a message;
 // "" if none. Called when no two blocks' writes overlap, so the writes to
 // one tensor are disjoint.
-inline std::string find_cross_read(const LaunchWrites& w, const HostLaunch* launch, uint32_t* reader)
+PYPTO_RUNTIME std::string find_cross_read(const LaunchWrites& w, const HostLaunch* launch, uint32_t* reader)
+#if PYPTO_RUNTIME_BODY
 {
     struct Range {
         uint64_t begin, end;
@@ -704,9 +854,13 @@ inline std::string find_cross_read(const LaunchWrites& w, const HostLaunch* laun
         }
     }
 }
+#else
+;
+#endif
 
 // The first overlap between two blocks' writes, as a message; "" if none.
-inline std::string find_overlap(const LaunchWrites& w, const HostLaunch* launch, uint32_t* higher)
+PYPTO_RUNTIME std::string find_overlap(const LaunchWrites& w, const HostLaunch* launch, uint32_t* higher)
+#if PYPTO_RUNTIME_BODY
 {
     size_t args = 0;
     for (const auto& per_block : w.writes) {
@@ -758,10 +912,14 @@ inline std::string find_overlap(const LaunchWrites& w, const HostLaunch* launch,
     }
     return "";
 }
+#else
+;
+#endif
 
 // Called once per block of a launch when the block has finished (all its
 // cores): the last block checks the launch. Returns a new status.
-inline int32_t finish_gm_writes(HostLaunch* launch, int32_t status)
+PYPTO_RUNTIME int32_t finish_gm_writes(HostLaunch* launch, int32_t status)
+#if PYPTO_RUNTIME_BODY
 {
     if ((launch->sanitize & 8u) == 0 || launch->block_num < 2) {
         return status;
@@ -793,9 +951,12 @@ inline int32_t finish_gm_writes(HostLaunch* launch, int32_t status)
     launch->fail_block = higher + 1;
     return 1;
 }
+#else
+;
+#endif
 
 // synccheck at the end of a block (sync.h/memory.h define it).
-inline void sync_check_end();
+PYPTO_RUNTIME void sync_check_end();
 
 // Which core of an AI core a block runs as.
 enum class CoreRole : uint8_t { Vector, Cube, MixedCube, MixedVector0, MixedVector1 };
@@ -880,7 +1041,7 @@ int32_t run_cube_block(HostLaunch* launch, Body&& body)
     return finish_gm_writes(launch, run_core(launch, CoreRole::Cube, nullptr, body));
 }
 
-inline std::string group_sync_check(const CoreGroup& g);
+PYPTO_RUNTIME std::string group_sync_check(const CoreGroup& g);
 
 // Runs one block of a mixed kernel as the hardware does: one cube core and
 // two vector cores at once, each on its own thread (this one runs the cube

@@ -175,7 +175,8 @@ inline void init_mark(Memory mem, uint64_t at, uint64_t n, const char* what = nu
     std::memset(init_shadow(mem) + at, 1, at + n > cap ? cap - at : n);
 }
 
-inline const char* init_fix(Memory mem)
+PYPTO_RUNTIME const char* init_fix(Memory mem)
+#if PYPTO_RUNTIME_BODY
 {
     switch (mem) {
     case Memory::UB:
@@ -190,11 +191,15 @@ inline const char* init_fix(Memory mem)
     default: return "write it before reading it";
     }
 }
+#else
+;
+#endif
 
 // `what` reads bytes [off, off + n) of `operand`, a tensor at byte `base`
 // of `mem` (position `pos`): every byte must have been written.
-[[gnu::noinline]] inline void init_fail(const char* what, const char* operand, TPosition pos, Memory mem,
+[[gnu::noinline]] PYPTO_RUNTIME void init_fail(const char* what, const char* operand, TPosition pos, Memory mem,
                                         uint64_t base, uint64_t off, uint64_t n, uint64_t bad)
+#if PYPTO_RUNTIME_BODY
 {
     const char* name = position_name(pos);
     fail("initcheck: ", what, " reads bytes [", off, ", ", off + n, ") of ", operand, name[0] == 'A' ? " (an " : " (a ",
@@ -202,9 +207,13 @@ inline const char* init_fix(Memory mem)
          " of it (byte ", base + bad, " of the ", memory_spec(mem).name,
          ") was never written in this block; ", init_fix(mem));
 }
+#else
+;
+#endif
 
-inline void init_check(const char* what, const char* operand, TPosition pos, Memory mem, uint64_t base,
+PYPTO_RUNTIME void init_check(const char* what, const char* operand, TPosition pos, Memory mem, uint64_t base,
                        uint64_t off, uint64_t n)
+#if PYPTO_RUNTIME_BODY
 {
     if (mem == Memory::GM || n == 0 || !sanitizing(SANITIZE_LOCAL)) {
         return;
@@ -228,6 +237,9 @@ inline void init_check(const char* what, const char* operand, TPosition pos, Mem
     const void* z = std::memchr(sh, 0, len);
     init_fail(what, operand, pos, mem, base, off, n, off + static_cast<uint64_t>(static_cast<const uint8_t*>(z) - sh));
 }
+#else
+;
+#endif
 
 // One buffer of a queue, and where its tensor is in the queue protocol.
 struct Slot {
@@ -1280,7 +1292,8 @@ protected:
 
 namespace pypto_emu {
 
-inline std::string describe_local(Memory mem, uint64_t at)
+PYPTO_RUNTIME std::string describe_local(Memory mem, uint64_t at)
+#if PYPTO_RUNTIME_BODY
 {
     for (void* q : block.queues) {
         std::string d = static_cast<const AscendC::QueueBase*>(q)->race_describe(mem, at);
@@ -1290,6 +1303,9 @@ inline std::string describe_local(Memory mem, uint64_t at)
     }
     return {};
 }
+#else
+;
+#endif
 
 } // namespace pypto_emu
 

@@ -102,7 +102,8 @@ struct RaceAccess {
 };
 
 // "Muls (rows.cpp:45)": the instruction and its call's file name and line.
-inline std::string race_instruction(const char* what, const Site& site)
+PYPTO_RUNTIME std::string race_instruction(const char* what, const Site& site)
+#if PYPTO_RUNTIME_BODY
 {
     if (site.file == nullptr) {
         return concat("(", what, ")");
@@ -110,6 +111,9 @@ inline std::string race_instruction(const char* what, const Site& site)
     const char* slash = std::strrchr(site.file, '/');
     return concat("(", what, ", ", slash != nullptr ? slash + 1 : site.file, ":", site.line, ")");
 }
+#else
+;
+#endif
 using RaceMap = std::map<uint64_t, RaceAccess>;
 
 struct RaceState {
@@ -173,7 +177,7 @@ inline void race_snapshot(const RaceState& s, int p, uint32_t* out)
 
 // Describes the local buffer holding byte `at` of `mem` (defined in memory.h,
 // where the queues are): ", TQue<VECIN> buffer 0 (UB bytes [0, 4096))" or "".
-inline std::string describe_local(Memory mem, uint64_t at);
+PYPTO_RUNTIME std::string describe_local(Memory mem, uint64_t at);
 
 inline const char* race_short_memory(Memory mem)
 {
@@ -203,8 +207,9 @@ inline bool race_queue_pair(int q, int p)
     return false;
 }
 
-[[gnu::noinline]] inline void race_fail(Memory mem, int p, bool write, const char* what, int q,
+[[gnu::noinline]] PYPTO_RUNTIME void race_fail(Memory mem, int p, bool write, const char* what, int q,
                                         bool other_write, const RaceAccess& other, uint64_t lo, uint64_t hi)
+#if PYPTO_RUNTIME_BODY
 {
     const char* mname = race_short_memory(mem);
     const char* pn = pipe_name(p);
@@ -233,6 +238,9 @@ inline bool race_queue_pair(int q, int p)
     fail("racecheck: ", pn, " ", verb, qn, " ", race_instruction(other.what, other.site),
          " with no synchronisation between them", fix);
 }
+#else
+;
+#endif
 
 // The first access in `m` overlapping [at, at + n) that pipe p does not
 // know to be complete (clock above `known`), skipping instruction `seq`.
@@ -255,7 +263,8 @@ inline const RaceMap::value_type* race_find(const RaceMap& m, uint64_t at, uint6
 }
 
 // Records [at, at + n) as last accessed by `a`, over what was there.
-inline void race_record(RaceMap& m, uint64_t at, uint64_t n, const RaceAccess& a)
+PYPTO_RUNTIME void race_record(RaceMap& m, uint64_t at, uint64_t n, const RaceAccess& a)
+#if PYPTO_RUNTIME_BODY
 {
     uint64_t end = at + n;
     auto it = m.upper_bound(at);
@@ -293,9 +302,13 @@ inline void race_record(RaceMap& m, uint64_t at, uint64_t n, const RaceAccess& a
     }
     m.emplace(at, RaceAccess{end, a.clock, a.seq, a.what, a.site});
 }
+#else
+;
+#endif
 
 // Pipe `p`'s access of bytes [at, at + n) of `mem`.
-inline void race_access(Memory mem, uint64_t at, uint64_t n, bool write, const char* what)
+PYPTO_RUNTIME void race_access(Memory mem, uint64_t at, uint64_t n, bool write, const char* what)
+#if PYPTO_RUNTIME_BODY
 {
     if (mem == Memory::GM || n == 0) {
         return;
@@ -342,6 +355,9 @@ inline void race_access(Memory mem, uint64_t at, uint64_t n, bool write, const c
     uint32_t& mc = s.max_clock[mi][p][write ? 1 : 0];
     mc = std::max(mc, a.clock);
 }
+#else
+;
+#endif
 
 // The pipe that fills a buffer at position `p`, and the one that uses it.
 inline pipe_t position_producer(TPosition p)

@@ -245,18 +245,23 @@ inline void DisableDmaAtomic() { SetAtomicNone(); }
 
 namespace pypto_emu {
 
-inline const char* cross_core_stuck()
+PYPTO_RUNTIME const char* cross_core_stuck()
+#if PYPTO_RUNTIME_BODY
 {
     return ": no core of this AI core can set the flag any more (the others are waiting or have "
            "finished); on the NPU this core would wait for ever";
 }
+#else
+;
+#endif
 
 // The index of this core in its group: 0 the cube core, 1 and 2 the vector cores.
 inline int group_core() { return block.aic ? 0 : 1 + block.sub; }
 
 // Waits until `counter` (guarded by the group's lock) is non-zero, then
 // takes one from it.
-inline void group_take(const std::string& what, uint8_t& counter)
+PYPTO_RUNTIME void group_take(const std::string& what, uint8_t& counter)
+#if PYPTO_RUNTIME_BODY
 {
     CoreGroup& g = *block.group;
     std::unique_lock<std::mutex> hold(g.lock);
@@ -290,14 +295,21 @@ inline void group_take(const std::string& what, uint8_t& counter)
     }
     --counter;
 }
+#else
+;
+#endif
 
-inline void group_add(const std::string& what, uint8_t& counter)
+PYPTO_RUNTIME void group_add(const std::string& what, uint8_t& counter)
+#if PYPTO_RUNTIME_BODY
 {
     if (counter == 15) {
         fail(what, ": 15 sets are pending with no wait; the flag's counter is full");
     }
     ++counter;
 }
+#else
+;
+#endif
 
 } // namespace pypto_emu
 
@@ -418,7 +430,8 @@ namespace pypto_emu {
 // synccheck, when a core's body returns normally: every SetFlag waited
 // for, every event ID and queue buffer given back, every cross-core set
 // of this core's own counters consumed.
-inline void sync_check_end()
+PYPTO_RUNTIME void sync_check_end()
+#if PYPTO_RUNTIME_BODY
 {
     for (int e = 0; e < 32; ++e) {
         uint8_t raised = block.flags[e];
@@ -449,10 +462,14 @@ inline void sync_check_end()
         }
     }
 }
+#else
+;
+#endif
 
 // synccheck for a mixed block whose cores all ended normally: cross-core
 // sets left unconsumed between its cube and vector cores. "" if none.
-inline std::string group_sync_check(const CoreGroup& g)
+PYPTO_RUNTIME std::string group_sync_check(const CoreGroup& g)
+#if PYPTO_RUNTIME_BODY
 {
     auto pending = [](int mode, int f, const char* from, const char* to, int n) {
         return concat("synccheck: CrossCoreSetFlag<", mode, ">(", f, ") from ", from,
@@ -488,6 +505,9 @@ inline std::string group_sync_check(const CoreGroup& g)
     }
     return "";
 }
+#else
+;
+#endif
 
 } // namespace pypto_emu
 
