@@ -376,14 +376,16 @@ impl Builder {
         if !paths.is_empty() && !docs_only {
             let obj_dir = root.join("obj");
             let cache = self.resolved_cache_dir(&out_dir);
-            let mut host =
-                toolchain::host_build(&include_dir, &obj_dir, self.opt_level, self.cargo_metadata);
-            host.debug(self.debug_info);
             // The headers every source includes are part of each object's identity.
             let salt: String = library::EMULATION_HEADERS
                 .iter()
                 .map(|(_, text)| *text)
                 .collect();
+            let abi = toolchain::emulation_abi(&salt);
+            let mut host =
+                toolchain::host_build(&include_dir, &obj_dir, self.opt_level, self.cargo_metadata);
+            host.debug(self.debug_info)
+                .define("PYPTO_EMU_ABI", abi.as_str());
             if self.precompiled_header {
                 toolchain::precompile_header(&host, &include_dir, &salt);
             }
@@ -410,8 +412,11 @@ impl Builder {
                         if *cube { "cube" } else { "vec" }
                     );
                     let npu_obj_dir = obj_dir.join(&name);
-                    let build =
+                    let mut build =
                         toolchain::npu_build(toolkit, *arch, *cube, &npu_obj_dir, self.opt_level);
+                    // A fake toolkit's headers are the emulation's; CANN's
+                    // ignore the name.
+                    build.flag(format!("-DPYPTO_EMU_ABI={abi}"));
                     let (npu_objects, npu_report) = toolchain::compile_cached(
                         &build,
                         group,

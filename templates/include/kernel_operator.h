@@ -7,6 +7,18 @@
 // `kernel_operator.h` is found first.
 #pragma once
 
+// A build passes PYPTO_EMU_ABI, a hash of these headers, and it becomes part
+// of both namespaces' names (so of every C++ symbol): crates built with
+// different versions of the headers link into one binary without one's
+// runtime or inline functions standing in for the other's. Kernel sources
+// still write `AscendC::`.
+#if defined(PYPTO_EMU_ABI)
+#define PYPTO_EMU_JOIN2(a, b) a##b
+#define PYPTO_EMU_JOIN(a, b) PYPTO_EMU_JOIN2(a, b)
+#define pypto_emu PYPTO_EMU_JOIN(pypto_emu_, PYPTO_EMU_ABI)
+#define AscendC PYPTO_EMU_JOIN(AscendC_, PYPTO_EMU_ABI)
+#endif
+
 #include "pypto_emu/core.h"
 #include "pypto_emu/types.h"
 #include "pypto_emu/memory.h"

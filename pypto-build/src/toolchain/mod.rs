@@ -294,6 +294,13 @@ pub fn precompile_header(build: &cc::Build, include_dir: &Path, salt: &str) -> b
     placed
 }
 
+/// The value of `PYPTO_EMU_ABI` for emulation headers `headers`: it names
+/// the headers' C++ namespaces, so crates built with different headers never
+/// share a symbol (see kernel_operator.h).
+pub fn emulation_abi(headers: &str) -> String {
+    format!("v{:016x}", fingerprint(&[headers.as_bytes()]))
+}
+
 /// How long a cache entry may go unused before a build deletes it.
 pub const CACHE_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 
