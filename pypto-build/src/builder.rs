@@ -75,7 +75,7 @@ pub struct NpuSource {
 /// What [`Builder::build`] did.
 #[derive(Debug, Clone)]
 pub struct Built {
-    /// The architecture this copy is compiled for.
+    /// What was generated: the model, the Rust wrappers, the sources.
     pub generated: Generated,
     /// Where the generated Rust file is.
     pub rust_file: PathBuf,
@@ -338,7 +338,7 @@ impl Builder {
         let runtime_source = source_dir.join(toolchain::RUNTIME_SOURCE.0);
         write_if_changed(&runtime_source, toolchain::RUNTIME_SOURCE.1)?;
         let mut keep = paths.clone();
-        keep.push(runtime_source);
+        keep.push(runtime_source.clone());
         remove_stale_sources(&source_dir, &keep)?;
         // NPU sources, grouped by compiler configuration.
         let mut npu_groups: Vec<((cann::Arch, bool), Vec<PathBuf>)> = Vec::new();
@@ -389,8 +389,9 @@ impl Builder {
             if self.precompiled_header {
                 toolchain::precompile_header(&host, &include_dir, &salt);
             }
+            // The runtime object is the batch's last source (`support` 1).
             let mut host_sources = paths.clone();
-            host_sources.push(source_dir.join(toolchain::RUNTIME_SOURCE.0));
+            host_sources.push(runtime_source);
             let (mut objects, host_report) = toolchain::compile_cached(
                 &host,
                 &host_sources,

@@ -224,7 +224,7 @@ pub fn compile_cached(
     let counted = sources.len().saturating_sub(support);
     let compiled = stale
         .iter()
-        .filter(|(source, _)| sources[..counted].contains(source))
+        .filter(|(source, _)| !sources[counted..].contains(source))
         .count();
     let report = CompileReport {
         compiled,
@@ -639,6 +639,32 @@ mod tests {
         assert_ne!(fingerprint(&[b"ab", b"c"]), fingerprint(&[b"a", b"bc"]));
         assert_ne!(fingerprint(&[b"12345678"]), fingerprint(&[b"12345679"]));
         assert_eq!(fingerprint(&[b"same"]), fingerprint(&[b"same"]));
+    }
+
+    #[test]
+    fn the_default_cache_is_at_the_target_root_of_every_layout() {
+        let at = |out: &str, target: Option<&str>| {
+            default_cache_dir(Path::new(out), target).map(|p| p.display().to_string())
+        };
+        let cache = Some("/w/target/pypto-cache".to_owned());
+        assert_eq!(at("/w/target/debug/build/k-0123/out", None), cache);
+        assert_eq!(at("/w/target/release/build/k-0123/out", None), cache);
+        assert_eq!(
+            at(
+                "/w/target/aarch64-unknown-linux-gnu/debug/build/k-0123/out",
+                Some("aarch64-unknown-linux-gnu")
+            ),
+            cache
+        );
+        assert_eq!(
+            at(
+                "/w/target/tests/trybuild/x86_64-unknown-linux-gnu/debug/build/k-0123/out",
+                Some("x86_64-unknown-linux-gnu")
+            ),
+            cache
+        );
+        // Not a Cargo layout (an out_dir set by hand): no guess.
+        assert_eq!(at("/tmp/generated/out", None), None);
     }
 
     #[test]
