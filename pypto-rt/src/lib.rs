@@ -52,6 +52,7 @@ mod host_mem;
 mod launch;
 mod sanitize;
 mod shape;
+pub mod stream;
 pub mod tensor;
 mod watchdog;
 
@@ -67,6 +68,7 @@ pub use launch::{
 };
 pub use sanitize::{SANITIZE_VAR, Sanitize, with_sanitize};
 pub use shape::{Shape, Sizes};
+pub use stream::{Event, LAUNCH_BLOCKING_VAR, Stream, with_stream};
 pub use tensor::Tensor;
 pub use watchdog::TIMEOUT_VAR;
 
