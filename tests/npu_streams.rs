@@ -168,6 +168,14 @@ fn wrong_stream() -> Result<()> {
     println!("{err}");
     let event = a.default_stream().record()?;
     println!("{}", stream.wait(&event).expect_err("devices differ"));
+    let host = Device::host();
+    let hx = host.tensor_from(&data(64, 1), (1, Const::<64>))?;
+    let hb = host.tensor_from(&data(64, 2), (Const::<64>,))?;
+    let mut ho = host.zeros((1, Const::<64>))?;
+    let err = with_stream(&stream, || kernels::add_bias(&hx, &hb, &mut ho)).expect_err("host tensors");
+    println!("{err}");
+    // A host stream waits for an NPU event at once.
+    host.default_stream().wait(&event)?;
     Ok(())
 }
 
@@ -356,7 +364,9 @@ fn launches_are_queued_on_streams_and_reads_wait_for_them() {
         "kernel `add_bias`: on npu:0 (Ascend910B3), but the stream is on npu:1 (Ascend910B3); use a \
          stream of the same device\n\
          Stream::wait(event): on npu:0 (Ascend910B3), but the stream is on npu:1 (Ascend910B3); use \
-         a stream of the same device\n"
+         a stream of the same device\n\
+         kernel `add_bias`: on the host (CPU), but the stream is on npu:1 (Ascend910B3); use a \
+         stream of the same device\n"
     );
 
     // A kernel that fails is reported when its result is read, or by the

@@ -545,8 +545,21 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
         tiling_bytes: tiling_len(&dims, &scalars),
     };
     let (result, ub_peak_bytes) = match device.as_npu() {
-        // SAFETY: forwarded from this function's contract.
-        None => unsafe { run_on_host(desc, entries.host, blocks, &tensors, args) },
+        None => {
+            // A stream of an NPU named for host tensors is a mistake to
+            // report, not to ignore.
+            if let Some(stream) = crate::stream::current()
+                && !stream.device().is_host()
+            {
+                return Err(Error::WrongStream {
+                    what: format!("kernel `{}`", desc.name),
+                    actual: device.to_string(),
+                    stream: stream.device().to_string(),
+                });
+            }
+            // SAFETY: forwarded from this function's contract.
+            unsafe { run_on_host(desc, entries.host, blocks, &tensors, args) }
+        }
         Some(npu) => {
             let entry = npu_entry(desc, entries, device, npu)?;
             let stream = launch_stream(desc, device, npu)?;

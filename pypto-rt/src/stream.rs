@@ -283,8 +283,12 @@ impl Stream {
     ///
     /// An event of another device is [`Error::WrongStream`].
     pub fn wait(&self, event: &Event) -> Result<(), Error> {
-        let (Some(state), Some((device, raw))) = (&self.state, &event.recorded) else {
-            return Ok(());
+        let (state, (device, raw)) = match (&self.state, &event.recorded) {
+            (Some(state), Some(recorded)) => (state, recorded),
+            // The host runs calls when they are made: it waits now.
+            (None, Some(_)) => return event.synchronize(),
+            // A host event has completed.
+            (_, None) => return Ok(()),
         };
         if raw.device != state.device {
             return Err(Error::WrongStream {
