@@ -468,9 +468,11 @@ aclError aclrtDestroyEvent(aclrtEvent event)
     return ACL_SUCCESS;
 }
 
-aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
+/* Queues a record of `event` (TASK_RECORD) or a wait for its last record
+ * (TASK_WAIT) on `stream`. */
+static aclError queue_event_task(const char* call, aclrtStream stream, aclrtEvent event, int kind)
 {
-    aclError e = need_device("aclrtRecordEvent");
+    aclError e = need_device(call);
     if (e != ACL_SUCCESS) {
         return e;
     }
@@ -480,34 +482,24 @@ aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
     }
     struct event* ev = event;
     pthread_mutex_lock(&ev->m);
-    t->generation = ++ev->recorded;
+    t->generation = kind == TASK_RECORD ? ++ev->recorded : ev->recorded;
     pthread_mutex_unlock(&ev->m);
-    t->kind = TASK_RECORD;
+    t->kind = kind;
     t->event = ev;
-    counted(&n_record);
+    counted(kind == TASK_RECORD ? &n_record : &n_wait);
     enqueue(stream, t);
     return ACL_SUCCESS;
 }
 
+aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
+{
+    return queue_event_task("aclrtRecordEvent", stream, event, TASK_RECORD);
+}
+
+/* Work queued after the wait runs after the event's last record so far. */
 aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event)
 {
-    aclError e = need_device("aclrtStreamWaitEvent");
-    if (e != ACL_SUCCESS) {
-        return e;
-    }
-    struct task* t = calloc(1, sizeof *t);
-    if (t == NULL) {
-        return fail(ACL_ERROR_RT_MEMORY_ALLOCATION, "fake ACL: out of host memory");
-    }
-    struct event* ev = event;
-    pthread_mutex_lock(&ev->m);
-    t->generation = ev->recorded; /* the last record queued before this wait */
-    pthread_mutex_unlock(&ev->m);
-    t->kind = TASK_WAIT;
-    t->event = ev;
-    counted(&n_wait);
-    enqueue(stream, t);
-    return ACL_SUCCESS;
+    return queue_event_task("aclrtStreamWaitEvent", stream, event, TASK_WAIT);
 }
 
 aclError aclrtSynchronizeEvent(aclrtEvent event)
