@@ -913,41 +913,56 @@ impl<'a, T: DType, S: Shape> TensorViewMut<'a, T, S> {
     }
 }
 
-/// `impl AsInput` / `impl AsOutput` for one type.
-macro_rules! readable {
-    ($($ty:ty),*) => {$(
-        impl<T: DType, S: Shape> sealed::Readable for $ty {
-            fn source(&self) -> Source<'_> {
-                self.parts.source()
-            }
-        }
-        impl<T: DType, S: Shape> AsInput<T, S> for $ty {}
-    )*};
+// Written out rather than by a macro, so that a type error's list of
+// implementations reads as plain impls.
+impl<T: DType, S: Shape> sealed::Readable for &Tensor<T, S> {
+    fn source(&self) -> Source<'_> {
+        self.parts.source()
+    }
 }
+impl<T: DType, S: Shape> AsInput<T, S> for &Tensor<T, S> {}
 
-readable!(
-    &Tensor<T, S>,
-    TensorView<'_, T, S>,
-    &TensorView<'_, T, S>,
-    &TensorViewMut<'_, T, S>
-);
-
-macro_rules! writable {
-    ($($ty:ty),*) => {$(
-        impl<T: DType, S: Shape> sealed::Writable for $ty {
-            fn target(&mut self) -> Source<'_> {
-                self.parts.source()
-            }
-        }
-        impl<T: DType, S: Shape> AsOutput<T, S> for $ty {}
-    )*};
+impl<T: DType, S: Shape> sealed::Readable for TensorView<'_, T, S> {
+    fn source(&self) -> Source<'_> {
+        self.parts.source()
+    }
 }
+impl<T: DType, S: Shape> AsInput<T, S> for TensorView<'_, T, S> {}
 
-writable!(
-    &mut Tensor<T, S>,
-    TensorViewMut<'_, T, S>,
-    &mut TensorViewMut<'_, T, S>
-);
+impl<T: DType, S: Shape> sealed::Readable for &TensorView<'_, T, S> {
+    fn source(&self) -> Source<'_> {
+        self.parts.source()
+    }
+}
+impl<T: DType, S: Shape> AsInput<T, S> for &TensorView<'_, T, S> {}
+
+impl<T: DType, S: Shape> sealed::Readable for &TensorViewMut<'_, T, S> {
+    fn source(&self) -> Source<'_> {
+        self.parts.source()
+    }
+}
+impl<T: DType, S: Shape> AsInput<T, S> for &TensorViewMut<'_, T, S> {}
+
+impl<T: DType, S: Shape> sealed::Writable for &mut Tensor<T, S> {
+    fn target(&mut self) -> Source<'_> {
+        self.parts.source()
+    }
+}
+impl<T: DType, S: Shape> AsOutput<T, S> for &mut Tensor<T, S> {}
+
+impl<T: DType, S: Shape> sealed::Writable for TensorViewMut<'_, T, S> {
+    fn target(&mut self) -> Source<'_> {
+        self.parts.source()
+    }
+}
+impl<T: DType, S: Shape> AsOutput<T, S> for TensorViewMut<'_, T, S> {}
+
+impl<T: DType, S: Shape> sealed::Writable for &mut TensorViewMut<'_, T, S> {
+    fn target(&mut self) -> Source<'_> {
+        self.parts.source()
+    }
+}
+impl<T: DType, S: Shape> AsOutput<T, S> for &mut TensorViewMut<'_, T, S> {}
 
 #[cfg(feature = "ndarray")]
 mod arrays {
@@ -1067,5 +1082,195 @@ mod arrays {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Const;
+
+    fn host() -> Device {
+        Device::host()
+    }
+
+    fn iota(n: usize) -> Vec<f32> {
+        (0..n).map(|i| i as f32).collect()
+    }
+
+    #[test]
+    fn reshape_and_slices_share_memory() {
+        let t = host().tensor_from(&iota(24), (6, Const::<4>)).unwrap();
+        let base = t.as_ptr();
+        let rows = t.slice(2..5).unwrap();
+        assert_eq!(rows.sizes().as_slice(), &[3, 4]);
+        assert_eq!(rows.as_ptr(), base.wrapping_add(8));
+        assert_eq!(rows.to_vec().unwrap(), iota(20)[8..].to_vec());
+        let cube = rows.reshape((3usize, 2usize, Const::<2>)).unwrap();
+        assert_eq!(cube.as_ptr(), base.wrapping_add(8));
+        assert_eq!(cube.to_vec().unwrap(), iota(20)[8..].to_vec());
+        let inner = cube.slice(1..=2).unwrap();
+        assert_eq!(inner.to_vec().unwrap(), iota(20)[12..].to_vec());
+        // Owned reshape: the same buffer under another type.
+        let t = t.reshape((2usize, 3usize, Const::<4>)).unwrap();
+        assert_eq!(t.as_ptr(), base);
+        assert_eq!(t.slice(1..).unwrap().to_vec().unwrap(), iota(24)[12..].to_vec());
+        assert_eq!(t.slice(..0).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn view_errors_read_clearly() {
+        let t = host().tensor_from(&iota(24), (6, Const::<4>)).unwrap();
+        assert_eq!(
+            t.view().reshape((5, Const::<4>)).unwrap_err().to_string(),
+            "cannot reshape a tensor of sizes [6, 4] (24 elements) to sizes [5, 4] (20 elements); \
+             a reshape keeps the element count"
+        );
+        assert_eq!(
+            t.slice(4..7).unwrap_err().to_string(),
+            "cannot slice rows 4..7 of a tensor whose first axis has 6"
+        );
+        #[allow(clippy::reversed_empty_ranges)]
+        let reversed = t.slice(3..2).unwrap_err();
+        assert_eq!(
+            reversed,
+            Error::SliceOutOfRange {
+                start: 3,
+                end: 2,
+                len: 6
+            }
+        );
+        // A fixed first axis keeps its size: only the whole of it is a slice.
+        let fixed = host().tensor_from(&iota(8), (Const::<2>, Const::<4>)).unwrap();
+        assert_eq!(
+            fixed.slice(1..).unwrap_err().to_string(),
+            "axis 0 has size 1, but the shape's type fixes it at 2"
+        );
+        assert_eq!(fixed.slice(..).unwrap().len(), 8);
+        let mut small = host().zeros::<f32, _>((5, Const::<4>)).unwrap();
+        assert_eq!(
+            small.copy_from(&t).unwrap_err().to_string(),
+            "cannot copy a tensor of sizes [6, 4] into one of sizes [5, 4]; copies need equal \
+             sizes (reshape one of them)"
+        );
+        assert_eq!(
+            t.copy_to(&mut small).unwrap_err(),
+            Error::CopyMismatch {
+                dst: Sizes::new(&[5, 4]).unwrap(),
+                src: Sizes::new(&[6, 4]).unwrap()
+            }
+        );
+        // A failed owned reshape reports the sizes (and drops the tensor).
+        assert_eq!(
+            t.reshape((7usize,)).unwrap_err().to_string(),
+            "cannot reshape a tensor of sizes [6, 4] (24 elements) to sizes [7] (7 elements); a \
+             reshape keeps the element count"
+        );
+    }
+
+    #[test]
+    fn copies_fill_views_and_leave_the_rest() {
+        let src = host().tensor_from(&iota(8), (2, Const::<4>)).unwrap();
+        let mut dst = host().zeros::<f32, _>((5, Const::<4>)).unwrap();
+        dst.slice_mut(1..3).unwrap().copy_from(&src).unwrap();
+        src.slice(1..).unwrap().copy_to(dst.slice_mut(4..).unwrap()).unwrap();
+        let mut want = vec![0.0; 20];
+        want[4..12].copy_from_slice(&iota(8));
+        want[16..].copy_from_slice(&iota(8)[4..]);
+        assert_eq!(dst.to_vec().unwrap(), want);
+        // Two halves of one tensor, one copied into the other.
+        let (low, mut high) = dst.split_at_mut(2).unwrap();
+        high.slice_mut(..2).unwrap().copy_from(&low).unwrap();
+        assert_eq!(&dst.to_vec().unwrap()[8..16], &want[..8]);
+        let copy = dst.slice(1..2).unwrap().to_tensor().unwrap();
+        assert_ne!(copy.as_ptr(), dst.as_ptr().wrapping_add(4));
+        assert_eq!(copy.to_vec().unwrap(), iota(4));
+    }
+
+    #[test]
+    fn adopted_memory_is_used_in_place_and_checked() {
+        let mut data = iota(12);
+        // SAFETY: `data` outlives `t`, which is its only user meanwhile.
+        let mut t = unsafe {
+            Tensor::from_raw_parts(data.as_mut_ptr(), 12, (3usize, Const::<4>), &host())
+        }
+        .unwrap();
+        assert_eq!(t.as_ptr(), data.as_ptr());
+        t.slice_mut(1..2)
+            .unwrap()
+            .copy_from(&host().tensor_from(&[7.0f32; 4], (1, Const::<4>)).unwrap())
+            .unwrap();
+        drop(t);
+        assert_eq!(&data[4..8], &[7.0; 4]);
+        assert_eq!(data[3], 3.0);
+        // SAFETY: the calls fail before anything is used.
+        let err = unsafe {
+            Tensor::from_raw_parts(std::ptr::null_mut::<f32>(), 4, (4usize,), &host())
+        }
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot adopt memory at 0x0 as a tensor of DT_FP32: the pointer is null"
+        );
+        let odd = data.as_mut_ptr().cast::<u8>().wrapping_add(1).cast::<f32>();
+        // SAFETY: as above.
+        let err = unsafe { Tensor::from_raw_parts(odd, 1, (1usize,), &host()) }.unwrap_err();
+        assert_eq!(
+            err,
+            Error::Adopt {
+                ptr: odd as usize,
+                dtype: "DT_FP32",
+                reason: "the pointer is not aligned for the element type"
+            }
+        );
+        // SAFETY: as above.
+        let err = unsafe { Tensor::from_raw_parts(data.as_mut_ptr(), 12, (5usize,), &host()) }
+            .unwrap_err();
+        assert_eq!(
+            err,
+            Error::LengthMismatch {
+                expected: 5,
+                actual: 12
+            }
+        );
+    }
+
+    #[cfg(feature = "ndarray")]
+    #[test]
+    fn ndarray_views_and_round_trips() {
+        use ndarray::{Array2, ShapeBuilder};
+
+        let mut t = host().tensor_from(&iota(12), (3, Const::<4>)).unwrap();
+        let view = t.as_array().unwrap();
+        assert_eq!(view.shape(), &[3, 4]);
+        assert_eq!(view.as_ptr(), t.as_ptr(), "no copy");
+        assert_eq!(view[[2, 1]], 9.0);
+        let rows = t.slice(1..).unwrap();
+        assert_eq!(rows.as_array().unwrap().as_ptr(), t.as_ptr().wrapping_add(4));
+        t.as_array_mut().unwrap()[[0, 0]] = 42.0;
+        t.slice_mut(2..).unwrap().as_array_mut().unwrap().fill(-1.0);
+        let back = t.to_array().unwrap();
+        assert_eq!(back[[0, 0]], 42.0);
+        assert!((0..4).all(|j| back[[2, j]] == -1.0));
+
+        // From arrays: standard layout (one copy) and transposed (gathered).
+        let a = Array2::from_shape_fn((2, 3), |(i, j)| (i * 3 + j) as f32);
+        let ta = host().tensor_from_array::<f32, (usize, Const<3>), _, _>(&a).unwrap();
+        assert_eq!(ta.to_vec().unwrap(), iota(6));
+        let f = Array2::from_shape_fn((2, 3).f(), |(i, j)| (i * 3 + j) as f32);
+        let tf = host().tensor_from_array::<f32, (usize, usize), _, _>(&f).unwrap();
+        assert_eq!(tf.to_vec().unwrap(), iota(6));
+        let tt = host()
+            .tensor_from_array::<f32, (usize, usize), _, _>(&a.t())
+            .unwrap();
+        assert_eq!(tt.to_vec().unwrap(), vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+        assert_eq!(
+            host()
+                .tensor_from_array::<f32, (usize, Const<4>), _, _>(&a)
+                .unwrap_err()
+                .to_string(),
+            "axis 1 has size 3, but the shape's type fixes it at 4"
+        );
+        assert_eq!(ta.to_array().unwrap(), a.into_dyn());
     }
 }
