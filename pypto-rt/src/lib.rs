@@ -162,3 +162,29 @@ macro_rules! include_kernels {
         }
     };
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::__private::{require_interface, v1, v2};
+    use crate::{Const, Device};
+
+    // Code generated before views names interface v1; it still compiles.
+    const _: () = require_interface::<1>();
+    const _: () = require_interface::<2>();
+
+    #[test]
+    fn both_interfaces_lend_the_same_arguments() {
+        let dev = Device::host();
+        let x = dev.tensor_from(&[1.0f32, 2.0], (2usize,)).unwrap();
+        let mut y = dev.zeros::<f32, _>((Const::<2>,)).unwrap();
+        let sizes = |arg: &v1::Arg<'_>| match arg {
+            v1::Arg::Tensor { sizes, .. } => sizes.to_vec(),
+            _ => panic!("not a tensor"),
+        };
+        assert_eq!(sizes(&v1::input(&x)), sizes(&v2::input(&&x)));
+        assert_eq!(sizes(&v1::output(&mut y)), [2]);
+        assert_eq!(sizes(&v2::output(&mut &mut y)), [2]);
+        let view = x.slice(1..).unwrap();
+        assert_eq!(sizes(&v2::input(&view)), [1]);
+    }
+}

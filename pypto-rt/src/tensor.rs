@@ -762,6 +762,8 @@ impl<T: DType, S: Shape> Tensor<T, S> {
     ///   tensor; any work another framework queued on it has finished (this
     ///   runtime synchronises its launches before returning).
     /// - Host memory holds valid elements (for `bool`, bytes 0 or 1).
+    /// - The memory may be used from any thread (tensors are `Send` and
+    ///   `Sync`).
     ///
     /// # Errors
     /// [`Error::LengthMismatch`] when `len` is not `shape`'s element count;
