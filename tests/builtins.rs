@@ -54,16 +54,40 @@ fn check_unary<T: Float>(name: &str, kernel: Unary<T>, op: fn(f32) -> f32) {
 
 #[test]
 fn add_in_every_dtype() {
-    check_binary::<f32>("add", |a0, a1, a2| kernels::add_f32(a0, a1, a2), |a, b| a + b);
-    check_binary::<half::f16>("add", |a0, a1, a2| kernels::add_f16(a0, a1, a2), |a, b| a + b);
-    check_binary::<half::bf16>("add", |a0, a1, a2| kernels::add_bf16(a0, a1, a2), |a, b| a + b);
+    check_binary::<f32>(
+        "add",
+        |a0, a1, a2| kernels::add_f32(a0, a1, a2),
+        |a, b| a + b,
+    );
+    check_binary::<half::f16>(
+        "add",
+        |a0, a1, a2| kernels::add_f16(a0, a1, a2),
+        |a, b| a + b,
+    );
+    check_binary::<half::bf16>(
+        "add",
+        |a0, a1, a2| kernels::add_bf16(a0, a1, a2),
+        |a, b| a + b,
+    );
 }
 
 #[test]
 fn mul_in_every_dtype() {
-    check_binary::<f32>("mul", |a0, a1, a2| kernels::mul_f32(a0, a1, a2), |a, b| a * b);
-    check_binary::<half::f16>("mul", |a0, a1, a2| kernels::mul_f16(a0, a1, a2), |a, b| a * b);
-    check_binary::<half::bf16>("mul", |a0, a1, a2| kernels::mul_bf16(a0, a1, a2), |a, b| a * b);
+    check_binary::<f32>(
+        "mul",
+        |a0, a1, a2| kernels::mul_f32(a0, a1, a2),
+        |a, b| a * b,
+    );
+    check_binary::<half::f16>(
+        "mul",
+        |a0, a1, a2| kernels::mul_f16(a0, a1, a2),
+        |a, b| a * b,
+    );
+    check_binary::<half::bf16>(
+        "mul",
+        |a0, a1, a2| kernels::mul_bf16(a0, a1, a2),
+        |a, b| a * b,
+    );
 }
 
 #[test]
@@ -267,12 +291,36 @@ fn every_count_add_bias<T: Float>(kernel: BiasKernel<T>) {
 
 #[test]
 fn every_block_count_gives_the_same_numbers() {
-    every_count_binary::<f32>("add", |a0, a1, a2| kernels::add_f32(a0, a1, a2), |a, b| a + b);
-    every_count_binary::<half::f16>("add", |a0, a1, a2| kernels::add_f16(a0, a1, a2), |a, b| a + b);
-    every_count_binary::<half::bf16>("add", |a0, a1, a2| kernels::add_bf16(a0, a1, a2), |a, b| a + b);
-    every_count_binary::<f32>("mul", |a0, a1, a2| kernels::mul_f32(a0, a1, a2), |a, b| a * b);
-    every_count_binary::<half::f16>("mul", |a0, a1, a2| kernels::mul_f16(a0, a1, a2), |a, b| a * b);
-    every_count_binary::<half::bf16>("mul", |a0, a1, a2| kernels::mul_bf16(a0, a1, a2), |a, b| a * b);
+    every_count_binary::<f32>(
+        "add",
+        |a0, a1, a2| kernels::add_f32(a0, a1, a2),
+        |a, b| a + b,
+    );
+    every_count_binary::<half::f16>(
+        "add",
+        |a0, a1, a2| kernels::add_f16(a0, a1, a2),
+        |a, b| a + b,
+    );
+    every_count_binary::<half::bf16>(
+        "add",
+        |a0, a1, a2| kernels::add_bf16(a0, a1, a2),
+        |a, b| a + b,
+    );
+    every_count_binary::<f32>(
+        "mul",
+        |a0, a1, a2| kernels::mul_f32(a0, a1, a2),
+        |a, b| a * b,
+    );
+    every_count_binary::<half::f16>(
+        "mul",
+        |a0, a1, a2| kernels::mul_f16(a0, a1, a2),
+        |a, b| a * b,
+    );
+    every_count_binary::<half::bf16>(
+        "mul",
+        |a0, a1, a2| kernels::mul_bf16(a0, a1, a2),
+        |a, b| a * b,
+    );
     every_count_relu::<f32>(|a0, a1| kernels::relu_f32(a0, a1));
     every_count_relu::<half::f16>(|a0, a1| kernels::relu_f16(a0, a1));
     every_count_relu::<half::bf16>(|a0, a1| kernels::relu_bf16(a0, a1));

@@ -118,7 +118,10 @@ fn views_and_copies_on_the_npu(npu: &Device) {
     assert_eq!(rows.to_vec().unwrap(), data[12..28]);
     let cube = rows.reshape((2usize, 2usize, Const::<4>)).unwrap();
     assert_eq!(cube.slice(1..).unwrap().to_vec().unwrap(), data[20..28]);
-    assert_eq!(t.slice(9..).unwrap().to_tensor().unwrap().to_vec().unwrap(), data[36..]);
+    assert_eq!(
+        t.slice(9..).unwrap().to_tensor().unwrap().to_vec().unwrap(),
+        data[36..]
+    );
 
     // host -> npu:0 -> npu:1 -> npu:0 (into views) -> npu:0 -> host -> host.
     let h = host.tensor_from(&data, (10, Const::<4>)).unwrap();
@@ -129,8 +132,14 @@ fn views_and_copies_on_the_npu(npu: &Device) {
     a.copy_to(&mut b).unwrap();
     assert_eq!(b.to_vec().unwrap(), data);
     let mut c = npu.zeros::<f32, _>((10, Const::<4>)).unwrap();
-    c.slice_mut(..5).unwrap().copy_from(b.slice(5..).unwrap()).unwrap();
-    a.slice(..5).unwrap().copy_to(c.slice_mut(5..).unwrap()).unwrap();
+    c.slice_mut(..5)
+        .unwrap()
+        .copy_from(b.slice(5..).unwrap())
+        .unwrap();
+    a.slice(..5)
+        .unwrap()
+        .copy_to(c.slice_mut(5..).unwrap())
+        .unwrap();
     let swapped: Vec<f32> = data[20..].iter().chain(&data[..20]).copied().collect();
     assert_eq!(c.to_vec().unwrap(), swapped);
     let mut back = host.zeros::<f32, _>((10, Const::<4>)).unwrap();
@@ -139,7 +148,10 @@ fn views_and_copies_on_the_npu(npu: &Device) {
     again.copy_from(&back).unwrap();
     assert_eq!(again.to_vec().unwrap(), swapped);
     // npu:1 <- host, into a view.
-    b.slice_mut(9..).unwrap().copy_from(h.slice(..1).unwrap()).unwrap();
+    b.slice_mut(9..)
+        .unwrap()
+        .copy_from(h.slice(..1).unwrap())
+        .unwrap();
     assert_eq!(&b.to_vec().unwrap()[36..], &data[..4]);
     assert_eq!(
         c.copy_from(&host.zeros::<f32, _>((9, Const::<4>)).unwrap())
@@ -194,7 +206,7 @@ fn adopted_device_memory(npu: &Device, library: &Path) {
             let bias = npu.tensor_from(&[0.0f32; 4], (4,)).unwrap();
             let mut out = npu.zeros((16, 4)).unwrap();
             let err = kernels::add_bias_f32(
-                &t.view().reshape((16usize, 4usize)).unwrap(),
+                t.view().reshape((16usize, 4usize)).unwrap(),
                 &bias,
                 &mut out,
             )

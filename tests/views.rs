@@ -31,7 +31,10 @@ fn row_slices_are_kernel_inputs_and_outputs() {
     // Rows 2..5 of x, written to rows 10..13 of the bigger output.
     let rows = x.slice(2..5).unwrap();
     let mut dst = out.slice_mut(10..13).unwrap();
-    assert_eq!(dst.as_mut_ptr().cast_const(), out_ptr.wrapping_add(10 * 128));
+    assert_eq!(
+        dst.as_mut_ptr().cast_const(),
+        out_ptr.wrapping_add(10 * 128)
+    );
     kernels::add_bias(&rows, &bias, &mut dst).unwrap();
     // By value too: a view moves into the call.
     kernels::add_bias(x.slice(7..).unwrap(), &bias, out.slice_mut(15..).unwrap()).unwrap();
@@ -87,18 +90,10 @@ fn runtime_sizes_reshape_into_a_3d_kernel() {
     assert_eq!(x3.as_ptr(), x_ptr);
     let mut again = dev.zeros::<f32, _>((b, s, Const::<33>)).unwrap();
     // A batch slice of the 3-D view: batches 1..3.
-    kernels::add_bias_3d(
-        x3.slice(1..).unwrap(),
-        &bias,
-        again.slice_mut(1..).unwrap(),
-    )
-    .unwrap();
+    kernels::add_bias_3d(x3.slice(1..).unwrap(), &bias, again.slice_mut(1..).unwrap()).unwrap();
     let got = again.to_vec().unwrap();
     assert!(got[..s * 33].iter().all(|&v| v == 0.0));
-    assert_eq!(
-        &got[s * 33..],
-        &add_bias_ref(&x_data, &bias_data)[s * 33..]
-    );
+    assert_eq!(&got[s * 33..], &add_bias_ref(&x_data, &bias_data)[s * 33..]);
     assert_eq!(
         x3.reshape((b, Const::<33>)).unwrap_err().to_string(),
         "cannot reshape a tensor of sizes [3, 5, 33] (495 elements) to sizes [3, 33] (99 \
@@ -160,7 +155,8 @@ fn halves_of_one_tensor_are_input_and_output_of_one_call() {
     assert_eq!(low.to_vec().unwrap(), values[..n / 2]);
     // Writable again from Rust once the launch is over.
     let (mut low, _) = t.split_at_mut(n / 2).unwrap();
-    low.copy_from(&dev.zeros::<f32, _>((n / 2,)).unwrap()).unwrap();
+    low.copy_from(&dev.zeros::<f32, _>((n / 2,)).unwrap())
+        .unwrap();
 }
 
 #[test]

@@ -230,12 +230,16 @@ pub enum Error {
     },
 
     /// A reshape to a shape with another element count.
-    #[error("cannot reshape a tensor of sizes {from:?} ({} elements) to sizes {to:?} ({} elements); a reshape keeps the element count", elements(from), elements(to))]
+    #[error(
+        "cannot reshape a tensor of sizes {from:?} ({} elements) to sizes {to:?} ({} elements); a reshape keeps the element count",
+        elements(from),
+        elements(to)
+    )]
     ReshapeMismatch {
         /// The tensor's sizes.
-        from: crate::Sizes,
+        from: Vec<usize>,
         /// The sizes asked for.
-        to: crate::Sizes,
+        to: Vec<usize>,
     },
 
     /// A slice along the first axis that is not inside it.
@@ -250,12 +254,14 @@ pub enum Error {
     },
 
     /// A copy between tensors of different sizes.
-    #[error("cannot copy a tensor of sizes {src:?} into one of sizes {dst:?}; copies need equal sizes (reshape one of them)")]
+    #[error(
+        "cannot copy a tensor of sizes {src:?} into one of sizes {dst:?}; copies need equal sizes (reshape one of them)"
+    )]
     CopyMismatch {
         /// The destination's sizes.
-        dst: crate::Sizes,
+        dst: Vec<usize>,
         /// The source's sizes.
-        src: crate::Sizes,
+        src: Vec<usize>,
     },
 
     /// Memory that cannot be adopted as a tensor (a null or misaligned
@@ -271,7 +277,9 @@ pub enum Error {
     },
 
     /// An operation that needs host memory, on a tensor of another device.
-    #[error("{operation} needs a tensor on the host, but this one is on {device}; copy it with `to_device(&Device::host())` first")]
+    #[error(
+        "{operation} needs a tensor on the host, but this one is on {device}; copy it with `to_device(&Device::host())` first"
+    )]
     NotOnHost {
         /// What was asked for.
         operation: &'static str,
@@ -284,9 +292,10 @@ pub enum Error {
     Backend(String),
 }
 
-fn elements(sizes: &crate::Sizes) -> String {
+fn elements(sizes: &[usize]) -> String {
     sizes
-        .num_elements()
+        .iter()
+        .try_fold(1usize, |acc, &s| acc.checked_mul(s))
         .map_or_else(|| "too many".to_owned(), |n| n.to_string())
 }
 

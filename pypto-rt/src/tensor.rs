@@ -209,8 +209,8 @@ impl<T: DType, S: Shape> Parts<T, S> {
     /// The same bytes with another shape of as many elements.
     fn reshape<S2: Shape>(self, shape: S2) -> Result<Parts<T, S2>, Error> {
         let mismatch = || Error::ReshapeMismatch {
-            from: self.shape.sizes(),
-            to: shape.sizes(),
+            from: self.shape.sizes().to_vec(),
+            to: shape.sizes().to_vec(),
         };
         if shape.sizes().num_elements() != Some(self.len()) {
             return Err(mismatch());
@@ -254,7 +254,9 @@ impl<T: DType, S: Shape> Parts<T, S> {
         Ok(Parts {
             device: self.device.clone(),
             shape,
-            region: self.region.sub(start * row_bytes, (end - start) * row_bytes),
+            region: self
+                .region
+                .sub(start * row_bytes, (end - start) * row_bytes),
             elem: PhantomData,
         })
     }
@@ -298,8 +300,8 @@ impl<T: DType, S: Shape> Parts<T, S> {
         let dst_sizes = self.shape.sizes();
         if src.sizes != dst_sizes {
             return Err(Error::CopyMismatch {
-                dst: dst_sizes,
-                src: src.sizes,
+                dst: dst_sizes.to_vec(),
+                src: src.sizes.to_vec(),
             });
         }
         // SAFETY: the destination holds `src.region.bytes` bytes (equal
@@ -369,17 +371,26 @@ unsafe fn copy_bytes(
         (None, Some(npu)) => {
             npu.enter()?;
             // SAFETY: as above, host to device memory.
-            unsafe { npu.acl.memcpy(dst.cast(), from.cast(), bytes, CopyKind::HostToDevice) }
+            unsafe {
+                npu.acl
+                    .memcpy(dst.cast(), from.cast(), bytes, CopyKind::HostToDevice)
+            }
         }
         (Some(npu), None) => {
             npu.enter()?;
             // SAFETY: as above, device to host memory.
-            unsafe { npu.acl.memcpy(dst.cast(), from.cast(), bytes, CopyKind::DeviceToHost) }
+            unsafe {
+                npu.acl
+                    .memcpy(dst.cast(), from.cast(), bytes, CopyKind::DeviceToHost)
+            }
         }
         (Some(a), Some(b)) if a.index == b.index => {
             a.enter()?;
             // SAFETY: as above, within one device's memory.
-            unsafe { a.acl.memcpy(dst.cast(), from.cast(), bytes, CopyKind::DeviceToDevice) }
+            unsafe {
+                a.acl
+                    .memcpy(dst.cast(), from.cast(), bytes, CopyKind::DeviceToDevice)
+            }
         }
         (Some(a), Some(b)) => {
             // Between two NPUs: through the host, which needs no peer
@@ -615,8 +626,8 @@ macro_rules! common {
                 let target = sealed::Writable::target(&mut dst);
                 if target.sizes != self.sizes() {
                     return Err(Error::CopyMismatch {
-                        dst: target.sizes,
-                        src: self.sizes(),
+                        dst: target.sizes.to_vec(),
+                        src: self.sizes().to_vec(),
                     });
                 }
                 // SAFETY: the target holds as many bytes (equal sizes, one
@@ -1116,7 +1127,10 @@ mod tests {
         // Owned reshape: the same buffer under another type.
         let t = t.reshape((2usize, 3usize, Const::<4>)).unwrap();
         assert_eq!(t.as_ptr(), base);
-        assert_eq!(t.slice(1..).unwrap().to_vec().unwrap(), iota(24)[12..].to_vec());
+        assert_eq!(
+            t.slice(1..).unwrap().to_vec().unwrap(),
+            iota(24)[12..].to_vec()
+        );
         assert_eq!(t.slice(..0).unwrap().len(), 0);
     }
 
@@ -1143,7 +1157,9 @@ mod tests {
             }
         );
         // A fixed first axis keeps its size: only the whole of it is a slice.
-        let fixed = host().tensor_from(&iota(8), (Const::<2>, Const::<4>)).unwrap();
+        let fixed = host()
+            .tensor_from(&iota(8), (Const::<2>, Const::<4>))
+            .unwrap();
         assert_eq!(
             fixed.slice(1..).unwrap_err().to_string(),
             "axis 0 has size 1, but the shape's type fixes it at 2"
@@ -1158,8 +1174,8 @@ mod tests {
         assert_eq!(
             t.copy_to(&mut small).unwrap_err(),
             Error::CopyMismatch {
-                dst: Sizes::new(&[5, 4]).unwrap(),
-                src: Sizes::new(&[6, 4]).unwrap()
+                dst: vec![5, 4],
+                src: vec![6, 4]
             }
         );
         // A failed owned reshape reports the sizes (and drops the tensor).
@@ -1175,7 +1191,10 @@ mod tests {
         let src = host().tensor_from(&iota(8), (2, Const::<4>)).unwrap();
         let mut dst = host().zeros::<f32, _>((5, Const::<4>)).unwrap();
         dst.slice_mut(1..3).unwrap().copy_from(&src).unwrap();
-        src.slice(1..).unwrap().copy_to(dst.slice_mut(4..).unwrap()).unwrap();
+        src.slice(1..)
+            .unwrap()
+            .copy_to(dst.slice_mut(4..).unwrap())
+            .unwrap();
         let mut want = vec![0.0; 20];
         want[4..12].copy_from_slice(&iota(8));
         want[16..].copy_from_slice(&iota(8)[4..]);
@@ -1193,10 +1212,9 @@ mod tests {
     fn adopted_memory_is_used_in_place_and_checked() {
         let mut data = iota(12);
         // SAFETY: `data` outlives `t`, which is its only user meanwhile.
-        let mut t = unsafe {
-            Tensor::from_raw_parts(data.as_mut_ptr(), 12, (3usize, Const::<4>), &host())
-        }
-        .unwrap();
+        let mut t =
+            unsafe { Tensor::from_raw_parts(data.as_mut_ptr(), 12, (3usize, Const::<4>), &host()) }
+                .unwrap();
         assert_eq!(t.as_ptr(), data.as_ptr());
         t.slice_mut(1..2)
             .unwrap()
@@ -1206,10 +1224,9 @@ mod tests {
         assert_eq!(&data[4..8], &[7.0; 4]);
         assert_eq!(data[3], 3.0);
         // SAFETY: the calls fail before anything is used.
-        let err = unsafe {
-            Tensor::from_raw_parts(std::ptr::null_mut::<f32>(), 4, (4usize,), &host())
-        }
-        .unwrap_err();
+        let err =
+            unsafe { Tensor::from_raw_parts(std::ptr::null_mut::<f32>(), 4, (4usize,), &host()) }
+                .unwrap_err();
         assert_eq!(
             err.to_string(),
             "cannot adopt memory at 0x0 as a tensor of DT_FP32: the pointer is null"
@@ -1248,7 +1265,10 @@ mod tests {
         assert_eq!(view.as_ptr(), t.as_ptr(), "no copy");
         assert_eq!(view[[2, 1]], 9.0);
         let rows = t.slice(1..).unwrap();
-        assert_eq!(rows.as_array().unwrap().as_ptr(), t.as_ptr().wrapping_add(4));
+        assert_eq!(
+            rows.as_array().unwrap().as_ptr(),
+            t.as_ptr().wrapping_add(4)
+        );
         t.as_array_mut().unwrap()[[0, 0]] = 42.0;
         t.slice_mut(2..).unwrap().as_array_mut().unwrap().fill(-1.0);
         let back = t.to_array().unwrap();
@@ -1257,10 +1277,14 @@ mod tests {
 
         // From arrays: standard layout (one copy) and transposed (gathered).
         let a = Array2::from_shape_fn((2, 3), |(i, j)| (i * 3 + j) as f32);
-        let ta = host().tensor_from_array::<f32, (usize, Const<3>), _, _>(&a).unwrap();
+        let ta = host()
+            .tensor_from_array::<f32, (usize, Const<3>), _, _>(&a)
+            .unwrap();
         assert_eq!(ta.to_vec().unwrap(), iota(6));
         let f = Array2::from_shape_fn((2, 3).f(), |(i, j)| (i * 3 + j) as f32);
-        let tf = host().tensor_from_array::<f32, (usize, usize), _, _>(&f).unwrap();
+        let tf = host()
+            .tensor_from_array::<f32, (usize, usize), _, _>(&f)
+            .unwrap();
         assert_eq!(tf.to_vec().unwrap(), iota(6));
         let tt = host()
             .tensor_from_array::<f32, (usize, usize), _, _>(&a.t())
