@@ -196,3 +196,25 @@ fn adopted_host_memory_runs_kernels_in_place() {
     want.copy_within(..8, 56);
     assert_eq!(output, want);
 }
+
+#[test]
+fn adopted_bool_outputs_are_checked_too() {
+    let dev = host();
+    let x = dev.tensor_from(&data(4, 8), (4,)).unwrap();
+    // Bytes owned as `u8`, so that no Rust `bool` ever holds a bad value.
+    let mut bytes = [0u8; 4];
+    // SAFETY: `bytes` outlives `flags`, its only user meanwhile; zeros
+    // are `false`.
+    let mut flags = unsafe {
+        Tensor::<bool, _>::from_raw_parts(bytes.as_mut_ptr().cast(), 4, (Const::<4>,), &dev)
+    }
+    .unwrap();
+    let err = kernels::bad_bool(&x, &mut flags).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kernel `bad_bool`: `flags` element 1 holds byte 2, which is not a DT_BOOL (0 or 1); \
+         the tensor was reset to false"
+    );
+    drop(flags);
+    assert_eq!(bytes, [0; 4]);
+}

@@ -186,11 +186,14 @@ pub(crate) enum MemoryKind<'a> {
         bytes: usize,
         first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
     },
-    /// Device memory on an NPU, or adopted host memory (no guard pages).
+    /// Device memory on an NPU, or adopted host memory (no guard pages);
+    /// outputs carry their dtype's check for invalid bytes, run after a
+    /// host launch.
     Raw {
         ptr: *mut u8,
         bytes: u64,
         writable: bool,
+        first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
     },
 }
 
@@ -218,12 +221,19 @@ impl<'a> Memory<'a> {
         })
     }
 
-    /// Device memory, or adopted host memory.
-    pub(crate) fn raw(ptr: *mut u8, bytes: u64, writable: bool) -> Self {
+    /// Device memory, or adopted host memory (an output is held
+    /// exclusively by the caller for the memory's life).
+    pub(crate) fn raw(
+        ptr: *mut u8,
+        bytes: u64,
+        writable: bool,
+        first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
+    ) -> Self {
         Memory(MemoryKind::Raw {
             ptr,
             bytes,
             writable,
+            first_invalid,
         })
     }
 
@@ -944,6 +954,35 @@ unsafe fn run_on_host(
                 bytes,
                 first_invalid,
             } => (*buffer, *offset, *bytes, Some(*first_invalid)),
+            MemoryKind::Raw {
+                ptr,
+                bytes,
+                writable: true,
+                first_invalid,
+            } => {
+                // Adopted host memory: no guard pages, but no invalid
+                // `bool` either.
+                let bytes = *bytes as usize;
+                if bytes == 0 {
+                    continue;
+                }
+                // SAFETY: host memory of `bytes` held by this output, whose
+                // launch has ended.
+                let own = unsafe { std::slice::from_raw_parts(*ptr, bytes) };
+                if let Some((index, value)) = first_invalid(own) {
+                    // SAFETY: as above; zero bytes are `false`.
+                    unsafe { std::ptr::write_bytes(*ptr, 0, bytes) };
+                    if result.is_ok() {
+                        result = Err(Error::InvalidBool {
+                            kernel: Some(desc.name),
+                            param,
+                            index,
+                            value,
+                        });
+                    }
+                }
+                continue;
+            }
             MemoryKind::Raw { .. } => continue,
         };
         // The front slack lies before the buffer's first byte: only a view
@@ -1144,7 +1183,7 @@ mod tests {
         let host = Device::host();
         let tensor = |sizes: &[usize]| Arg::Tensor {
             sizes: Sizes::new(sizes).unwrap(),
-            memory: Memory::raw(std::ptr::null_mut(), 0, false),
+            memory: Memory::raw(std::ptr::null_mut(), 0, false, |_| None),
             device: &host,
         };
         let desc = KernelDesc {

@@ -155,7 +155,7 @@ impl Region {
             }
             Buffer::Host(host) => Memory::host_input(host, self.offset, self.bytes),
             Buffer::Npu(_) | Buffer::Foreign(_) => {
-                Memory::raw(self.ptr(), self.bytes as u64, output)
+                Memory::raw(self.ptr(), self.bytes as u64, output, T::first_invalid)
             }
         }
     }
