@@ -72,7 +72,12 @@ fn fp32_two_heads_over_a_grid_of_batch_and_sequence() {
             if batch == 7 && seq > 33 {
                 continue; // sampled grid
             }
-            let (err, _) = run::<f32, 64>(kernels::attn_f32, (batch, seq), 2, false);
+            let (err, _) = run::<f32, 64>(
+                |a0, a1, a2, a3| kernels::attn_f32(a0, a1, a2, a3),
+                (batch, seq),
+                2,
+                false,
+            );
             assert!(err < 1e-4, "B={batch} S={seq}: error {err}");
         }
     }
@@ -82,7 +87,12 @@ fn fp32_two_heads_over_a_grid_of_batch_and_sequence() {
 fn causal_fp32_up_to_4096_with_constant_unified_buffer_use() {
     let mut peaks = Vec::new();
     for seq in [1usize, 7, 64, 1000, 4096] {
-        let (err, peak) = run::<f32, 32>(kernels::attn_causal_f32, (1, seq), 1, true);
+        let (err, peak) = run::<f32, 32>(
+            |a0, a1, a2, a3| kernels::attn_causal_f32(a0, a1, a2, a3),
+            (1, seq),
+            1,
+            true,
+        );
         assert!(err < 1e-4, "S={seq}: error {err}");
         peaks.push((seq, peak));
     }
@@ -95,7 +105,12 @@ fn causal_fp32_up_to_4096_with_constant_unified_buffer_use() {
 #[test]
 fn fp16_four_heads() {
     for (batch, seq) in [(1usize, 1usize), (2, 33), (3, 127)] {
-        let (err, _) = run::<half::f16, 64>(kernels::attn_f16, (batch, seq), 4, false);
+        let (err, _) = run::<half::f16, 64>(
+            |a0, a1, a2, a3| kernels::attn_f16(a0, a1, a2, a3),
+            (batch, seq),
+            4,
+            false,
+        );
         assert!(err < 2e-3, "B={batch} S={seq}: error {err}");
     }
 }
@@ -103,7 +118,12 @@ fn fp16_four_heads() {
 #[test]
 fn bf16_four_heads_causal() {
     for (batch, seq) in [(1usize, 1usize), (2, 33), (3, 127)] {
-        let (err, _) = run::<half::bf16, 64>(kernels::attn_bf16, (batch, seq), 4, true);
+        let (err, _) = run::<half::bf16, 64>(
+            |a0, a1, a2, a3| kernels::attn_bf16(a0, a1, a2, a3),
+            (batch, seq),
+            4,
+            true,
+        );
         assert!(err < 1.6e-2, "B={batch} S={seq}: error {err}");
     }
 }
@@ -202,10 +222,17 @@ fn every_block_count_gives_the_same_numbers() {
         let err = max_abs_diff(&got, &want);
         assert!(err <= tolerance, "{name}: max error {err}");
     }
-    check::<f32, 64>("attention f32", kernels::attn_f32, (3, 9), 2, false, 1e-4);
+    check::<f32, 64>(
+        "attention f32",
+        |a0, a1, a2, a3| kernels::attn_f32(a0, a1, a2, a3),
+        (3, 9),
+        2,
+        false,
+        1e-4,
+    );
     check::<half::bf16, 64>(
         "attention bf16 causal",
-        kernels::attn_bf16,
+        |a0, a1, a2, a3| kernels::attn_bf16(a0, a1, a2, a3),
         (4, 5),
         4,
         true,

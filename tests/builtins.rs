@@ -54,23 +54,47 @@ fn check_unary<T: Float>(name: &str, kernel: Unary<T>, op: fn(f32) -> f32) {
 
 #[test]
 fn add_in_every_dtype() {
-    check_binary::<f32>("add", kernels::add_f32, |a, b| a + b);
-    check_binary::<half::f16>("add", kernels::add_f16, |a, b| a + b);
-    check_binary::<half::bf16>("add", kernels::add_bf16, |a, b| a + b);
+    check_binary::<f32>(
+        "add",
+        |a0, a1, a2| kernels::add_f32(a0, a1, a2),
+        |a, b| a + b,
+    );
+    check_binary::<half::f16>(
+        "add",
+        |a0, a1, a2| kernels::add_f16(a0, a1, a2),
+        |a, b| a + b,
+    );
+    check_binary::<half::bf16>(
+        "add",
+        |a0, a1, a2| kernels::add_bf16(a0, a1, a2),
+        |a, b| a + b,
+    );
 }
 
 #[test]
 fn mul_in_every_dtype() {
-    check_binary::<f32>("mul", kernels::mul_f32, |a, b| a * b);
-    check_binary::<half::f16>("mul", kernels::mul_f16, |a, b| a * b);
-    check_binary::<half::bf16>("mul", kernels::mul_bf16, |a, b| a * b);
+    check_binary::<f32>(
+        "mul",
+        |a0, a1, a2| kernels::mul_f32(a0, a1, a2),
+        |a, b| a * b,
+    );
+    check_binary::<half::f16>(
+        "mul",
+        |a0, a1, a2| kernels::mul_f16(a0, a1, a2),
+        |a, b| a * b,
+    );
+    check_binary::<half::bf16>(
+        "mul",
+        |a0, a1, a2| kernels::mul_bf16(a0, a1, a2),
+        |a, b| a * b,
+    );
 }
 
 #[test]
 fn relu_in_every_dtype() {
-    check_unary::<f32>("relu", kernels::relu_f32, |x| x.max(0.0));
-    check_unary::<half::f16>("relu", kernels::relu_f16, |x| x.max(0.0));
-    check_unary::<half::bf16>("relu", kernels::relu_bf16, |x| x.max(0.0));
+    check_unary::<f32>("relu", |a0, a1| kernels::relu_f32(a0, a1), |x| x.max(0.0));
+    check_unary::<half::f16>("relu", |a0, a1| kernels::relu_f16(a0, a1), |x| x.max(0.0));
+    check_unary::<half::bf16>("relu", |a0, a1| kernels::relu_bf16(a0, a1), |x| x.max(0.0));
 }
 
 /// out[r][c] = x[r][c] + bias[c], rounded as the kernel documents.
@@ -124,9 +148,9 @@ fn check_add_bias<T: Float>(kernel: BiasKernel<T>) {
 
 #[test]
 fn add_bias_in_every_dtype() {
-    check_add_bias::<f32>(kernels::add_bias_f32);
-    check_add_bias::<half::f16>(kernels::add_bias_f16);
-    check_add_bias::<half::bf16>(kernels::add_bias_bf16);
+    check_add_bias::<f32>(|a0, a1, a2| kernels::add_bias_f32(a0, a1, a2));
+    check_add_bias::<half::f16>(|a0, a1, a2| kernels::add_bias_f16(a0, a1, a2));
+    check_add_bias::<half::bf16>(|a0, a1, a2| kernels::add_bias_bf16(a0, a1, a2));
 }
 
 #[test]
@@ -267,18 +291,42 @@ fn every_count_add_bias<T: Float>(kernel: BiasKernel<T>) {
 
 #[test]
 fn every_block_count_gives_the_same_numbers() {
-    every_count_binary::<f32>("add", kernels::add_f32, |a, b| a + b);
-    every_count_binary::<half::f16>("add", kernels::add_f16, |a, b| a + b);
-    every_count_binary::<half::bf16>("add", kernels::add_bf16, |a, b| a + b);
-    every_count_binary::<f32>("mul", kernels::mul_f32, |a, b| a * b);
-    every_count_binary::<half::f16>("mul", kernels::mul_f16, |a, b| a * b);
-    every_count_binary::<half::bf16>("mul", kernels::mul_bf16, |a, b| a * b);
-    every_count_relu::<f32>(kernels::relu_f32);
-    every_count_relu::<half::f16>(kernels::relu_f16);
-    every_count_relu::<half::bf16>(kernels::relu_bf16);
-    every_count_add_bias::<f32>(kernels::add_bias_f32);
-    every_count_add_bias::<half::f16>(kernels::add_bias_f16);
-    every_count_add_bias::<half::bf16>(kernels::add_bias_bf16);
+    every_count_binary::<f32>(
+        "add",
+        |a0, a1, a2| kernels::add_f32(a0, a1, a2),
+        |a, b| a + b,
+    );
+    every_count_binary::<half::f16>(
+        "add",
+        |a0, a1, a2| kernels::add_f16(a0, a1, a2),
+        |a, b| a + b,
+    );
+    every_count_binary::<half::bf16>(
+        "add",
+        |a0, a1, a2| kernels::add_bf16(a0, a1, a2),
+        |a, b| a + b,
+    );
+    every_count_binary::<f32>(
+        "mul",
+        |a0, a1, a2| kernels::mul_f32(a0, a1, a2),
+        |a, b| a * b,
+    );
+    every_count_binary::<half::f16>(
+        "mul",
+        |a0, a1, a2| kernels::mul_f16(a0, a1, a2),
+        |a, b| a * b,
+    );
+    every_count_binary::<half::bf16>(
+        "mul",
+        |a0, a1, a2| kernels::mul_bf16(a0, a1, a2),
+        |a, b| a * b,
+    );
+    every_count_relu::<f32>(|a0, a1| kernels::relu_f32(a0, a1));
+    every_count_relu::<half::f16>(|a0, a1| kernels::relu_f16(a0, a1));
+    every_count_relu::<half::bf16>(|a0, a1| kernels::relu_bf16(a0, a1));
+    every_count_add_bias::<f32>(|a0, a1, a2| kernels::add_bias_f32(a0, a1, a2));
+    every_count_add_bias::<half::f16>(|a0, a1, a2| kernels::add_bias_f16(a0, a1, a2));
+    every_count_add_bias::<half::bf16>(|a0, a1, a2| kernels::add_bias_bf16(a0, a1, a2));
 }
 
 #[test]

@@ -34,7 +34,7 @@ fn kernel_message(err: Error) -> String {
 
 #[test]
 fn writing_an_input_through_the_api_is_an_error() {
-    let (err, x, _) = run(kernels::writes_input);
+    let (err, x, _) = run(|a0, a1| kernels::writes_input(a0, a1));
     assert_eq!(
         kernel_message(err),
         "GlobalTensor::SetValue: writes 4 bytes at byte offset 4 of input `x`; inputs are \
@@ -53,7 +53,7 @@ fn writing_an_input_through_a_raw_pointer_is_an_error() {
         eprintln!("skipped: read-only inputs are off in this build");
         return;
     }
-    let (err, x, _) = run(kernels::writes_input_raw);
+    let (err, x, _) = run(|a0, a1| kernels::writes_input_raw(a0, a1));
     assert_eq!(
         kernel_message(err),
         "writes input `x` at byte offset 8 through a raw pointer; inputs are read-only to a \
@@ -71,7 +71,7 @@ fn writing_an_input_through_a_raw_pointer_is_an_error() {
 
 #[test]
 fn raw_accesses_past_the_end_hit_the_guard_page() {
-    let (err, _, y) = run(kernels::raw_overrun);
+    let (err, _, y) = run(|a0, a1| kernels::raw_overrun(a0, a1));
     assert_eq!(
         kernel_message(err),
         "accesses `y` at byte offset 32 through a raw pointer, past its end (32 bytes); the \
@@ -92,7 +92,7 @@ fn raw_accesses_past_the_end_hit_the_guard_page() {
 
 #[test]
 fn raw_writes_before_the_start_are_found_after_the_launch() {
-    let (err, _, _) = run(kernels::raw_underrun);
+    let (err, _, _) = run(|a0, a1| kernels::raw_underrun(a0, a1));
     assert_eq!(
         err,
         Error::OutOfBounds {
@@ -151,7 +151,7 @@ fn a_bool_output_never_holds_an_invalid_bool() {
 
 #[test]
 fn integer_division_by_zero_is_an_error() {
-    let (err, _, y) = run(kernels::divide_by_zero);
+    let (err, _, y) = run(|a0, a1| kernels::divide_by_zero(a0, a1));
     let message = kernel_message(err);
     assert!(
         message.starts_with("integer division by zero or overflow (SIGFPE) at instruction 0x"),

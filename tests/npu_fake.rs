@@ -184,6 +184,92 @@ fn matmul(dev: &Device) -> Result<()> {
     Ok(())
 }
 
+/// Views and adopted memory as kernel arguments on the NPU.
+fn views() -> Result<()> {
+    let dev = Device::npu(0)?;
+    // Rows 2..5 of an input into rows 10..13 of a bigger output.
+    let (x, bias) = (data(8 * 64, 11), data(64, 12));
+    let tx = dev.tensor_from(&x, (8, Const::<64>))?;
+    let tb = dev.tensor_from(&bias, (Const::<64>,))?;
+    let mut out = dev.zeros((16, Const::<64>))?;
+    kernels::add_bias(tx.slice(2..5)?, &tb, out.slice_mut(10..13)?)?;
+    let got = out.to_vec()?;
+    for (i, v) in got.iter().enumerate() {
+        let (row, col) = (i / 64, i % 64);
+        let want = if (10..13).contains(&row) { x[(row - 8) * 64 + col] + bias[col] } else { 0.0 };
+        if *v != want {
+            return Err(format!("views: row {row} col {col}: {v} vs {want}").into());
+        }
+    }
+    println!("slices ok");
+
+    // `[T, 64]` rows typed as `[B, S, 64]` with sizes known at run time.
+    let (b, s) = (2usize, 24usize);
+    let (q, k, v) = (data(b * s * 64, 1), data(b * s * 64, 2), data(b * s * 64, 3));
+    let rows = |d: &[f32]| dev.tensor_from(d, (b * s, Const::<64>));
+    let (q2, k2, v2) = (rows(&q)?, rows(&k)?, rows(&v)?);
+    let mut out2 = dev.zeros((b * s, Const::<64>))?;
+    let shape = (b, s, Const::<64>);
+    kernels::attention(
+        q2.view().reshape(shape)?,
+        k2.view().reshape(shape)?,
+        v2.view().reshape(shape)?,
+        out2.view_mut().reshape(shape)?,
+    )?;
+    let mut out3 = dev.zeros(shape)?;
+    kernels::attention(
+        &dev.tensor_from(&q, shape)?,
+        &dev.tensor_from(&k, shape)?,
+        &dev.tensor_from(&v, shape)?,
+        &mut out3,
+    )?;
+    if out2.to_vec()? != out3.to_vec()? {
+        return Err("attention on reshaped views differs".into());
+    }
+    println!("reshape ok");
+
+    // Memory another framework allocated through ACL, adopted in place.
+    type Malloc = unsafe extern "C" fn(*mut *mut std::ffi::c_void, usize, i32) -> i32;
+    type Memcpy = unsafe extern "C" fn(*mut std::ffi::c_void, usize, *const std::ffi::c_void, usize, i32) -> i32;
+    type Free = unsafe extern "C" fn(*mut std::ffi::c_void) -> i32;
+    // SAFETY: the runtime pypto-rt loaded (the same handle); signatures of
+    // the ACL headers; device 0 is current on this thread (pypto-rt made
+    // it so above).
+    unsafe {
+        let lib = libloading::Library::new("libascendcl.so")?;
+        let malloc: libloading::Symbol<Malloc> = lib.get(b"aclrtMalloc\0")?;
+        let memcpy: libloading::Symbol<Memcpy> = lib.get(b"aclrtMemcpy\0")?;
+        let free: libloading::Symbol<Free> = lib.get(b"aclrtFree\0")?;
+        let bytes = 4 * 64 * 4;
+        let (mut px, mut py) = (std::ptr::null_mut(), std::ptr::null_mut());
+        if malloc(&mut px, bytes, 0) != 0 || malloc(&mut py, bytes, 0) != 0 {
+            return Err("aclrtMalloc failed".into());
+        }
+        let xs = data(4 * 64, 21);
+        if memcpy(px, bytes, xs.as_ptr().cast(), bytes, 1) != 0 {
+            return Err("aclrtMemcpy failed".into());
+        }
+        let ax = pypto_rt::Tensor::from_raw_parts(px.cast::<f32>(), 256, (4usize, Const::<64>), &dev)?;
+        let mut ay = pypto_rt::Tensor::from_raw_parts(py.cast::<f32>(), 256, (4usize, Const::<64>), &dev)?;
+        kernels::add_bias(&ax, &tb, &mut ay)?;
+        drop((ax, ay));
+        let mut ys = vec![0f32; 256];
+        if memcpy(ys.as_mut_ptr().cast(), bytes, py, bytes, 2) != 0 {
+            return Err("aclrtMemcpy failed".into());
+        }
+        let want: Vec<f32> = xs.iter().enumerate().map(|(i, v)| v + bias[i % 64]).collect();
+        if ys != want {
+            return Err("add_bias on adopted memory: wrong numbers".into());
+        }
+        // pypto-rt did not free them: the owner does.
+        if free(px) != 0 || free(py) != 0 {
+            return Err("aclrtFree of adopted memory failed".into());
+        }
+    }
+    println!("adopted ok");
+    Ok(())
+}
+
 fn run(mode: &str) -> Result<()> {
     match mode {
         "run" => {
@@ -228,6 +314,7 @@ fn run(mode: &str) -> Result<()> {
             })?;
             println!("threads ok");
         }
+        "views" => views()?,
         other => return Err(format!("unknown mode {other}").into()),
     }
     Ok(())
@@ -258,7 +345,13 @@ fn scratch_crate() -> PathBuf {
             }
         }
     }
-    pypto_tests::user_crate(&dir, "scratch-npu", "").unwrap();
+    // libloading: the `views` mode allocates through ACL itself.
+    pypto_tests::user_crate(
+        &dir,
+        "scratch-npu",
+        "[dependencies.libloading]\nversion = \"0.8\"\n\n",
+    )
+    .unwrap();
     write(&dir.join("kernels/model.yaml"), SPEC);
     write(&dir.join("src/main.rs"), MAIN);
     dir
@@ -412,6 +505,10 @@ fn user_crate_builds_links_and_runs_through_fake_toolkits() {
     let (ok, stdout, stderr) = run("threads", &[]);
     assert!(ok, "{stderr}");
     assert_eq!(stdout, "threads ok\n");
+    // Views as inputs and outputs, typed reshapes, adopted ACL memory.
+    let (ok, stdout, stderr) = run("views", &[]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "slices ok\nreshape ok\nadopted ok\n");
 
     // Nothing changed: no build script, no compiler.
     fake.clear_log();

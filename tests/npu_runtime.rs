@@ -77,6 +77,9 @@ fn npu_device_over_the_fake_runtime() {
         .unwrap();
     assert_eq!(from_thread, data);
 
+    views_and_copies_on_the_npu(&npu);
+    adopted_device_memory(&npu, &fake.libascendcl());
+
     // This crate was built without CANN: its kernels have no NPU binary.
     let x = npu.tensor_from(&[1.0f32; 8], (2, 4)).unwrap();
     let bias = npu.tensor_from(&[1.0f32; 4], (4,)).unwrap();
@@ -98,6 +101,128 @@ fn npu_device_over_the_fake_runtime() {
         err.to_string(),
         "kernel `add_bias_f32`: param `bias` is on the host (CPU), but the call runs on npu:0 (Ascend910B3)"
     );
+}
+
+/// Slices and reshapes of NPU tensors are views (device addresses into the
+/// same allocation); copies go between every pair of devices, into views.
+/// (Kernel launches on NPU views run in tests/npu_fake.rs, whose crate has
+/// NPU kernels.)
+fn views_and_copies_on_the_npu(npu: &Device) {
+    let host = Device::host();
+    let other = Device::npu(1).unwrap();
+    let data: Vec<f32> = (0..40).map(|i| i as f32 - 7.5).collect();
+    let t = npu.tensor_from(&data, (10, Const::<4>)).unwrap();
+    let rows = t.slice(3..7).unwrap();
+    assert_eq!(rows.device(), npu);
+    assert_eq!(rows.as_ptr(), t.as_ptr().wrapping_add(12));
+    assert_eq!(rows.to_vec().unwrap(), data[12..28]);
+    let cube = rows.reshape((2usize, 2usize, Const::<4>)).unwrap();
+    assert_eq!(cube.slice(1..).unwrap().to_vec().unwrap(), data[20..28]);
+    assert_eq!(
+        t.slice(9..).unwrap().to_tensor().unwrap().to_vec().unwrap(),
+        data[36..]
+    );
+
+    // host -> npu:0 -> npu:1 -> npu:0 (into views) -> npu:0 -> host -> host.
+    let h = host.tensor_from(&data, (10, Const::<4>)).unwrap();
+    let mut a = npu.zeros::<f32, _>((10, Const::<4>)).unwrap();
+    a.copy_from(&h).unwrap();
+    assert_eq!(a.to_vec().unwrap(), data);
+    let mut b = other.zeros::<f32, _>((10, Const::<4>)).unwrap();
+    a.copy_to(&mut b).unwrap();
+    assert_eq!(b.to_vec().unwrap(), data);
+    let mut c = npu.zeros::<f32, _>((10, Const::<4>)).unwrap();
+    c.slice_mut(..5)
+        .unwrap()
+        .copy_from(b.slice(5..).unwrap())
+        .unwrap();
+    a.slice(..5)
+        .unwrap()
+        .copy_to(c.slice_mut(5..).unwrap())
+        .unwrap();
+    let swapped: Vec<f32> = data[20..].iter().chain(&data[..20]).copied().collect();
+    assert_eq!(c.to_vec().unwrap(), swapped);
+    let mut back = host.zeros::<f32, _>((10, Const::<4>)).unwrap();
+    c.copy_to(&mut back).unwrap();
+    let mut again = host.zeros::<f32, _>((10, Const::<4>)).unwrap();
+    again.copy_from(&back).unwrap();
+    assert_eq!(again.to_vec().unwrap(), swapped);
+    // npu:1 <- host, into a view.
+    b.slice_mut(9..)
+        .unwrap()
+        .copy_from(h.slice(..1).unwrap())
+        .unwrap();
+    assert_eq!(&b.to_vec().unwrap()[36..], &data[..4]);
+    assert_eq!(
+        c.copy_from(&host.zeros::<f32, _>((9, Const::<4>)).unwrap())
+            .unwrap_err()
+            .to_string(),
+        "cannot copy a tensor of sizes [9, 4] into one of sizes [10, 4]; copies need equal \
+         sizes (reshape one of them)"
+    );
+}
+
+/// Memory allocated straight through ACL (as torch_npu or aclnn would) is
+/// adopted without a copy, used through pypto-rt, and never freed by it.
+fn adopted_device_memory(npu: &Device, library: &Path) {
+    type SetDevice = unsafe extern "C" fn(i32) -> i32;
+    type Malloc = unsafe extern "C" fn(*mut *mut std::ffi::c_void, usize, i32) -> i32;
+    type Memcpy = unsafe extern "C" fn(
+        *mut std::ffi::c_void,
+        usize,
+        *const std::ffi::c_void,
+        usize,
+        i32,
+    ) -> i32;
+    type Free = unsafe extern "C" fn(*mut std::ffi::c_void) -> i32;
+    let npu = npu.clone();
+    let library = library.to_owned();
+    // A thread of its own: pypto-rt remembers which device it made current
+    // on each thread, and this thread's calls change it behind its back.
+    std::thread::spawn(move || {
+        // SAFETY: the fake runtime pypto-rt already loaded (the same handle);
+        // the signatures are those of the ACL headers.
+        unsafe {
+            let lib = libloading::Library::new(library).unwrap();
+            let set_device: libloading::Symbol<SetDevice> = lib.get(b"aclrtSetDevice\0").unwrap();
+            let malloc: libloading::Symbol<Malloc> = lib.get(b"aclrtMalloc\0").unwrap();
+            let memcpy: libloading::Symbol<Memcpy> = lib.get(b"aclrtMemcpy\0").unwrap();
+            let free: libloading::Symbol<Free> = lib.get(b"aclrtFree\0").unwrap();
+            assert_eq!(set_device(0), 0);
+            let mut ptr = std::ptr::null_mut();
+            assert_eq!(malloc(&mut ptr, 64 * 4, 0), 0);
+            let data: Vec<f32> = (0..64).map(|i| i as f32 * 0.25).collect();
+            assert_eq!(memcpy(ptr, 256, data.as_ptr().cast(), 256, 1), 0);
+
+            let mut t =
+                Tensor::from_raw_parts(ptr.cast::<f32>(), 64, (16usize, Const::<4>), &npu).unwrap();
+            assert_eq!(t.as_ptr(), ptr.cast::<f32>().cast_const());
+            assert_eq!(t.as_mut_ptr(), ptr.cast::<f32>());
+            assert_eq!(t.to_vec().unwrap(), data);
+            assert_eq!(t.slice(15..).unwrap().to_vec().unwrap(), data[60..]);
+            let ones = npu.tensor_from(&[1.0f32; 8], (2, Const::<4>)).unwrap();
+            t.slice_mut(..2).unwrap().copy_from(&ones).unwrap();
+            // Kernels take it like any tensor; this crate has no NPU build.
+            let bias = npu.tensor_from(&[0.0f32; 4], (4,)).unwrap();
+            let mut out = npu.zeros((16, 4)).unwrap();
+            let err = kernels::add_bias_f32(
+                t.view().reshape((16usize, 4usize)).unwrap(),
+                &bias,
+                &mut out,
+            )
+            .unwrap_err();
+            assert!(matches!(err, Error::NotBuiltFor { .. }), "{err}");
+            drop(t);
+            // The owner reads its memory back and frees it: pypto-rt did not.
+            let mut host = vec![0.0f32; 64];
+            assert_eq!(memcpy(host.as_mut_ptr().cast(), 256, ptr, 256, 2), 0);
+            assert_eq!(&host[..8], &[1.0; 8]);
+            assert_eq!(&host[8..], &data[8..]);
+            assert_eq!(free(ptr), 0);
+        }
+    })
+    .join()
+    .unwrap();
 }
 
 /// Runs this binary again as the ACL lifecycle scenario `name` over the

@@ -89,9 +89,9 @@ fn check_softmax<T: Float>(kernel: fn(&Matrix<T>, &mut Matrix<T>) -> Result<(), 
 
 #[test]
 fn softmax_in_every_dtype() {
-    check_softmax::<f32>(kernels::softmax_f32);
-    check_softmax::<half::f16>(kernels::softmax_f16);
-    check_softmax::<half::bf16>(kernels::softmax_bf16);
+    check_softmax::<f32>(|a0, a1| kernels::softmax_f32(a0, a1));
+    check_softmax::<half::f16>(|a0, a1| kernels::softmax_f16(a0, a1));
+    check_softmax::<half::bf16>(|a0, a1| kernels::softmax_bf16(a0, a1));
 }
 
 #[test]
@@ -151,9 +151,9 @@ fn check_rms<T: Float>(kernel: RmsNorm<T>) {
 
 #[test]
 fn rms_norm_in_every_dtype() {
-    check_rms::<f32>(kernels::rms_norm_f32);
-    check_rms::<half::f16>(kernels::rms_norm_f16);
-    check_rms::<half::bf16>(kernels::rms_norm_bf16);
+    check_rms::<f32>(|a0, a1, a2, a3| kernels::rms_norm_f32(a0, a1, a2, a3));
+    check_rms::<half::f16>(|a0, a1, a2, a3| kernels::rms_norm_f16(a0, a1, a2, a3));
+    check_rms::<half::bf16>(|a0, a1, a2, a3| kernels::rms_norm_bf16(a0, a1, a2, a3));
 }
 
 fn layer_ref(x: &[f64], w: &[f64], b: &[f64], eps: f64) -> Vec<f64> {
@@ -211,9 +211,9 @@ fn check_layer<T: Float>(kernel: LayerNorm<T>) {
 
 #[test]
 fn layer_norm_in_every_dtype() {
-    check_layer::<f32>(kernels::layer_norm_f32);
-    check_layer::<half::f16>(kernels::layer_norm_f16);
-    check_layer::<half::bf16>(kernels::layer_norm_bf16);
+    check_layer::<f32>(|a0, a1, a2, a3, a4| kernels::layer_norm_f32(a0, a1, a2, a3, a4));
+    check_layer::<half::f16>(|a0, a1, a2, a3, a4| kernels::layer_norm_f16(a0, a1, a2, a3, a4));
+    check_layer::<half::bf16>(|a0, a1, a2, a3, a4| kernels::layer_norm_bf16(a0, a1, a2, a3, a4));
 }
 
 fn check_unary<T: Float>(
@@ -251,12 +251,12 @@ fn silu(x: f64) -> f64 {
 
 #[test]
 fn gelu_and_silu_in_every_dtype() {
-    check_unary::<f32>("gelu", kernels::gelu_f32, gelu);
-    check_unary::<half::f16>("gelu", kernels::gelu_f16, gelu);
-    check_unary::<half::bf16>("gelu", kernels::gelu_bf16, gelu);
-    check_unary::<f32>("silu", kernels::silu_f32, silu);
-    check_unary::<half::f16>("silu", kernels::silu_f16, silu);
-    check_unary::<half::bf16>("silu", kernels::silu_bf16, silu);
+    check_unary::<f32>("gelu", |a0, a1| kernels::gelu_f32(a0, a1), gelu);
+    check_unary::<half::f16>("gelu", |a0, a1| kernels::gelu_f16(a0, a1), gelu);
+    check_unary::<half::bf16>("gelu", |a0, a1| kernels::gelu_bf16(a0, a1), gelu);
+    check_unary::<f32>("silu", |a0, a1| kernels::silu_f32(a0, a1), silu);
+    check_unary::<half::f16>("silu", |a0, a1| kernels::silu_f16(a0, a1), silu);
+    check_unary::<half::bf16>("silu", |a0, a1| kernels::silu_bf16(a0, a1), silu);
 }
 
 fn check_swiglu<T: Float>(kernel: fn(&Matrix<T>, &mut Matrix<T>) -> Result<(), Error>) {
@@ -291,9 +291,9 @@ fn check_swiglu<T: Float>(kernel: fn(&Matrix<T>, &mut Matrix<T>) -> Result<(), E
 
 #[test]
 fn swiglu_in_every_dtype() {
-    check_swiglu::<f32>(kernels::swiglu_f32);
-    check_swiglu::<half::f16>(kernels::swiglu_f16);
-    check_swiglu::<half::bf16>(kernels::swiglu_bf16);
+    check_swiglu::<f32>(|a0, a1| kernels::swiglu_f32(a0, a1));
+    check_swiglu::<half::f16>(|a0, a1| kernels::swiglu_f16(a0, a1));
+    check_swiglu::<half::bf16>(|a0, a1| kernels::swiglu_bf16(a0, a1));
 }
 
 #[test]
@@ -409,27 +409,27 @@ fn every_count_unary<T: Float>(
 #[test]
 fn every_block_count_gives_the_same_numbers() {
     every_count_rows::<f32>(
-        kernels::softmax_f32,
-        kernels::rms_norm_f32,
-        kernels::layer_norm_f32,
-        kernels::swiglu_f32,
+        |a0, a1| kernels::softmax_f32(a0, a1),
+        |a0, a1, a2, a3| kernels::rms_norm_f32(a0, a1, a2, a3),
+        |a0, a1, a2, a3, a4| kernels::layer_norm_f32(a0, a1, a2, a3, a4),
+        |a0, a1| kernels::swiglu_f32(a0, a1),
     );
     every_count_rows::<half::f16>(
-        kernels::softmax_f16,
-        kernels::rms_norm_f16,
-        kernels::layer_norm_f16,
-        kernels::swiglu_f16,
+        |a0, a1| kernels::softmax_f16(a0, a1),
+        |a0, a1, a2, a3| kernels::rms_norm_f16(a0, a1, a2, a3),
+        |a0, a1, a2, a3, a4| kernels::layer_norm_f16(a0, a1, a2, a3, a4),
+        |a0, a1| kernels::swiglu_f16(a0, a1),
     );
     every_count_rows::<half::bf16>(
-        kernels::softmax_bf16,
-        kernels::rms_norm_bf16,
-        kernels::layer_norm_bf16,
-        kernels::swiglu_bf16,
+        |a0, a1| kernels::softmax_bf16(a0, a1),
+        |a0, a1, a2, a3| kernels::rms_norm_bf16(a0, a1, a2, a3),
+        |a0, a1, a2, a3, a4| kernels::layer_norm_bf16(a0, a1, a2, a3, a4),
+        |a0, a1| kernels::swiglu_bf16(a0, a1),
     );
-    every_count_unary::<f32>("gelu", kernels::gelu_f32, gelu);
-    every_count_unary::<half::f16>("gelu", kernels::gelu_f16, gelu);
-    every_count_unary::<half::bf16>("gelu", kernels::gelu_bf16, gelu);
-    every_count_unary::<f32>("silu", kernels::silu_f32, silu);
-    every_count_unary::<half::f16>("silu", kernels::silu_f16, silu);
-    every_count_unary::<half::bf16>("silu", kernels::silu_bf16, silu);
+    every_count_unary::<f32>("gelu", |a0, a1| kernels::gelu_f32(a0, a1), gelu);
+    every_count_unary::<half::f16>("gelu", |a0, a1| kernels::gelu_f16(a0, a1), gelu);
+    every_count_unary::<half::bf16>("gelu", |a0, a1| kernels::gelu_bf16(a0, a1), gelu);
+    every_count_unary::<f32>("silu", |a0, a1| kernels::silu_f32(a0, a1), silu);
+    every_count_unary::<half::f16>("silu", |a0, a1| kernels::silu_f16(a0, a1), silu);
+    every_count_unary::<half::bf16>("silu", |a0, a1| kernels::silu_bf16(a0, a1), silu);
 }

@@ -131,7 +131,7 @@ fn fault(kernel: fn(&Vector, &mut Vector) -> Result<(), Error>) -> String {
 #[test]
 fn unified_buffer_overflow_is_reported() {
     assert_eq!(
-        fault(kernels::ub_overflow),
+        fault(|x, y| kernels::ub_overflow(x, y)),
         "TPipe::InitBuffer: 2 buffers of 100000 bytes need 200000 bytes of the Unified Buffer, \
          but 0 of its 188160 usable bytes are taken (196608 bytes, 192 KiB less the 256 B \
          framework and 8 KiB API reserves)"
@@ -141,7 +141,7 @@ fn unified_buffer_overflow_is_reported() {
 #[test]
 fn misaligned_vector_operand_is_reported() {
     assert_eq!(
-        fault(kernels::misaligned),
+        fault(|x, y| kernels::misaligned(x, y)),
         "Adds: an operand starts at Unified Buffer byte 4, not on a 32-byte boundary"
     );
 }
@@ -149,7 +149,7 @@ fn misaligned_vector_operand_is_reported() {
 #[test]
 fn datacopy_of_a_short_length_is_reported() {
     assert_eq!(
-        fault(kernels::short_copy),
+        fault(|x, y| kernels::short_copy(x, y)),
         "DataCopy(GM->local): 7 elements are 28 bytes, not a multiple of 32; the hardware \
          would move only 0 bytes and drop the rest. Use DataCopyPad for lengths that are not \
          32-byte multiples"
@@ -159,11 +159,11 @@ fn datacopy_of_a_short_length_is_reported() {
 #[test]
 fn queue_misuse_is_reported() {
     assert_eq!(
-        fault(kernels::empty_deque),
+        fault(|x, y| kernels::empty_deque(x, y)),
         "TQue<VECOUT>::DeQue: the queue is empty; EnQue a tensor first"
     );
     assert_eq!(
-        fault(kernels::double_free),
+        fault(|x, y| kernels::double_free(x, y)),
         "TQue<VECIN>::FreeTensor: the buffer is already free (freed twice)"
     );
 }
@@ -171,7 +171,7 @@ fn queue_misuse_is_reported() {
 #[test]
 fn global_memory_out_of_bounds_is_reported() {
     assert_eq!(
-        fault(kernels::out_of_bounds),
+        fault(|x, y| kernels::out_of_bounds(x, y)),
         "GlobalTensor::SetValue: 4 bytes at byte offset 32 of `y` run past its \
          end (32 bytes)"
     );

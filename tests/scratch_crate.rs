@@ -367,11 +367,14 @@ fn kernels_whose_old_symbols_collided_each_run_their_own_code() {
 
 fn main() -> Result<(), pypto_rt::Error> {
     let dev = pypto_rt::Device::default();
-    for (name, kernel) in [
-        ("k", kernels::k as fn(&mut pypto_rt::Tensor<f32, (usize,)>) -> Result<(), pypto_rt::Error>),
-        ("k_host", kernels::k_host),
-        ("a_b", kernels::a_b),
-    ] {
+    // Wrappers are generic (`impl AsOutput`): closures make them fn pointers.
+    type Kernel = fn(&mut pypto_rt::Tensor<f32, (usize,)>) -> Result<(), pypto_rt::Error>;
+    let all: [(&str, Kernel); 3] = [
+        ("k", |y| kernels::k(y)),
+        ("k_host", |y| kernels::k_host(y)),
+        ("a_b", |y| kernels::a_b(y)),
+    ];
+    for (name, kernel) in all {
         let mut y = dev.zeros((3usize,))?;
         kernel(&mut y)?;
         println!("kx::{name} {:?}", y.to_vec()?);

@@ -79,10 +79,10 @@ fn emit_prints_generated_rust_and_ascendc() {
     let (code, out, err) = run(&["emit", "rust", "tests/specs/examples/add_bias.yaml"]);
     assert_eq!((code, err.as_str()), (0, ""));
     assert!(out.contains(
-        "pub fn add_bias(\n    x: &::pypto_rt::__private::v1::Tensor<f32, (usize, ::pypto_rt::__private::v1::Const<128>)>,\n    \
-         bias: &::pypto_rt::__private::v1::Tensor<f32, (::pypto_rt::__private::v1::Const<128>,)>,\n    \
-         out: &mut ::pypto_rt::__private::v1::Tensor<f32, (usize, ::pypto_rt::__private::v1::Const<128>)>,\n) -> \
-         ::core::result::Result<(), ::pypto_rt::__private::v1::Error>\n"
+        "pub fn add_bias(\n    x: impl ::pypto_rt::__private::v2::AsInput<f32, (usize, ::pypto_rt::__private::v2::Const<128>)>,\n    \
+         bias: impl ::pypto_rt::__private::v2::AsInput<f32, (::pypto_rt::__private::v2::Const<128>,)>,\n    \
+         mut out: impl ::pypto_rt::__private::v2::AsOutput<f32, (usize, ::pypto_rt::__private::v2::Const<128>)>,\n) -> \
+         ::core::result::Result<(), ::pypto_rt::__private::v2::Error>\n"
     ), "{out}");
     let (code, out, err) = run(&["emit", "ascendc", "tests/specs/examples/add_bias.yaml"]);
     assert_eq!((code, err.as_str()), (0, ""));

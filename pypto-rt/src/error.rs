@@ -241,9 +241,74 @@ pub enum Error {
         expected: &'static str,
     },
 
+    /// A reshape to a shape with another element count.
+    #[error(
+        "cannot reshape a tensor of sizes {from:?} ({} elements) to sizes {to:?} ({} elements); a reshape keeps the element count",
+        elements(from),
+        elements(to)
+    )]
+    ReshapeMismatch {
+        /// The tensor's sizes.
+        from: Vec<usize>,
+        /// The sizes asked for.
+        to: Vec<usize>,
+    },
+
+    /// A slice along the first axis that is not inside it.
+    #[error("cannot slice rows {start}..{end} of a tensor whose first axis has {len}")]
+    SliceOutOfRange {
+        /// The first row asked for.
+        start: usize,
+        /// One past the last row asked for.
+        end: usize,
+        /// The first axis's size.
+        len: usize,
+    },
+
+    /// A copy between tensors of different sizes.
+    #[error(
+        "cannot copy a tensor of sizes {src:?} into one of sizes {dst:?}; copies need equal sizes (reshape one of them)"
+    )]
+    CopyMismatch {
+        /// The destination's sizes.
+        dst: Vec<usize>,
+        /// The source's sizes.
+        src: Vec<usize>,
+    },
+
+    /// Memory that cannot be adopted as a tensor (a null or misaligned
+    /// pointer).
+    #[error("cannot adopt memory at {ptr:#x} as a tensor of {dtype}: {reason}")]
+    Adopt {
+        /// The pointer given.
+        ptr: usize,
+        /// The element type's spec name.
+        dtype: &'static str,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+
+    /// An operation that needs host memory, on a tensor of another device.
+    #[error(
+        "{operation} needs a tensor on the host, but this one is on {device}; copy it with `to_device(&Device::host())` first"
+    )]
+    NotOnHost {
+        /// What was asked for.
+        operation: &'static str,
+        /// The tensor's device.
+        device: String,
+    },
+
     /// The device or its runtime failed.
     #[error("{0}")]
     Backend(String),
+}
+
+fn elements(sizes: &[usize]) -> String {
+    sizes
+        .iter()
+        .try_fold(1usize, |acc, &s| acc.checked_mul(s))
+        .map_or_else(|| "too many".to_owned(), |n| n.to_string())
 }
 
 fn context(kernel: &Option<&'static str>, param: &Option<&'static str>) -> String {

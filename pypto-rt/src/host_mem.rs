@@ -60,8 +60,9 @@ pub(crate) struct HostBuffer {
     /// `len` is 0).
     data: NonNull<u8>,
     len: usize,
-    /// Launches that currently hold this buffer read-only.
-    readers: Mutex<u32>,
+    /// The page ranges launches currently hold read-only (absolute
+    /// addresses, one entry per holder; ranges may repeat and overlap).
+    readers: Mutex<Vec<(usize, usize)>>,
 }
 
 // SAFETY: the buffer owns its mapping; shared access is read-only except
@@ -114,7 +115,7 @@ impl HostBuffer {
             // SAFETY: `start` <= `end` < `map_len`.
             data: unsafe { NonNull::new_unchecked(map.as_ptr().add(start)) },
             len,
-            readers: Mutex::new(0),
+            readers: Mutex::new(Vec::new()),
         };
         if data_pages > 0 {
             buffer.protect(libc::PROT_READ | libc::PROT_WRITE)?;
@@ -127,14 +128,19 @@ impl HostBuffer {
 
     fn protect(&self, prot: libc::c_int) -> Result<(), Error> {
         let page = page_size();
-        // SAFETY: the data pages lie inside this buffer's own mapping.
-        let rc = unsafe {
-            libc::mprotect(
-                self.map.as_ptr().add(page).cast::<c_void>(),
-                self.map_len - 2 * page,
-                prot,
-            )
-        };
+        let begin = self.map.as_ptr() as usize + page;
+        self.protect_range(begin, begin + self.map_len - 2 * page, prot)
+    }
+
+    /// Sets the protection of the pages `[begin, end)` (page-aligned
+    /// addresses inside this buffer's data pages).
+    fn protect_range(&self, begin: usize, end: usize, prot: libc::c_int) -> Result<(), Error> {
+        if begin >= end {
+            return Ok(());
+        }
+        // SAFETY: the caller passes page-aligned addresses inside this
+        // buffer's own mapping.
+        let rc = unsafe { libc::mprotect(begin as *mut c_void, end - begin, prot) };
         if rc == 0 {
             Ok(())
         } else {
@@ -149,17 +155,15 @@ impl HostBuffer {
         self.data.as_ptr()
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
-    pub(crate) fn bytes(&self) -> &[u8] {
+    #[cfg(test)]
+    fn bytes(&self) -> &[u8] {
         // SAFETY: `len` initialised bytes at `data`, readable while `self`
         // lives (read-only protection still allows reads).
         unsafe { std::slice::from_raw_parts(self.data.as_ptr(), self.len) }
     }
 
-    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+    #[cfg(test)]
+    fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: as for `bytes`; `&mut self` excludes launches, so the
         // pages are writable.
         unsafe { std::slice::from_raw_parts_mut(self.data.as_ptr(), self.len) }
@@ -196,25 +200,59 @@ impl HostBuffer {
         unsafe { std::ptr::write_bytes(self.map.as_ptr().add(page), SLACK_PATTERN, slack_len) };
     }
 
-    /// Makes the data read-only until the returned guard drops, so that a
-    /// kernel writing an input faults. Shared by concurrent launches.
-    pub(crate) fn read_only(&self) -> ReadOnly<'_> {
-        if self.len == 0 || !read_only_inputs() {
-            return ReadOnly { buffer: None };
+    /// Makes the pages of the bytes `[offset, offset + len)` read-only
+    /// until the returned guard drops, so that a kernel writing an input
+    /// faults. Shared by concurrent launches.
+    ///
+    /// Only pages that lie wholly inside that range are protected (plus the
+    /// front slack when the range starts at the data's start, and the tail
+    /// of the last page when it ends at the data's end: no tensor owns
+    /// those bytes). A view's partial pages hold bytes of other views of
+    /// the buffer, which another argument of the launch, or another
+    /// thread's launch, may legally write; they stay writable, so a raw
+    /// write by the kernel to those edge bytes is not caught (API writes
+    /// still are: the emulation knows which arguments are inputs).
+    pub(crate) fn read_only(&self, offset: usize, len: usize) -> ReadOnly<'_> {
+        let none = ReadOnly {
+            buffer: None,
+            range: (0, 0),
+        };
+        if len == 0 || !read_only_inputs() {
+            return none;
+        }
+        let page = page_size();
+        let data = self.data.as_ptr() as usize;
+        let first_page = self.map.as_ptr() as usize + page;
+        let begin = if offset == 0 {
+            first_page
+        } else {
+            (data + offset).next_multiple_of(page)
+        };
+        // The data ends where the trailing guard page begins, on a page
+        // boundary.
+        let end = (data + offset + len) / page * page;
+        if begin >= end {
+            return none;
         }
         let mut readers = self.readers.lock().unwrap_or_else(|e| e.into_inner());
-        // A failed mprotect only loses detection, never correctness.
-        if *readers == 0 && self.protect(libc::PROT_READ).is_err() {
-            return ReadOnly { buffer: None };
+        // Pages already read-only for another holder stay so; protecting
+        // them again is harmless. A failed mprotect only loses detection,
+        // never correctness.
+        if self.protect_range(begin, end, libc::PROT_READ).is_err() {
+            return none;
         }
-        *readers += 1;
-        ReadOnly { buffer: Some(self) }
+        readers.push((begin, end));
+        ReadOnly {
+            buffer: Some(self),
+            range: (begin, end),
+        }
     }
 }
 
-/// Holds a buffer read-only; see [`HostBuffer::read_only`].
+/// Holds pages of a buffer read-only; see [`HostBuffer::read_only`].
 pub(crate) struct ReadOnly<'a> {
     buffer: Option<&'a HostBuffer>,
+    range: (usize, usize),
 }
 
 impl Drop for ReadOnly<'_> {
@@ -223,8 +261,28 @@ impl Drop for ReadOnly<'_> {
             return;
         };
         let mut readers = buffer.readers.lock().unwrap_or_else(|e| e.into_inner());
-        *readers -= 1;
-        if *readers == 0 && buffer.protect(libc::PROT_READ | libc::PROT_WRITE).is_err() {
+        if let Some(i) = readers.iter().position(|r| *r == self.range) {
+            readers.swap_remove(i);
+        }
+        // Make writable again the pages of this range that no other holder
+        // still needs read-only.
+        let mut others: Vec<(usize, usize)> = readers
+            .iter()
+            .copied()
+            .filter(|&(b, e)| b < self.range.1 && e > self.range.0)
+            .collect();
+        others.sort_unstable();
+        let mut at = self.range.0;
+        let mut failed = false;
+        for (b, e) in others.into_iter().chain([(self.range.1, self.range.1)]) {
+            if b > at {
+                failed |= buffer
+                    .protect_range(at, b.min(self.range.1), libc::PROT_READ | libc::PROT_WRITE)
+                    .is_err();
+            }
+            at = at.max(e);
+        }
+        if failed {
             // The pages stay read-only: a later write through `&mut` would
             // fault. Continuing would turn that into a crash far from here.
             eprintln!(
@@ -293,13 +351,63 @@ mod tests {
     fn read_only_nests() {
         let mut buffer = HostBuffer::zeroed(64, 4).unwrap();
         {
-            let a = buffer.read_only();
-            let b = buffer.read_only();
+            let a = buffer.read_only(0, 64);
+            let b = buffer.read_only(0, 64);
             drop(a);
-            assert_eq!(*buffer.readers.lock().unwrap(), 1);
+            assert_eq!(buffer.readers.lock().unwrap().len(), 1);
             drop(b);
         }
         buffer.bytes_mut()[0] = 7;
         assert_eq!(buffer.bytes()[0], 7);
+    }
+
+    /// Whether the page holding `ptr` is writable, from `/proc/self/maps`.
+    fn writable(ptr: *const u8) -> bool {
+        let addr = ptr as usize;
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        for line in maps.lines() {
+            let mut parts = line.split_whitespace();
+            let range = parts.next().unwrap();
+            let perms = parts.next().unwrap();
+            let (b, e) = range.split_once('-').unwrap();
+            let (b, e) = (
+                usize::from_str_radix(b, 16).unwrap(),
+                usize::from_str_radix(e, 16).unwrap(),
+            );
+            if (b..e).contains(&addr) {
+                return perms.as_bytes()[1] == b'w';
+            }
+        }
+        panic!("{addr:#x} is not mapped");
+    }
+
+    #[test]
+    fn views_protect_only_their_whole_pages() {
+        if !read_only_inputs() {
+            return;
+        }
+        let page = page_size();
+        // Four pages of data, viewed as [0, 1.5 pages) and [1.5, 4 pages).
+        let buffer = HostBuffer::zeroed(4 * page, 4).unwrap();
+        let at = |i: usize| buffer.as_ptr().wrapping_add(i);
+        let low = buffer.read_only(0, page + page / 2);
+        assert!(!writable(at(0)));
+        // The page the two views share stays writable for the other one.
+        assert!(writable(at(page + page / 2)));
+        assert!(writable(at(page)));
+        let high = buffer.read_only(page + page / 2, 2 * page + page / 2);
+        assert!(writable(at(page)));
+        assert!(!writable(at(2 * page)));
+        assert!(!writable(at(4 * page - 1)));
+        // Overlapping holders: the pages stay read-only until both end.
+        let whole = buffer.read_only(0, 4 * page);
+        assert!(!writable(at(page)));
+        drop(high);
+        assert!(!writable(at(3 * page)));
+        drop(whole);
+        assert!(writable(at(3 * page)));
+        assert!(!writable(at(0)));
+        drop(low);
+        assert!(writable(at(0)));
     }
 }

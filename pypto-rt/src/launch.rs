@@ -3,7 +3,7 @@
 //! tiling data, and launch on the tensors' device.
 //!
 //! Generated code describes each kernel with a [`KernelDesc`] and calls
-//! [`launch`] (both reach it through `crate::__private::v1`); of this
+//! [`launch`] (both reach it through `crate::__private::v2`, and `v1`); of this
 //! module, only [`with_host_blocks`], [`BLOCKS_VAR`], [`MAX_BLOCKS`] and
 //! [`last_launch`] are for hand-written code.
 
@@ -171,51 +171,93 @@ pub const MAX_LAUNCH_BLOCKS: u32 = 65535;
 pub struct Memory<'a>(MemoryKind<'a>);
 
 pub(crate) enum MemoryKind<'a> {
-    /// A host input: read-only to the kernel.
-    HostInput(&'a HostBuffer),
+    /// A host input (bytes `offset..offset + bytes` of `buffer`, which
+    /// views may share): read-only to the kernel.
+    HostInput {
+        buffer: &'a HostBuffer,
+        offset: usize,
+        bytes: usize,
+    },
     /// A host output, with its dtype's check for invalid bytes (`bool`).
-    /// Lent from `&mut`, so nothing else sees it during the launch; the
-    /// kernel and the checks after it write through its raw pointer.
+    /// Lent from `&mut`, so nothing else sees those bytes during the
+    /// launch; the kernel and the checks after it write through its raw
+    /// pointer.
     HostOutput {
         buffer: &'a HostBuffer,
+        offset: usize,
+        bytes: usize,
         first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
     },
-    /// Device memory on an NPU, with the queued work that uses it.
-    Device {
+    /// Device memory on an NPU, or adopted host memory (no guard pages);
+    /// outputs carry their dtype's check for invalid bytes, run after a
+    /// host launch.
+    Raw {
         ptr: *mut u8,
         bytes: u64,
+        writable: bool,
+        first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
+        /// Device memory: the queued work that uses it.
         uses: Option<&'a Uses>,
     },
 }
 
 impl<'a> Memory<'a> {
-    pub(crate) fn host_input(buffer: &'a HostBuffer) -> Self {
-        Memory(MemoryKind::HostInput(buffer))
+    pub(crate) fn host_input(buffer: &'a HostBuffer, offset: usize, bytes: usize) -> Self {
+        Memory(MemoryKind::HostInput {
+            buffer,
+            offset,
+            bytes,
+        })
     }
 
+    /// The caller holds these bytes exclusively for the memory's life.
     pub(crate) fn host_output(
-        buffer: &'a mut HostBuffer,
+        buffer: &'a HostBuffer,
+        offset: usize,
+        bytes: usize,
         first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
     ) -> Self {
         Memory(MemoryKind::HostOutput {
-            buffer: &*buffer,
+            buffer,
+            offset,
+            bytes,
             first_invalid,
         })
     }
 
-    pub(crate) fn device(ptr: *mut u8, bytes: u64, uses: &'a Uses) -> Self {
-        Memory(MemoryKind::Device {
+    /// Device memory (with the queued work that uses it), or adopted host
+    /// memory (an output is held exclusively by the caller for the
+    /// memory's life).
+    pub(crate) fn raw(
+        ptr: *mut u8,
+        bytes: u64,
+        writable: bool,
+        first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
+        uses: Option<&'a Uses>,
+    ) -> Self {
+        Memory(MemoryKind::Raw {
             ptr,
             bytes,
-            uses: Some(uses),
+            writable,
+            first_invalid,
+            uses,
         })
     }
 
     fn address(&self) -> (*mut u8, u64) {
         match &self.0 {
-            MemoryKind::HostInput(buffer) => (buffer.as_ptr(), buffer.len() as u64),
-            MemoryKind::HostOutput { buffer, .. } => (buffer.as_ptr(), buffer.len() as u64),
-            MemoryKind::Device { ptr, bytes, .. } => (*ptr, *bytes),
+            MemoryKind::HostInput {
+                buffer,
+                offset,
+                bytes,
+            }
+            | MemoryKind::HostOutput {
+                buffer,
+                offset,
+                bytes,
+                ..
+            } => (buffer.as_ptr().wrapping_add(*offset), *bytes as u64),
+            MemoryKind::Raw { ptr, bytes, .. } => (*ptr, *bytes),
         }
     }
 }
@@ -567,7 +609,7 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
                 .iter()
                 .filter_map(|a| match a {
                     Arg::Tensor {
-                        memory: Memory(MemoryKind::Device { uses, .. }),
+                        memory: Memory(MemoryKind::Raw { uses, .. }),
                         ..
                     } => *uses,
                     _ => None,
@@ -893,12 +935,16 @@ unsafe fn run_on_host(
         };
         let name = desc.params[i];
         let (buffer, writable) = match &memory.0 {
-            MemoryKind::HostInput(buffer) => {
-                read_only.push(buffer.read_only());
+            MemoryKind::HostInput {
+                buffer,
+                offset,
+                bytes,
+            } => {
+                read_only.push(buffer.read_only(*offset, *bytes));
                 (Some(*buffer), 0)
             }
             MemoryKind::HostOutput { buffer, .. } => (Some(*buffer), 1),
-            MemoryKind::Device { .. } => (None, 1),
+            MemoryKind::Raw { writable, .. } => (None, u32::from(*writable)),
         };
         let (map_begin, map_end) = buffer.map_or((0, 0), HostBuffer::mapping);
         info.push(HostArg {
@@ -930,15 +976,55 @@ unsafe fn run_on_host(
             continue;
         };
         let param = desc.params[i];
-        let (buffer, first_invalid) = match &memory.0 {
-            MemoryKind::HostInput(buffer) => (*buffer, None),
+        let (buffer, offset, bytes, first_invalid) = match &memory.0 {
+            MemoryKind::HostInput {
+                buffer,
+                offset,
+                bytes,
+            } => (*buffer, *offset, *bytes, None),
             MemoryKind::HostOutput {
                 buffer,
+                offset,
+                bytes,
                 first_invalid,
-            } => (*buffer, Some(*first_invalid)),
-            MemoryKind::Device { .. } => continue,
+            } => (*buffer, *offset, *bytes, Some(*first_invalid)),
+            MemoryKind::Raw {
+                ptr,
+                bytes,
+                writable: true,
+                first_invalid,
+                ..
+            } => {
+                // Adopted host memory: no guard pages, but no invalid
+                // `bool` either.
+                let bytes = *bytes as usize;
+                if bytes == 0 {
+                    continue;
+                }
+                // SAFETY: host memory of `bytes` held by this output, whose
+                // launch has ended.
+                let own = unsafe { std::slice::from_raw_parts(*ptr, bytes) };
+                if let Some((index, value)) = first_invalid(own) {
+                    // SAFETY: as above; zero bytes are `false`.
+                    unsafe { std::ptr::write_bytes(*ptr, 0, bytes) };
+                    if result.is_ok() {
+                        result = Err(Error::InvalidBool {
+                            kernel: Some(desc.name),
+                            param,
+                            index,
+                            value,
+                        });
+                    }
+                }
+                continue;
+            }
+            MemoryKind::Raw { .. } => continue,
         };
-        if let Some(before) = buffer.slack_damage() {
+        // The front slack lies before the buffer's first byte: only a view
+        // that starts there borders it.
+        if offset == 0
+            && let Some(before) = buffer.slack_damage()
+        {
             buffer.repair_slack();
             if result.is_ok() {
                 result = Err(Error::OutOfBounds {
@@ -948,12 +1034,15 @@ unsafe fn run_on_host(
                 });
             }
         }
+        // SAFETY: the argument's bytes lie inside the buffer; other views
+        // of it (other arguments, other threads' launches) hold other bytes.
+        let own = unsafe { std::slice::from_raw_parts(buffer.as_ptr().add(offset), bytes) };
         if let Some(check) = first_invalid
-            && let Some((index, value)) = check(buffer.bytes())
+            && let Some((index, value)) = check(own)
         {
-            // SAFETY: the output is borrowed exclusively for the launch,
-            // which has ended; zero bytes are `false`.
-            unsafe { std::ptr::write_bytes(buffer.as_ptr(), 0, buffer.len()) };
+            // SAFETY: the output's bytes are borrowed exclusively for the
+            // launch, which has ended; zero bytes are `false`.
+            unsafe { std::ptr::write_bytes(buffer.as_ptr().add(offset), 0, bytes) };
             if result.is_ok() {
                 result = Err(Error::InvalidBool {
                     kernel: Some(desc.name),
@@ -1200,11 +1289,7 @@ mod tests {
         let host = Device::host();
         let tensor = |sizes: &[usize]| Arg::Tensor {
             sizes: Sizes::new(sizes).unwrap(),
-            memory: Memory(MemoryKind::Device {
-                ptr: std::ptr::null_mut(),
-                bytes: 0,
-                uses: None,
-            }),
+            memory: Memory::raw(std::ptr::null_mut(), 0, false, |_| None, None),
             device: &host,
         };
         let desc = KernelDesc {

@@ -90,17 +90,17 @@ fn main() -> anyhow::Result<()> {
 
     workload(
         "add_bias [16384, 1024] + [1024]",
-        || kernels::add_bias_f32(&tx, &tbias, &mut out.borrow_mut()).expect("add_bias"),
+        || kernels::add_bias_f32(&tx, &tbias, &mut *out.borrow_mut()).expect("add_bias"),
         || out.borrow().to_vec().unwrap(),
     );
     workload(
         "softmax over rows of [16384, 1024]",
-        || kernels::softmax_f32(&tx, &mut out.borrow_mut()).expect("softmax"),
+        || kernels::softmax_f32(&tx, &mut *out.borrow_mut()).expect("softmax"),
         || out.borrow().to_vec().unwrap(),
     );
     workload(
         "rms_norm over rows of [16384, 1024]",
-        || kernels::rms_norm_f32(&tx, &tw, 1e-6, &mut out.borrow_mut()).expect("rms_norm"),
+        || kernels::rms_norm_f32(&tx, &tw, 1e-6, &mut *out.borrow_mut()).expect("rms_norm"),
         || out.borrow().to_vec().unwrap(),
     );
     drop((tx, out));
@@ -114,7 +114,7 @@ fn main() -> anyhow::Result<()> {
     let c = std::cell::RefCell::new(dev.zeros((m, Const::<144>))?);
     workload(
         "matmul_f16 [4096, 200] x [200, 144] (cube)",
-        || kernels::matmul_f16(&a, &b, &mut c.borrow_mut()).expect("matmul"),
+        || kernels::matmul_f16(&a, &b, &mut *c.borrow_mut()).expect("matmul"),
         || {
             c.borrow()
                 .to_vec()

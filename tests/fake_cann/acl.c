@@ -699,8 +699,12 @@ int pypto_fake_acl_allocation_bytes(const void* ptr, uint64_t* bytes)
     pthread_mutex_lock(&lock);
     int found = 1;
     for (struct allocation* a = allocations; a != NULL; a = a->next) {
-        if (a->base == ptr) {
-            *bytes = a->bytes;
+        const char* c = ptr;
+        /* A view's address lies inside its tensor's allocation: the
+           kernel may touch the rest of it (a launch passes addresses only,
+           as on an NPU, so the view's own length is not known here). */
+        if (c >= a->base && c < a->base + a->bytes) {
+            *bytes = (uint64_t)(a->base + a->bytes - c);
             found = 0;
             break;
         }

@@ -16,7 +16,8 @@
 #include <type_traits>
 
 extern "C" {
-// 0 and the allocation's size when `ptr` starts one; non-zero otherwise.
+// 0 and the bytes from `ptr` to the end of its allocation when `ptr` lies
+// in one (a tensor or a view into it); non-zero otherwise.
 int pypto_fake_acl_allocation_bytes(const void* ptr, uint64_t* bytes);
 // 0 to run the launch; non-zero when a failure was injected (already
 // recorded on the stream).
@@ -118,7 +119,7 @@ struct Launch {
             }
             job->ptrs[job->count] = all[i];
             if (pypto_fake_acl_allocation_bytes(all[i], &job->bytes[job->count]) != 0) {
-                pypto_fake_acl_kernel_failed(stream, 0, "a kernel argument is not the start of device memory");
+                pypto_fake_acl_kernel_failed(stream, 0, "a kernel argument is not in device memory");
                 delete job;
                 return;
             }

@@ -14,11 +14,11 @@ use crate::model::{BlockRule, DType, DimSize, Kernel, ParamKind, SizeOf, Templat
 /// pypto-rt they are compiled against provides that version
 /// (`::pypto_rt::__private::require_interface`), which fails to compile
 /// with a message naming the version otherwise.
-pub const RT_INTERFACE: u32 = 1;
+pub const RT_INTERFACE: u32 = 2;
 
 /// The module of pypto-rt that generated code names (interface
 /// [`RT_INTERFACE`]).
-const RT: &str = "::pypto_rt::__private::v1";
+const RT: &str = "::pypto_rt::__private::v2";
 
 /// The generated Rust for every kernel, as one file for `include!`.
 pub fn generate(plans: &[Plan<'_>]) -> String {
@@ -79,7 +79,8 @@ pub fn rust_type(dtype: DType) -> &'static str {
 }
 
 /// The Rust type of one param, e.g.
-/// `&::pypto_rt::__private::v1::Tensor<f32, (usize,)>`.
+/// `impl ::pypto_rt::__private::v2::AsInput<f32, (usize,)>`: a tensor or a
+/// view (`AsOutput` for outputs, which are borrowed exclusively).
 fn param_type(plan: &Plan<'_>, param: usize) -> String {
     let k = plan.kernel;
     match &k.params[param].kind {
@@ -93,8 +94,8 @@ fn param_type(plan: &Plan<'_>, param: usize) -> String {
             // A one-element tuple needs its trailing comma.
             let comma = if dims.len() == 1 { "," } else { "" };
             format!(
-                "&{}{RT}::Tensor<{}, ({}{comma})>",
-                if *output { "mut " } else { "" },
+                "impl {RT}::{}<{}, ({}{comma})>",
+                if *output { "AsOutput" } else { "AsInput" },
                 rust_type(*dtype),
                 dims.join(", ")
             )
@@ -137,7 +138,12 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
     for (i, p) in k.params.iter().enumerate() {
         // A scalar bound to a size is computed, not asked for.
         if bound_to(k, i).is_none() {
-            let _ = writeln!(out, "    {}: {},", p.name, param_type(plan, i));
+            // Outputs are lent to the launch as `&mut`.
+            let binding = match p.kind {
+                ParamKind::Tensor { output: true, .. } => "mut ",
+                _ => "",
+            };
+            let _ = writeln!(out, "    {binding}{}: {},", p.name, param_type(plan, i));
         }
     }
     let _ = writeln!(out, ") -> ::core::result::Result<(), {RT}::Error>");
@@ -223,8 +229,8 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
             ParamKind::Scalar(_) => {
                 format!("{RT}::Arg::Scalar({RT}::DType::scalar_bits({}))", p.name)
             }
-            ParamKind::Tensor { output: true, .. } => format!("{RT}::output({})", p.name),
-            ParamKind::Tensor { output: false, .. } => format!("{RT}::input({})", p.name),
+            ParamKind::Tensor { output: true, .. } => format!("{RT}::output(&mut {})", p.name),
+            ParamKind::Tensor { output: false, .. } => format!("{RT}::input(&{})", p.name),
         })
         .collect();
     out.push_str(

@@ -445,6 +445,10 @@ PYPTO_RUNTIME void check_gm(const void* ptr, uint64_t bytes, const char* what, b
 {
     poll(what);
     const auto* p = static_cast<const uint8_t*>(ptr);
+    // Views of one tensor may be adjacent or overlap (two inputs): an access
+    // that runs past one region may lie inside another, so a region the
+    // access only starts in is reported only when no region holds it whole.
+    const GmRegion* partial = nullptr;
     for (const GmRegion& r : block.regions) {
         if (p >= r.begin && p <= r.begin + r.bytes) {
             uint64_t offset = static_cast<uint64_t>(p - r.begin);
@@ -460,13 +464,20 @@ PYPTO_RUNTIME void check_gm(const void* ptr, uint64_t bytes, const char* what, b
                 }
                 return;
             }
-            if (r.arg == UINT32_MAX) {
-                fail(what, ": reads ", bytes, " bytes at offset ", offset,
-                     " of the tiling data, which has ", r.bytes, " bytes");
+            if (partial == nullptr) {
+                partial = &r;
             }
-            fail(what, ": ", bytes, " bytes at byte offset ", offset, " of ", param_name(r),
-                 " run past its end (", r.bytes, " bytes)");
         }
+    }
+    if (partial != nullptr) {
+        const GmRegion& r = *partial;
+        uint64_t offset = static_cast<uint64_t>(p - r.begin);
+        if (r.arg == UINT32_MAX) {
+            fail(what, ": reads ", bytes, " bytes at offset ", offset,
+                 " of the tiling data, which has ", r.bytes, " bytes");
+        }
+        fail(what, ": ", bytes, " bytes at byte offset ", offset, " of ", param_name(r),
+             " run past its end (", r.bytes, " bytes)");
     }
     fail(what, ": global memory address is outside every tensor argument of this launch");
 }
