@@ -50,6 +50,7 @@ pub mod dtype;
 pub mod error;
 mod host_mem;
 mod launch;
+mod npu_lib;
 mod sanitize;
 mod shape;
 pub mod tensor;
@@ -108,6 +109,7 @@ pub mod __private {
             Arg, BlockRule, DimDesc, Entries, Halves, HostLaunch, KernelDesc, Multiple, SizeOf,
             launch,
         };
+        pub use crate::npu_lib::{NpuLibrary, NpuStub};
         pub use crate::{Const, DType, Error, Fp8E4M3, Fp8E5M2, NpuArch, Tensor, bf16, f16};
 
         /// An input tensor as a launch argument: its sizes, memory and device.
