@@ -1,8 +1,10 @@
 //! The NPU path end to end against FAKE CANN toolkits (tests/fake_cann/):
 //! a user crate built with `ASCEND_HOME_PATH` pointing at a fake install
 //! compiles its kernels with the fake bisheng (which checks and records the
-//! flags), links the fake runtime, and runs on the fake "NPU" through
-//! pypto-rt's ACL FFI. This proves pypto-rs's side of the contract only;
+//! flags), links them per architecture into a shared library the binary
+//! embeds (the binary itself links no CANN library), and runs on the fake
+//! "NPU" through pypto-rt's ACL FFI, and on the host once the toolkit is
+//! gone. This proves pypto-rs's side of the contract only;
 //! nothing here has run on Ascend hardware.
 
 use std::path::{Path, PathBuf};
@@ -323,13 +325,13 @@ fn user_crate_builds_links_and_runs_through_fake_toolkits() {
     // libraries and the toolkit's run path.
     assert_eq!(links.len(), 2, "{links:#?}");
     for (link, arch, objects) in [(&links[0], "dav-2201", 3), (&links[1], "dav-3510", 1)] {
-        assert!(link.starts_with(&format!("-shared -fPIC --npu-arch={arch} ")), "{link}");
+        assert!(
+            link.starts_with(&format!("-shared -fPIC --npu-arch={arch} ")),
+            "{link}"
+        );
         assert_eq!(link.matches(".o ").count(), objects, "{link}");
         assert!(
-            link.contains(&format!(
-                "_kernels_{}.so.tmp",
-                arch.replace('-', "")
-            )),
+            link.contains(&format!("_kernels_{}.so.tmp", arch.replace('-', ""))),
             "{link}"
         );
         assert!(
@@ -345,14 +347,20 @@ fn user_crate_builds_links_and_runs_through_fake_toolkits() {
     let (needed, paths) = dynamic_section(&binary());
     for lib in pypto_build::unstable::toolchain::cann::RUNTIME_LIBS {
         let name = format!("lib{lib}.so");
-        assert!(!needed.contains(&name), "the binary needs {name}: {needed:?}");
+        assert!(
+            !needed.contains(&name),
+            "the binary needs {name}: {needed:?}"
+        );
     }
     assert!(
         paths.iter().all(|p| !p.contains("fake-cann")),
         "the binary's run path: {paths:?}"
     );
     let (lib_needed, lib_paths) = dynamic_section(&npu_library("dav2201"));
-    assert!(lib_needed.contains(&"libascendcl.so".to_owned()), "{lib_needed:?}");
+    assert!(
+        lib_needed.contains(&"libascendcl.so".to_owned()),
+        "{lib_needed:?}"
+    );
     assert_eq!(lib_paths, [format!("{home}/lib64")]);
     for line in &log {
         for flag in [
@@ -514,7 +522,10 @@ fn user_crate_builds_links_and_runs_through_fake_toolkits() {
     );
     assert!(loaded_ok);
     assert_eq!(loaded, "device: the host (CPU)\n");
-    assert!(std::fs::read(binary()).unwrap() == before, "the binary changed");
+    assert!(
+        std::fs::read(binary()).unwrap() == before,
+        "the binary changed"
+    );
 
     // Nothing changed: no build script, no compiler.
     fake.clear_log();
@@ -603,7 +614,10 @@ fn user_crate_builds_links_and_runs_through_fake_toolkits() {
     // Before 8.5 no architecture flag on the link line: vector and cube
     // objects share one library.
     assert_eq!(links.len(), 2, "{links:#?}");
-    assert!(links.iter().all(|l| l.starts_with("-shared -fPIC /")), "{links:#?}");
+    assert!(
+        links.iter().all(|l| l.starts_with("-shared -fPIC /")),
+        "{links:#?}"
+    );
     for line in &log {
         assert!(line.contains("-xcce"), "{line}");
         assert!(

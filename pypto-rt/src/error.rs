@@ -166,7 +166,9 @@ pub enum Error {
 
     /// The NPU kernels the binary carries for the device's architecture
     /// could not be loaded, or lack the kernel's launch stub.
-    #[error("kernel `{kernel}`: its NPU library {library}, embedded in this binary, could not be loaded: {reason}")]
+    #[error(
+        "kernel `{kernel}`: its NPU library {library}, embedded in this binary, could not be loaded: {reason}"
+    )]
     NpuLibrary {
         /// The kernel called.
         kernel: &'static str,

@@ -210,8 +210,11 @@ mod tests {
 
     #[test]
     fn bytes_that_are_not_a_library_are_a_typed_error() {
-        static CORRUPT: NpuLibrary =
-            NpuLibrary::new("libcorrupt_dav2201.so", NpuArch::Dav2201, b"not an ELF file");
+        static CORRUPT: NpuLibrary = NpuLibrary::new(
+            "libcorrupt_dav2201.so",
+            NpuArch::Dav2201,
+            b"not an ELF file",
+        );
         static STUB: NpuStub = NpuStub::new(&CORRUPT, c"stub");
         let err = STUB.entry("add_bias").unwrap_err();
         assert_eq!(

@@ -6,8 +6,8 @@
 use std::fmt::Write;
 
 use crate::codegen::Plan;
-use crate::tables::Arch;
 use crate::model::{BlockRule, DType, DimSize, Kernel, ParamKind, SizeOf, TemplateRef};
+use crate::tables::Arch;
 
 /// The version of pypto-rt's interface for generated code that this
 /// pypto-build generates for: wrappers name pypto-rt only through
