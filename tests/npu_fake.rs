@@ -785,6 +785,58 @@ fn the_fake_bisheng_rejects_flag_sets_pypto_build_must_never_send() {
         );
     }
 
+    // The `-shared` link of NPU objects into a kernel library.
+    let link = |fake: &FakeCann, bin: &str, flags: &[&str]| -> (bool, String) {
+        let (ok, stderr) = fake_bisheng(
+            fake,
+            bin,
+            &[
+                "-x",
+                "asc",
+                "--npu-arch=dav-2201",
+                "--cce-auto-sync",
+                "-fPIC",
+            ],
+        );
+        assert!(ok, "{stderr}");
+        let probe = fake.home.join("probe");
+        let out = Command::new(fake.home.join(bin))
+            .args(flags)
+            .arg(probe.join("k.o"))
+            .arg("-o")
+            .arg(probe.join("libk.so"))
+            .arg(format!("-L{}/lib64", fake.home.display()))
+            .arg("-lascendcl")
+            .output()
+            .expect("fake bisheng runs");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, stderr) = link(&new, bin, &["-shared", "-fPIC", "--npu-arch=dav-3510"]);
+    assert!(ok, "{stderr}");
+    for (flags, message) in [
+        (&["-shared", "-fPIC"][..], "missing --npu-arch"),
+        (&["-shared", "--npu-arch=dav-2201"], "-shared without -fPIC"),
+        (
+            &["-shared", "-fPIC", "-x", "asc", "--npu-arch=dav-2201"],
+            "-x asc before the objects of a link would compile them as source",
+        ),
+        (
+            &["-shared", "-fPIC", "--cce-aicore-arch=dav-c220-vec"],
+            "--cce-aicore-arch does not belong on a link line",
+        ),
+    ] {
+        let (ok, stderr) = link(&new, bin, flags);
+        assert!(!ok, "{flags:?} accepted");
+        assert_eq!(
+            stderr,
+            format!("fake bisheng: error: {message}\n"),
+            "{flags:?}"
+        );
+    }
+
     let old = FakeCann::assemble(&tmp.join("fake-cann-strict-8.0"), FakeVersion::Cann80).unwrap();
     let bin = format!("{}-linux/ccec_compiler/bin/bisheng", std::env::consts::ARCH);
     let tikcfw = old

@@ -737,6 +737,36 @@ mod tests {
     }
 
     #[test]
+    fn npu_libraries_link_the_cann_runtime_and_the_binary_does_not() {
+        let toolkit = |v: &str| cann::Toolkit {
+            home: PathBuf::from("/opt/cann"),
+            version: cann::CannVersion::parse(v).unwrap(),
+            bisheng: PathBuf::from("/opt/cann/compiler/ccec_compiler/bin/bisheng"),
+            found_by: "test".into(),
+        };
+        let objects = [PathBuf::from("/c/a.o"), PathBuf::from("/c/b.o")];
+        let out = Path::new("/o/libk_dav2201.so");
+        let args = |v: &str| -> Vec<String> {
+            npu_link_args(&toolkit(v), cann::Arch::Dav2201, &objects, out)
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
+        };
+        let libs = "-L/opt/cann/lib64 -lascendcl -lruntime -lascendc_runtime -lprofapi \
+                    -lunified_dlog -lmmpa -lascend_dump -lc_sec -lerror_manager \
+                    -Wl,-rpath,/opt/cann/lib64";
+        assert_eq!(
+            args("8.5.0").join(" "),
+            format!("-shared -fPIC --npu-arch=dav-2201 /c/a.o /c/b.o -o /o/libk_dav2201.so {libs}")
+        );
+        // Before 8.5, vector and cube objects share the library: no core flag.
+        assert_eq!(
+            args("8.0.RC3").join(" "),
+            format!("-shared -fPIC /c/a.o /c/b.o -o /o/libk_dav2201.so {libs}")
+        );
+    }
+
+    #[test]
     fn a_cut_short_cache_entry_is_not_whole() {
         let dir = std::env::temp_dir().join(format!("pypto-cache-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
