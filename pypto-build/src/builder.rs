@@ -461,6 +461,20 @@ impl Builder {
                         .map_err(compile_error)?;
                 }
             }
+            // Libraries of architectures no kernel targets any more.
+            if let Ok(entries) = std::fs::read_dir(&npu_dir) {
+                let keep: Vec<String> = npu_arches
+                    .iter()
+                    .map(|arch| self.scope().npu_library(*arch))
+                    .collect();
+                for entry in entries.flatten() {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    let library = name.strip_suffix(".key").unwrap_or(&name);
+                    if !keep.iter().any(|k| k == library) {
+                        let _ = std::fs::remove_file(entry.path());
+                    }
+                }
+            }
         } else if docs_only {
             // The wrappers embed the libraries: stand-ins let them compile.
             for arch in &npu_arches {
