@@ -570,6 +570,34 @@ fn user_crate_builds_links_and_runs_through_fake_toolkits() {
          too short\n"
     );
 
+    // A link bisheng fails: the build fails with its words, naming the
+    // architecture and the library.
+    std::fs::remove_file(&library).unwrap();
+    std::fs::File::options()
+        .append(true)
+        .open(&spec)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now())
+        .unwrap();
+    let (ok, _, stderr) = cargo(
+        &dir,
+        &["build"],
+        &[
+            ("ASCEND_HOME_PATH", &fake.home),
+            ("PYPTO_FAKE_BISHENG_FAIL_LINK", Path::new("1")),
+        ],
+    );
+    assert!(!ok, "a failed link must fail the build");
+    assert!(
+        stderr.contains(&format!(
+            "Error: compiling kernels failed:\n  bisheng could not link the NPU kernels for \
+             dav-2201 (Atlas A2/A3) into {}:\n  fake bisheng: error: cannot link dav-2201 \
+             (injected)\n",
+            library.display()
+        )),
+        "{stderr}"
+    );
+
     // A kernel that compiles for the host but not for the NPU: the build
     // fails with bisheng's message, the rendered source, and its origin.
     write(

@@ -61,6 +61,7 @@ if [ -n "${shared:-}" ]; then
         [ -z "$npu_arch" ] || die "--npu-arch needs CANN 8.5 or later"
     fi
     [ -n "$out" ] || die "missing -o"
+    [ -z "${PYPTO_FAKE_BISHENG_FAIL_LINK:-}" ] || die "cannot link $npu_arch (injected)"
     printf '%s\n' "${pass[@]+"${pass[@]}"}" | grep -qx -- -fPIC || die "-shared without -fPIC"
     printf '%s\n' "${pass[@]+"${pass[@]}"}" | grep -qx -- -lascendcl || die "missing -lascendcl"
     exec "$CXX" -shared "${pass[@]+"${pass[@]}"}" -Wl,--no-undefined -o "$out"
