@@ -359,6 +359,11 @@ fn broken_limits_are_errors_naming_the_rule() {
             "Add: dst's block stride is 0; the destination block stride must be at least 1 (0 is \
              undefined on the hardware)",
         ),
+        (
+            105,
+            "SetVectorMask: maskHigh is 0xabcdef; a repeat of 32-bit elements has 64 of them, so \
+             maskHigh must be 0",
+        ),
     ];
     for (which, want) in cases {
         let err = mask_f32(which).err().expect("an error");

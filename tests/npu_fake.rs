@@ -401,7 +401,8 @@ fn user_crate_builds_links_and_runs_through_fake_toolkits() {
         stdout,
         "device: npu:0 (Ascend910B3)\nadd_bias ok\nattention ok\nmatmul ok\n"
     );
-    // Every tensor and tiling buffer went back to the runtime.
+    // Every tensor went back to the runtime; the device keeps one tiling per
+    // distinct launch (add_bias at 1, 5 and 300 rows, attention, matmul).
     let report = std::fs::read_to_string(&report).unwrap();
     let field = |name: &str| -> u64 {
         report
@@ -410,8 +411,8 @@ fn user_crate_builds_links_and_runs_through_fake_toolkits() {
             .unwrap()
     };
     assert!(field("mallocs") >= 15, "{report}");
-    assert_eq!(field("mallocs"), field("frees"), "{report}");
-    assert_eq!(field("live"), 0, "{report}");
+    assert_eq!(field("mallocs") - field("frees"), 5, "{report}");
+    assert_eq!(field("live"), 5, "{report}");
 
     // PYPTO_DEVICE picks the device at run time; the host is built in.
     let (ok, stdout, stderr) = run("run", &[("PYPTO_DEVICE", "host")]);

@@ -14,6 +14,7 @@ use crate::error::Error;
 
 pub(crate) type AclError = c_int;
 pub(crate) type Stream = *mut c_void;
+pub(crate) type Event = *mut c_void;
 
 pub(crate) const ACL_SUCCESS: AclError = 0;
 /// `aclInit` was already called in this process (by us or by other code).
@@ -49,6 +50,11 @@ pub(crate) struct Acl {
     malloc: unsafe extern "C" fn(*mut *mut c_void, usize, c_int) -> AclError,
     free: unsafe extern "C" fn(*mut c_void) -> AclError,
     memcpy: unsafe extern "C" fn(*mut c_void, usize, *const c_void, usize, c_int) -> AclError,
+    create_event: unsafe extern "C" fn(*mut Event) -> AclError,
+    destroy_event: unsafe extern "C" fn(Event) -> AclError,
+    record_event: unsafe extern "C" fn(Event, Stream) -> AclError,
+    stream_wait_event: unsafe extern "C" fn(Stream, Event) -> AclError,
+    synchronize_event: unsafe extern "C" fn(Event) -> AclError,
     recent_error: unsafe extern "C" fn() -> *const c_char,
     soc_name: unsafe extern "C" fn() -> *const c_char,
     /// Whether this process's `aclInit` was ours: only then is
@@ -137,6 +143,11 @@ fn bind(library: libloading::Library, path: String) -> Result<Acl, String> {
         malloc: symbol!("aclrtMalloc"),
         free: symbol!("aclrtFree"),
         memcpy: symbol!("aclrtMemcpy"),
+        create_event: symbol!("aclrtCreateEvent"),
+        destroy_event: symbol!("aclrtDestroyEvent"),
+        record_event: symbol!("aclrtRecordEvent"),
+        stream_wait_event: symbol!("aclrtStreamWaitEvent"),
+        synchronize_event: symbol!("aclrtSynchronizeEvent"),
         recent_error: symbol!("aclGetRecentErrMsg"),
         soc_name: symbol!("aclrtGetSocName"),
         owns_init: false,
@@ -265,6 +276,66 @@ impl Acl {
             .streams
             .push((device, stream as usize));
         Ok(stream)
+    }
+
+    /// Destroys a stream [`Acl::create_stream`] made, once its work is done.
+    ///
+    /// # Safety
+    /// `stream` came from [`Acl::create_stream`] and is not used afterwards.
+    pub(crate) unsafe fn destroy_stream(&self, stream: Stream) -> Result<(), Error> {
+        self.opened
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .streams
+            .retain(|&(_, s)| s != stream as usize);
+        // SAFETY: forwarded from this function's contract.
+        let code = unsafe { (self.destroy_stream)(stream) };
+        self.check("aclrtDestroyStream", code)
+    }
+
+    pub(crate) fn create_event(&self) -> Result<Event, Error> {
+        let mut event: Event = std::ptr::null_mut();
+        // SAFETY: writes one event handle through a valid pointer.
+        let code = unsafe { (self.create_event)(&mut event) };
+        self.check("aclrtCreateEvent", code)?;
+        Ok(event)
+    }
+
+    /// # Safety
+    /// `event` came from [`Acl::create_event`], every stream that records or
+    /// waits for it has passed it, and it is not used afterwards.
+    pub(crate) unsafe fn destroy_event(&self, event: Event) -> Result<(), Error> {
+        // SAFETY: forwarded from this function's contract.
+        let code = unsafe { (self.destroy_event)(event) };
+        self.check("aclrtDestroyEvent", code)
+    }
+
+    /// # Safety
+    /// `event` and `stream` are live handles of the current device.
+    pub(crate) unsafe fn record_event(&self, event: Event, stream: Stream) -> Result<(), Error> {
+        // SAFETY: forwarded from this function's contract.
+        let code = unsafe { (self.record_event)(event, stream) };
+        self.check("aclrtRecordEvent", code)
+    }
+
+    /// # Safety
+    /// `event` and `stream` are live handles of the current device.
+    pub(crate) unsafe fn stream_wait_event(
+        &self,
+        stream: Stream,
+        event: Event,
+    ) -> Result<(), Error> {
+        // SAFETY: forwarded from this function's contract.
+        let code = unsafe { (self.stream_wait_event)(stream, event) };
+        self.check("aclrtStreamWaitEvent", code)
+    }
+
+    /// # Safety
+    /// `event` is a live event handle.
+    pub(crate) unsafe fn synchronize_event(&self, event: Event) -> Result<(), Error> {
+        // SAFETY: forwarded from this function's contract.
+        let code = unsafe { (self.synchronize_event)(event) };
+        self.check("aclrtSynchronizeEvent", code)
     }
 
     pub(crate) fn synchronize(&self, stream: Stream) -> Result<(), Error> {

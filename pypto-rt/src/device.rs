@@ -3,10 +3,11 @@
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::acl::{self, Acl, Stream};
+use crate::acl::{self, Acl};
 use crate::dtype::DType;
 use crate::error::Error;
 use crate::shape::Shape;
+use crate::stream::{Stream, StreamState};
 use crate::tensor::Tensor;
 
 /// The variable that overrides [`Device::default`]: `host`, `npu` or `npu:N`.
@@ -67,16 +68,23 @@ pub(crate) struct Npu {
     pub(crate) soc: String,
     pub(crate) arch: Option<NpuArch>,
     pub(crate) acl: &'static Acl,
-    /// The stream launches go to. ACL streams are not documented as
-    /// thread-safe, so launches on one device take turns.
-    pub(crate) stream: Mutex<StreamHandle>,
+    /// The stream kernel calls go to unless `with_stream` names another.
+    pub(crate) default_stream: Arc<StreamState>,
+    /// Launch data (tiling) already on the device, by content: launches
+    /// with sizes seen before reuse it instead of copying it again.
+    pub(crate) tilings: Mutex<TilingCache>,
 }
 
-pub(crate) struct StreamHandle(pub(crate) Stream);
+/// Device copies of tilings, never freed before the process ends (they are
+/// small, and a launch still queued may read any of them).
+#[derive(Default)]
+pub(crate) struct TilingCache {
+    pub(crate) entries: std::collections::HashMap<Box<[u64]>, usize>,
+}
 
-// SAFETY: a stream handle is an opaque runtime token; it is only used
-// while its `Mutex` is held, by one thread at a time.
-unsafe impl Send for StreamHandle {}
+/// Most distinct tilings kept per device; launches past it copy their
+/// tiling each time (and free it when their stream has passed them).
+pub(crate) const MAX_TILINGS: usize = 4096;
 
 thread_local! {
     /// The device ACL has current on this thread, so that `aclrtSetDevice`
@@ -84,14 +92,19 @@ thread_local! {
     static CURRENT: std::cell::Cell<Option<i32>> = const { std::cell::Cell::new(None) };
 }
 
+/// Makes device `index` current on the calling thread.
+pub(crate) fn enter(acl: &Acl, index: i32) -> Result<(), Error> {
+    if CURRENT.with(|c| c.get()) != Some(index) {
+        acl.set_device(index)?;
+        CURRENT.with(|c| c.set(Some(index)));
+    }
+    Ok(())
+}
+
 impl Npu {
     /// Makes this device current on the calling thread.
     pub(crate) fn enter(&self) -> Result<(), Error> {
-        if CURRENT.with(|c| c.get()) != Some(self.index) {
-            self.acl.set_device(self.index)?;
-            CURRENT.with(|c| c.set(Some(self.index)));
-        }
-        Ok(())
+        enter(self.acl, self.index)
     }
 }
 
@@ -128,7 +141,9 @@ fn open_npu(index: u32) -> Result<Arc<Npu>, Error> {
         arch: NpuArch::from_soc_name(&soc),
         soc,
         acl,
-        stream: Mutex::new(StreamHandle(stream)),
+        // Destroyed at exit with the other streams this process created.
+        default_stream: Arc::new(StreamState::new(acl, wanted, stream, false)),
+        tilings: Mutex::new(TilingCache::default()),
     });
     opened.push(npu.clone());
     Ok(npu)
@@ -232,6 +247,31 @@ impl Device {
             DeviceKind::Host => None,
             DeviceKind::Npu(npu) => npu.arch,
         }
+    }
+
+    /// The stream kernel calls on this device go to unless [`with_stream`]
+    /// names another. On the host backend calls run when they are made.
+    ///
+    /// [`with_stream`]: crate::with_stream
+    pub fn default_stream(&self) -> Stream {
+        Stream::from_state(
+            self.clone(),
+            self.as_npu().map(|npu| npu.default_stream.clone()),
+        )
+    }
+
+    /// A new stream on this device, destroyed (after its work) when its
+    /// last clone is dropped.
+    pub fn new_stream(&self) -> Result<Stream, Error> {
+        let state = match self.as_npu() {
+            None => None,
+            Some(npu) => {
+                npu.enter()?;
+                let raw = npu.acl.create_stream(npu.index)?;
+                Some(Arc::new(StreamState::new(npu.acl, npu.index, raw, true)))
+            }
+        };
+        Ok(Stream::from_state(self.clone(), state))
     }
 
     pub(crate) fn as_npu(&self) -> Option<&Arc<Npu>> {

@@ -116,6 +116,18 @@ pub enum Error {
         actual: String,
     },
 
+    /// Work of one device queued on a stream of another (a kernel call in
+    /// [`crate::with_stream`], or [`crate::Stream::wait`] on an event).
+    #[error("{what}: on {actual}, but the stream is on {stream}; use a stream of the same device")]
+    WrongStream {
+        /// The call or kernel.
+        what: String,
+        /// The device of its work.
+        actual: String,
+        /// The stream's device.
+        stream: String,
+    },
+
     /// The kernel itself reported an error (on the host backend, the Ascend C
     /// emulation's checks: buffer budgets, alignment, queue misuse, bounds).
     #[error("kernel `{kernel}`, block {block}: {message}")]

@@ -9,17 +9,19 @@
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_void};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use smallvec::SmallVec;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::acl::CopyKind;
+use crate::device::MAX_TILINGS;
 use crate::device::{Device, Npu};
 use crate::error::{AxisSize, Error};
 use crate::host_mem::{HostBuffer, ReadOnly};
 use crate::npu_lib::NpuStub;
 use crate::shape::Sizes;
+use crate::stream::{StreamState, Uses};
 use crate::watchdog;
 
 /// Per-call lists stay on the stack for kernels of up to 8 tensors or dims,
@@ -179,8 +181,12 @@ pub(crate) enum MemoryKind<'a> {
         buffer: &'a HostBuffer,
         first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
     },
-    /// Device memory on an NPU.
-    Device { ptr: *mut u8, bytes: u64 },
+    /// Device memory on an NPU, with the queued work that uses it.
+    Device {
+        ptr: *mut u8,
+        bytes: u64,
+        uses: Option<&'a Uses>,
+    },
 }
 
 impl<'a> Memory<'a> {
@@ -198,15 +204,19 @@ impl<'a> Memory<'a> {
         })
     }
 
-    pub(crate) fn device(ptr: *mut u8, bytes: u64) -> Self {
-        Memory(MemoryKind::Device { ptr, bytes })
+    pub(crate) fn device(ptr: *mut u8, bytes: u64, uses: &'a Uses) -> Self {
+        Memory(MemoryKind::Device {
+            ptr,
+            bytes,
+            uses: Some(uses),
+        })
     }
 
     fn address(&self) -> (*mut u8, u64) {
         match &self.0 {
             MemoryKind::HostInput(buffer) => (buffer.as_ptr(), buffer.len() as u64),
             MemoryKind::HostOutput { buffer, .. } => (buffer.as_ptr(), buffer.len() as u64),
-            MemoryKind::Device { ptr, bytes } => (*ptr, *bytes),
+            MemoryKind::Device { ptr, bytes, .. } => (*ptr, *bytes),
         }
     }
 }
@@ -538,13 +548,40 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
         tiling_bytes: tiling_len(&dims, &scalars),
     };
     let (result, ub_peak_bytes) = match device.as_npu() {
-        // SAFETY: forwarded from this function's contract.
-        None => unsafe { run_on_host(desc, entries.host, blocks, &tensors, args) },
+        None => {
+            // A stream of an NPU named for host tensors is a mistake to
+            // report, not to ignore.
+            if let Some(stream) = crate::stream::current()
+                && !stream.device().is_host()
+            {
+                return Err(Error::WrongStream {
+                    what: format!("kernel `{}`", desc.name),
+                    actual: device.to_string(),
+                    stream: stream.device().to_string(),
+                });
+            }
+            // SAFETY: forwarded from this function's contract.
+            unsafe { run_on_host(desc, entries.host, blocks, &tensors, args) }
+        }
         Some(npu) => {
             let entry = npu_entry(desc, entries, device, npu)?;
+            let stream = launch_stream(desc, device, npu)?;
+            let uses: Small<&Uses> = args
+                .iter()
+                .filter_map(|a| match a {
+                    Arg::Tensor {
+                        memory: Memory(MemoryKind::Device { uses, .. }),
+                        ..
+                    } => *uses,
+                    _ => None,
+                })
+                .collect();
             // SAFETY: forwarded from this function's contract; the tensors'
             // pointers are device addresses on `npu`.
-            (unsafe { run_on_npu(npu, entry, blocks, &tensors) }, 0)
+            (
+                unsafe { run_on_npu(npu, &stream, entry, blocks, &tensors, &uses) },
+                0,
+            )
         }
     };
     LAST_LAUNCH.with(|l| {
@@ -1034,44 +1071,100 @@ fn npu_entry(
     stub.entry(desc.name)
 }
 
-/// Copies the tiling to the device, enqueues the kernel on the device's
-/// stream and waits for it.
+/// The stream a launch on `device` goes to: the one [`crate::with_stream`]
+/// set on this thread, else the device's default stream.
+fn launch_stream(desc: &KernelDesc, device: &Device, npu: &Npu) -> Result<Arc<StreamState>, Error> {
+    let Some(stream) = crate::stream::current() else {
+        return Ok(npu.default_stream.clone());
+    };
+    match stream.state() {
+        Some(state) if state.device == npu.index => Ok(state.clone()),
+        _ => Err(Error::WrongStream {
+            what: format!("kernel `{}`", desc.name),
+            actual: device.to_string(),
+            stream: stream.device().to_string(),
+        }),
+    }
+}
+
+/// The device copy of `tiling`: from the device's cache when these words
+/// were launched before, else copied once and kept. Past
+/// [`MAX_TILINGS`] distinct tilings, a copy for this launch alone, to be
+/// freed by `stream` when it has passed the launch (the second value).
+fn device_tiling(npu: &Npu, tiling: &[u64], bytes: usize) -> Result<(*mut c_void, bool), Error> {
+    let mut cache = npu.tilings.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&ptr) = cache.entries.get(tiling) {
+        return Ok((ptr as *mut c_void, false));
+    }
+    let ptr = npu.acl.malloc(bytes)?;
+    if !tiling.is_empty() {
+        // SAFETY: `ptr` holds `bytes` of fresh device memory, at least the
+        // size of the words copied; no queued work uses it yet.
+        let copied = unsafe {
+            npu.acl.memcpy(
+                ptr,
+                tiling.as_ptr().cast(),
+                std::mem::size_of_val(tiling),
+                CopyKind::HostToDevice,
+            )
+        };
+        if let Err(e) = copied {
+            // SAFETY: allocated just above and used by nothing.
+            let _ = unsafe { npu.acl.free(ptr) };
+            return Err(e);
+        }
+    }
+    if cache.entries.len() >= MAX_TILINGS {
+        return Ok((ptr, true));
+    }
+    let mut key = Vec::new();
+    if key.try_reserve_exact(tiling.len()).is_ok() {
+        key.extend_from_slice(tiling);
+        cache.entries.insert(key.into_boxed_slice(), ptr as usize);
+        Ok((ptr, false))
+    } else {
+        Ok((ptr, true))
+    }
+}
+
+/// Queues the kernel on `stream` and returns: the tiling comes from the
+/// device's cache, the stream waits (through events) for work on other
+/// streams that uses the same tensors, and each tensor notes the launch.
 ///
 /// # Safety
 /// As for [`launch`], with device addresses on `npu`.
 unsafe fn run_on_npu(
     npu: &Npu,
+    stream: &Arc<StreamState>,
     entry: NpuEntry,
     blocks: u32,
     tensors: &Tensors<'_>,
+    uses: &[&Uses],
 ) -> Result<(), Error> {
     npu.enter()?;
-    let acl = npu.acl;
     // A launch with no dims and no scalars still passes a (1-word) tiling.
     let tiling_bytes = std::mem::size_of_val(tensors.tiling).max(8);
-    let tiling = acl.malloc(tiling_bytes)?;
-    let result = (|| {
-        if !tensors.tiling.is_empty() {
-            // SAFETY: `tiling` holds `tiling_bytes` of device memory, at
-            // least the size of the words copied.
-            unsafe {
-                acl.memcpy(
-                    tiling,
-                    tensors.tiling.as_ptr().cast(),
-                    std::mem::size_of_val(tensors.tiling),
-                    CopyKind::HostToDevice,
-                )?;
-            }
-        }
-        let mut args: Small<*mut c_void> = tensors.pointers.iter().copied().collect();
-        args.push(tiling);
-        // Read by the stub on the host, before `launch` returns.
-        args.push(tensors.tiling.as_ptr().cast_mut().cast());
-        let stream = npu.stream.lock().unwrap_or_else(|e| e.into_inner());
+    let (tiling, own_tiling) = device_tiling(npu, tensors.tiling, tiling_bytes)?;
+    // One event per other stream with queued work on these tensors.
+    let mut others = Vec::new();
+    for u in uses {
+        u.pending_elsewhere(stream, &mut others);
+    }
+    let waits = others
+        .iter()
+        .map(|other| other.record())
+        .collect::<Result<Vec<_>, Error>>()?;
+    let mut args: Small<*mut c_void> = tensors.pointers.iter().copied().collect();
+    args.push(tiling);
+    // Read by the stub on the host, before it returns.
+    args.push(tensors.tiling.as_ptr().cast_mut().cast());
+    let queued = stream.submit(waits, |raw| {
         // SAFETY: `entry` is the stub compiled for this kernel and this
         // device's architecture (the caller's contract); `args` holds one
-        // device address per tensor param, then the tiling's.
-        let status = unsafe { entry(blocks, stream.0, args.as_mut_ptr()) };
+        // device address per tensor param, then the tiling's; the memory
+        // stays allocated until the stream has passed the launch (each
+        // tensor notes it below, and the tiling is cached or freed later).
+        let status = unsafe { entry(blocks, raw, args.as_mut_ptr()) };
         if status != 0 {
             return Err(Error::Acl {
                 call: "kernel launch",
@@ -1079,12 +1172,27 @@ unsafe fn run_on_npu(
                 message: String::new(),
             });
         }
-        acl.synchronize(stream.0)
-    })();
-    // SAFETY: allocated above; the kernel that read it has finished (or
-    // failed to start).
-    let freed = unsafe { acl.free(tiling) };
-    result.and(freed)
+        Ok(())
+    });
+    let seq = match queued {
+        Ok(seq) => seq,
+        Err(e) => {
+            if own_tiling {
+                // SAFETY: not queued, so nothing uses it.
+                let _ = unsafe { npu.acl.free(tiling) };
+            }
+            return Err(e);
+        }
+    };
+    for u in uses {
+        u.used_by(stream, seq);
+    }
+    if own_tiling {
+        let once = Uses::default();
+        once.used_by(stream, seq);
+        once.free_when_idle(tiling);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1096,7 +1204,11 @@ mod tests {
         let host = Device::host();
         let tensor = |sizes: &[usize]| Arg::Tensor {
             sizes: Sizes::new(sizes).unwrap(),
-            memory: Memory::device(std::ptr::null_mut(), 0),
+            memory: Memory(MemoryKind::Device {
+                ptr: std::ptr::null_mut(),
+                bytes: 0,
+                uses: None,
+            }),
             device: &host,
         };
         let desc = KernelDesc {

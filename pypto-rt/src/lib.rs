@@ -53,6 +53,7 @@ mod launch;
 mod npu_lib;
 mod sanitize;
 mod shape;
+pub mod stream;
 pub mod tensor;
 mod watchdog;
 
@@ -68,6 +69,7 @@ pub use launch::{
 };
 pub use sanitize::{SANITIZE_VAR, Sanitize, with_sanitize};
 pub use shape::{Shape, Sizes};
+pub use stream::{Event, LAUNCH_BLOCKING_VAR, Stream, with_stream};
 pub use tensor::Tensor;
 pub use watchdog::TIMEOUT_VAR;
 

@@ -10,6 +10,7 @@ use crate::dtype::DType;
 use crate::error::Error;
 use crate::host_mem::HostBuffer;
 use crate::shape::{Shape, Sizes};
+use crate::stream::Uses;
 
 /// A tensor of `T` with shape `S` on a [`Device`]. Its shape type carries the
 /// kernel's markers: `Const<N>` axes are checked by the compiler, `usize`
@@ -56,12 +57,15 @@ pub(crate) fn try_zeroed_vec<T: DType>(n: usize) -> Result<Vec<T>, Error> {
     Ok(out)
 }
 
-/// Device memory owned by one tensor; freed on drop.
+/// Device memory owned by one tensor; freed on drop, or, when queued work
+/// still uses it, once its stream has passed that work.
 struct DeviceBuffer {
     npu: Arc<Npu>,
     /// Null when `bytes` is 0 (ACL does not allocate nothing).
     ptr: *mut c_void,
     bytes: usize,
+    /// The queued launches that use this memory.
+    uses: Uses,
 }
 
 // SAFETY: the buffer is device memory owned by this value alone; ACL calls
@@ -87,6 +91,7 @@ impl DeviceBuffer {
             npu: npu.clone(),
             ptr: std::ptr::null_mut(),
             bytes,
+            uses: Uses::default(),
         };
         if bytes > 0 {
             npu.enter()?;
@@ -101,7 +106,7 @@ impl DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
-        if self.ptr.is_null() {
+        if self.ptr.is_null() || self.uses.free_when_idle(self.ptr) {
             return;
         }
         // A failed free cannot be reported from drop; the memory is lost
@@ -213,6 +218,8 @@ impl<T: DType, S: Shape> Tensor<T, S> {
             }
             Storage::Npu(buffer) => {
                 if bytes > 0 {
+                    // Kernels queued on a stream may still write it.
+                    buffer.uses.wait_idle()?;
                     buffer.npu.enter()?;
                     // SAFETY: the reserved capacity holds `bytes` on the
                     // host; the buffer holds `bytes` of device memory.
@@ -257,6 +264,7 @@ impl<T: DType, S: Shape> Tensor<T, S> {
                 Tensor::upload(&self.device, self.shape, &data)
             }
             Storage::Npu(buffer) => {
+                buffer.uses.wait_idle()?;
                 // SAFETY: the buffer holds `bytes` of device memory on this device.
                 let copy = unsafe {
                     DeviceBuffer::copy_of(
@@ -280,7 +288,7 @@ impl<T: DType, S: Shape> Tensor<T, S> {
         let memory = match &self.storage {
             Storage::Host(buffer, _) => crate::launch::Memory::host_input(buffer),
             Storage::Npu(buffer) => {
-                crate::launch::Memory::device(buffer.ptr.cast(), buffer.bytes as u64)
+                crate::launch::Memory::device(buffer.ptr.cast(), buffer.bytes as u64, &buffer.uses)
             }
         };
         crate::launch::Arg::Tensor {
@@ -297,7 +305,7 @@ impl<T: DType, S: Shape> Tensor<T, S> {
                 crate::launch::Memory::host_output(buffer, T::first_invalid)
             }
             Storage::Npu(buffer) => {
-                crate::launch::Memory::device(buffer.ptr.cast(), buffer.bytes as u64)
+                crate::launch::Memory::device(buffer.ptr.cast(), buffer.bytes as u64, &buffer.uses)
             }
         };
         crate::launch::Arg::Tensor {

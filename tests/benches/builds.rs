@@ -6,11 +6,16 @@
 //!   `REPS`), whether the build script ran, and how many times the C++
 //!   compiler was invoked (a counting wrapper set as `CXX`), against the
 //!   clean build as baseline;
+//! - what one kernel compile costs at `-O0`, `-O1` and `-O2` (with the
+//!   precompiled header of that level) against a source that includes the
+//!   headers and defines nothing, and the least time 50 compiles can take on
+//!   this machine's cores at each level;
 //! - the size a STATIC specialisation adds to a stripped release binary,
 //!   against the binary with one specialisation.
 //!
 //! Run with `cargo bench -p pypto-tests --bench builds` (several minutes: it builds the
-//! crates' dependencies once first, offline, in `target/bench-builds`).
+//! crates' dependencies once first, offline, in `target/bench-builds`);
+//! `-- floor` measures only the compile floor, on the crate of the last run.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -292,8 +297,151 @@ fn binary_size() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Copies the headers under `from` to `to`, leaving out precompiled ones.
+fn copy_headers(from: &Path, to: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let target = to.join(&name);
+        if entry.file_type()?.is_dir() {
+            copy_headers(&entry.path(), &target)?;
+        } else if !name.to_string_lossy().contains(".gch") {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// Seconds of one run of `c++ args`, or the compiler's error.
+fn compile_seconds(args: &[String]) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    let out = Command::new("c++").args(args).output()?;
+    if !out.status.success() {
+        bail!(
+            "c++ {args:?} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+/// One kernel compile at each optimisation level, with the flags the build
+/// used (taken from the counting wrapper's log of the last build), against
+/// an empty source with the same headers and precompiled header.
+fn compile_floor() -> anyhow::Result<()> {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-builds-50");
+    let log = std::fs::read_to_string(dir.join("cxx.log"))?;
+    let line = log
+        .lines()
+        .find(|l| l.contains(" -c ") && l.contains("/pypto/src/"))
+        .context("no kernel compile in the last build's log")?;
+    // The bench's paths have no spaces, so the logged `$*` splits back.
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let source = PathBuf::from(words[words.iter().position(|w| *w == "-c").context("-c")? + 1]);
+    let src_dir = source.parent().context("src dir")?;
+    let include = src_dir.with_file_name("include");
+    let mut flags: Vec<String> = Vec::new();
+    let mut skip = false;
+    for w in &words {
+        if skip {
+            skip = false;
+            continue;
+        }
+        match *w {
+            "-c" | "-o" => skip = true,
+            w if w.starts_with("-O") => {}
+            // The build's include directory, as `-I DIR` or `-IDIR`.
+            w if w.ends_with("/pypto/include") => {
+                if flags.last().is_some_and(|f| f == "-I") {
+                    flags.pop();
+                }
+            }
+            w => flags.push(w.to_string()),
+        }
+    }
+    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench-compile-floor");
+    let _ = std::fs::remove_dir_all(&scratch);
+    let empty = scratch.join("empty.cpp");
+    write(&empty, "#include \"kernel_operator.h\"\n")?;
+    let kinds = ["k00", "k01", "k02", "k03", "k04"];
+    println!(
+        "one kernel compile (g++, the build's flags, a precompiled header per level), median of {REPS}; \
+         ratio = kernel / empty source"
+    );
+    for level in ["-O0", "-O1", "-O2"] {
+        let inc = scratch.join(format!("include{level}"));
+        copy_headers(&include, &inc)?;
+        let mut base: Vec<String> = flags.clone();
+        base.push(level.to_string());
+        base.push(format!("-I{}", inc.display()));
+        let header = inc.join("kernel_operator.h");
+        let mut pch = base.clone();
+        pch.extend([
+            "-x".into(),
+            "c++-header".into(),
+            header.display().to_string(),
+            "-o".into(),
+            format!("{}.gch", header.display()),
+        ]);
+        let pch_s = compile_seconds(&pch)?;
+        let object = scratch.join("out.o");
+        let time = |src: &Path| -> anyhow::Result<f64> {
+            let mut args = base.clone();
+            args.extend([
+                "-Winvalid-pch".into(),
+                "-c".into(),
+                src.display().to_string(),
+                "-o".into(),
+                object.display().to_string(),
+            ]);
+            let runs: anyhow::Result<Vec<f64>> =
+                (0..REPS).map(|_| compile_seconds(&args)).collect();
+            Ok(median(runs?))
+        };
+        let empty_s = time(&empty)?;
+        let mut row = String::new();
+        let mut total = 0.0;
+        for kind in kinds {
+            let src = std::fs::read_dir(src_dir)?
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .find(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with(&format!("{kind}_")) && n.ends_with(".cpp"))
+                })
+                .with_context(|| format!("no source for {kind}"))?;
+            let s = time(&src)?;
+            total += s;
+            row.push_str(&format!("  {kind} {s:.2} s ({:.1}x)", s / empty_s));
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        println!(
+            "  {level}: precompiled header {pch_s:.2} s; empty source (baseline) {empty_s:.2} s;{row}"
+        );
+        // The crate's kernels are these five kinds in equal numbers.
+        println!(
+            "       compiling the {KERNELS} kernels alone, perfectly spread over {cores} cores: at least {:.1} s",
+            total / kinds.len() as f64 * KERNELS as f64 / cores as f64
+        );
+    }
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
+    // `-- floor` measures only the compile floor, on the crate the last
+    // full run left behind.
+    if std::env::args().any(|a| a == "floor") {
+        return compile_floor();
+    }
     incremental()?;
+    compile_floor()?;
     binary_size()?;
     Ok(())
 }

@@ -1,7 +1,8 @@
 // FAKE NPU kernel launch for the pypto-rs test toolkit; NOT part of CANN.
 // The fake bisheng rewrites `k<<<blocks, l2ctrl, stream>>>(args...)` into
-// `pypto_fake_npu::launch(k, blocks, l2ctrl, stream)(args...)`, which runs
-// every block on the calling thread through the host emulation, with each
+// `pypto_fake_npu::launch(k, blocks, l2ctrl, stream)(args...)`, which queues
+// the launch on the stream and returns: the stream's worker thread (in the
+// fake runtime) runs every block through the host emulation, with each
 // pointer argument's bounds taken from the fake runtime's allocations
 // (scalars passed by value are passed on).
 #pragma once
@@ -10,6 +11,8 @@
 
 #include <atomic>
 #include <cstring>
+#include <new>
+#include <tuple>
 #include <type_traits>
 
 extern "C" {
@@ -20,6 +23,8 @@ int pypto_fake_acl_allocation_bytes(const void* ptr, uint64_t* bytes);
 int pypto_fake_acl_launch_begin(void* stream);
 // Records a failed block on the stream, reported at synchronisation.
 void pypto_fake_acl_kernel_failed(void* stream, uint32_t block, const char* message);
+// Queues `run(ctx)` on the stream; 0 on success.
+int pypto_fake_acl_enqueue(void* stream, void (*run)(void*), void* ctx, void* const* ptrs, uint32_t nptrs);
 }
 
 namespace pypto_fake_npu {
@@ -43,6 +48,47 @@ void* pointer_of(T value)
     }
 }
 
+// One queued launch: everything the worker needs, copied at launch time
+// (the caller's arguments and host data may be gone when it runs).
+template <typename Kernel, typename... Args>
+struct Job {
+    Kernel* kernel;
+    uint32_t blocks;
+    void* stream;
+    const char* cores;
+    std::tuple<Args...> args;
+    void* ptrs[sizeof...(Args) + 1];
+    uint64_t bytes[sizeof...(Args) + 1];
+    uint32_t count;
+
+    static void run(void* raw)
+    {
+        Job* job = static_cast<Job*>(raw);
+        char err[1024] = {0};
+        // Per-block emulation state (sanitizer shadows, clocks) is keyed by
+        // the launch: each launch takes a number of its own.
+        static std::atomic<uint64_t> launches{0};
+        uint64_t launch_id = ++launches;
+        for (uint32_t b = 0; b < job->blocks; ++b) {
+            pypto_emu::HostLaunch record{b, job->blocks, job->ptrs, job->bytes, job->count, nullptr, 0, err,
+                sizeof err, 0};
+            // Every sanitizer check, as on the host backend by default.
+            record.sanitize = 15;
+            record.launch_id = launch_id;
+            auto body = [&] { std::apply(job->kernel, job->args); };
+            int32_t status = std::strcmp(job->cores, "mixed") == 0
+                ? pypto_emu::run_mixed_block(&record, body)
+                : std::strcmp(job->cores, "cube") == 0 ? pypto_emu::run_cube_block(&record, body)
+                                                        : pypto_emu::run_block(&record, body);
+            if (status != 0) {
+                pypto_fake_acl_kernel_failed(job->stream, b, err);
+                break;
+            }
+        }
+        delete job;
+    }
+};
+
 template <typename Kernel>
 struct Launch {
     Kernel* kernel;
@@ -57,45 +103,30 @@ struct Launch {
         if (pypto_fake_acl_launch_begin(stream) != 0) {
             return;
         }
+        auto* job = new (std::nothrow) Job<Kernel, Args...>{kernel, blocks, stream, cores, {args...}, {}, {}, 0};
+        if (job == nullptr) {
+            pypto_fake_acl_kernel_failed(stream, 0, "out of host memory for the launch");
+            return;
+        }
         constexpr uint32_t n = sizeof...(Args);
         void* all[n] = {pointer_of(args)...};
         // The pointer arguments are the launch's memory: each must start a
         // device allocation.
-        void* ptrs[n];
-        uint64_t bytes[n];
-        uint32_t count = 0;
         for (uint32_t i = 0; i < n; ++i) {
             if (all[i] == nullptr) {
                 continue;
             }
-            ptrs[count] = all[i];
-            if (pypto_fake_acl_allocation_bytes(all[i], &bytes[count]) != 0) {
-                pypto_fake_acl_kernel_failed(stream, 0,
-                    "a kernel argument is not the start of device memory");
+            job->ptrs[job->count] = all[i];
+            if (pypto_fake_acl_allocation_bytes(all[i], &job->bytes[job->count]) != 0) {
+                pypto_fake_acl_kernel_failed(stream, 0, "a kernel argument is not the start of device memory");
+                delete job;
                 return;
             }
-            ++count;
+            ++job->count;
         }
-        char err[1024] = {0};
-        // Per-block emulation state (sanitizer shadows, clocks) is keyed by
-        // the launch: each launch takes a number of its own.
-        static std::atomic<uint64_t> launches{0};
-        uint64_t launch_id = ++launches;
-        for (uint32_t b = 0; b < blocks; ++b) {
-            pypto_emu::HostLaunch record{b, blocks, ptrs, bytes, count, nullptr, 0, err,
-                sizeof err, 0};
-            // Every sanitizer check, as on the host backend by default.
-            record.sanitize = 15;
-            record.launch_id = launch_id;
-            auto body = [&] { kernel(args...); };
-            int32_t status = std::strcmp(cores, "mixed") == 0
-                ? pypto_emu::run_mixed_block(&record, body)
-                : std::strcmp(cores, "cube") == 0 ? pypto_emu::run_cube_block(&record, body)
-                                                   : pypto_emu::run_block(&record, body);
-            if (status != 0) {
-                pypto_fake_acl_kernel_failed(stream, b, err);
-                return;
-            }
+        if (pypto_fake_acl_enqueue(stream, &Job<Kernel, Args...>::run, job, job->ptrs, job->count) != 0) {
+            pypto_fake_acl_kernel_failed(stream, 0, "the launch could not be queued");
+            delete job;
         }
     }
 };

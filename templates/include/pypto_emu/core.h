@@ -14,6 +14,9 @@
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <type_traits>
+#include <cstdio>
+#include <ios>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -69,94 +72,144 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-// Message building. Each distinct list of argument types instantiates
-// concat, and kernels build hundreds of messages: so each part is appended by
-// an out-of-line function per type (formatting as std::ostream would), and
-// an instantiation is only a few calls.
-PYPTO_RUNTIME void append_part(std::string& out, const char* text)
-#if PYPTO_RUNTIME_BODY
-{
-    if (text != nullptr) {
-        out += text;
+// Message building. Kernels build hundreds of messages with different lists
+// of argument types, so each part is turned into a small type-erased record
+// at the call site and one out-of-line function formats them all (as
+// std::ostream would): an instantiation of concat or fail is then only the
+// array of records and one call.
+struct MsgPart {
+    enum Kind : uint8_t { Text, Chars, Char, Signed, Unsigned, Real, Pointer, Hex, Dec };
+    Kind kind;
+    union {
+        const char* text;
+        char c;
+        long long i;
+        unsigned long long u;
+        double d;
+        const void* p;
+    };
+    uint64_t len = 0; // Chars: a std::string's bytes
+
+    MsgPart(const char* t) : kind(Text), text(t) {}
+    MsgPart(char* t) : kind(Text), text(t) {}
+    MsgPart(const std::string& t) : kind(Chars), text(t.data()), len(t.size()) {}
+    MsgPart(char v) : kind(Char), c(v) {}
+    MsgPart(signed char v) : kind(Char), c(static_cast<char>(v)) {}
+    MsgPart(unsigned char v) : kind(Char), c(static_cast<char>(v)) {}
+    MsgPart(bool v) : kind(Signed), i(v ? 1 : 0) {}
+    MsgPart(short v) : kind(Signed), i(v) {}
+    MsgPart(int v) : kind(Signed), i(v) {}
+    MsgPart(long v) : kind(Signed), i(v) {}
+    MsgPart(long long v) : kind(Signed), i(v) {}
+    MsgPart(unsigned short v) : kind(Unsigned), u(v) {}
+    MsgPart(unsigned v) : kind(Unsigned), u(v) {}
+    MsgPart(unsigned long v) : kind(Unsigned), u(v) {}
+    MsgPart(unsigned long long v) : kind(Unsigned), u(v) {}
+    MsgPart(float v) : kind(Real), d(v) {}
+    MsgPart(double v) : kind(Real), d(v) {}
+    MsgPart(const void* v) : kind(Pointer), p(v) {}
+    // std::hex and std::dec switch the base of the integers that follow.
+    MsgPart(std::ios_base& (*manip)(std::ios_base&))
+        : kind(manip == static_cast<std::ios_base& (*)(std::ios_base&)>(std::hex) ? Hex : Dec), i(0)
+    {
     }
-}
-#else
-;
-#endif
-PYPTO_RUNTIME void append_part(std::string& out, const std::string& text)
+    // Enumerations print as their numbers; other types (half, bfloat16_t)
+    // as the number they convert to.
+    template <typename T, typename = std::enable_if_t<std::is_enum_v<T>>>
+    MsgPart(T v) : MsgPart(static_cast<std::underlying_type_t<T>>(v))
+    {
+    }
+    template <typename T, typename = std::enable_if_t<!std::is_enum_v<T> && !std::is_pointer_v<T> &&
+                                                      std::is_convertible_v<const T&, float>>,
+              typename = void>
+    MsgPart(const T& v) : kind(Real), d(static_cast<float>(v))
+    {
+    }
+};
+
+PYPTO_RUNTIME std::string format_parts(const MsgPart* parts, size_t n)
 #if PYPTO_RUNTIME_BODY
 {
-    out += text;
+    std::string out;
+    bool hex = false;
+    char buf[64];
+    for (size_t k = 0; k < n; ++k) {
+        const MsgPart& part = parts[k];
+        switch (part.kind) {
+        case MsgPart::Text:
+            if (part.text != nullptr) {
+                out += part.text;
+            }
+            break;
+        case MsgPart::Chars:
+            out.append(part.text, part.len);
+            break;
+        case MsgPart::Char:
+            out += part.c;
+            break;
+        case MsgPart::Signed:
+            if (hex) {
+                std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(part.i));
+                out += buf;
+            } else {
+                out += std::to_string(part.i);
+            }
+            break;
+        case MsgPart::Unsigned:
+            if (hex) {
+                std::snprintf(buf, sizeof buf, "%llx", part.u);
+                out += buf;
+            } else {
+                out += std::to_string(part.u);
+            }
+            break;
+        case MsgPart::Real: {
+            std::ostringstream text;
+            text << part.d;
+            out += text.str();
+            break;
+        }
+        case MsgPart::Pointer: {
+            std::ostringstream text;
+            text << part.p;
+            out += text.str();
+            break;
+        }
+        case MsgPart::Hex:
+            hex = true;
+            break;
+        case MsgPart::Dec:
+            hex = false;
+            break;
+        }
+    }
+    return out;
 }
 #else
 ;
 #endif
-// Characters print as characters, as std::ostream prints them.
-PYPTO_RUNTIME void append_part(std::string& out, char c)
+
+[[noreturn]] PYPTO_RUNTIME void fail_parts(const MsgPart* parts, size_t n)
 #if PYPTO_RUNTIME_BODY
 {
-    out += c;
+    throw EmulationError(format_parts(parts, n));
 }
 #else
 ;
 #endif
-inline void append_part(std::string& out, signed char c) { append_part(out, static_cast<char>(c)); }
-inline void append_part(std::string& out, unsigned char c) { append_part(out, static_cast<char>(c)); }
-PYPTO_RUNTIME void append_part(std::string& out, long long v)
-#if PYPTO_RUNTIME_BODY
-{
-    out += std::to_string(v);
-}
-#else
-;
-#endif
-PYPTO_RUNTIME void append_part(std::string& out, unsigned long long v)
-#if PYPTO_RUNTIME_BODY
-{
-    out += std::to_string(v);
-}
-#else
-;
-#endif
-inline void append_part(std::string& out, bool v) { append_part(out, v ? 1LL : 0LL); }
-inline void append_part(std::string& out, short v) { append_part(out, static_cast<long long>(v)); }
-inline void append_part(std::string& out, int v) { append_part(out, static_cast<long long>(v)); }
-inline void append_part(std::string& out, long v) { append_part(out, static_cast<long long>(v)); }
-inline void append_part(std::string& out, unsigned short v) { append_part(out, static_cast<unsigned long long>(v)); }
-inline void append_part(std::string& out, unsigned v) { append_part(out, static_cast<unsigned long long>(v)); }
-inline void append_part(std::string& out, unsigned long v) { append_part(out, static_cast<unsigned long long>(v)); }
-PYPTO_RUNTIME void append_part(std::string& out, double v)
-#if PYPTO_RUNTIME_BODY
-{
-    std::ostringstream text;
-    text << v;
-    out += text.str();
-}
-#else
-;
-#endif
-inline void append_part(std::string& out, float v) { append_part(out, static_cast<double>(v)); }
-// Anything else std::ostream can print (pointers, user types).
-template <typename T>
-void append_part(std::string& out, const T& v)
-{
-    std::ostringstream text;
-    text << v;
-    out += text.str();
-}
 
 template <typename... Parts>
 std::string concat(const Parts&... parts)
 {
-    std::string out;
-    (append_part(out, parts), ...);
-    return out;
+    const MsgPart list[] = {MsgPart(parts)...};
+    return format_parts(list, sizeof...(Parts));
 }
 
 template <typename... Parts>
 [[noreturn]] void fail(const Parts&... parts)
 {
-    throw EmulationError(concat(parts...));
+    const MsgPart list[] = {MsgPart(parts)...};
+    fail_parts(list, sizeof...(Parts));
 }
 
 // One range of global memory the launch may touch: a tensor or the tiling.

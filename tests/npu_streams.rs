@@ -1,0 +1,406 @@
+//! Streams and asynchronous launches on the FAKE NPU (tests/fake_cann/):
+//! the fake runtime runs each stream's work on a worker thread of its own,
+//! asynchronously from the caller, rejects host copies and frees of memory
+//! that queued work still uses, and counts what it is asked to do. A user
+//! crate built against the fake CANN 8.5 runs chains of launches on it and
+//! prints the counters; the same program runs on the host backend.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use pypto_tests::fake_cann::{FakeCann, FakeVersion};
+
+fn target_dir() -> PathBuf {
+    pypto_tests::workspace_root().join("target/scratch")
+}
+
+fn cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("scratch-streams-cache")
+}
+
+const SPEC: &str = r#"kernels:
+  add_bias:
+    template: builtin/add_bias
+    targets: [A2]
+    params:
+      x:    { dtype: DT_FP32, shape: [DYNAMIC, 64] }
+      bias: { dtype: DT_FP32, shape: [64] }
+      out:  { dtype: DT_FP32, shape: [DYNAMIC, 64], output: true }
+"#;
+
+const MAIN: &str = r#"pypto_rt::include_kernels!();
+
+use std::ffi::{c_char, c_int, c_void, CString};
+
+use pypto_rt::{with_stream, Const, Device, Error, Stream};
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+extern "C" {
+    fn dlopen(file: *const c_char, mode: c_int) -> *mut c_void;
+    fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void;
+}
+
+/// A counter of the fake runtime (tests/fake_cann/acl.c), 0 on the host.
+fn counter(name: &str) -> i64 {
+    let Some(path) = std::env::var_os("PYPTO_ACL_LIBRARY") else { return 0 };
+    let path = CString::new(path.to_string_lossy().as_bytes()).unwrap();
+    let name = CString::new(name).unwrap();
+    // SAFETY: the fake library is already loaded by pypto-rt; dlopen only
+    // returns its handle, and the symbol has this signature.
+    unsafe {
+        let lib = dlopen(path.as_ptr(), 2);
+        let f = dlsym(lib, c"pypto_fake_acl_counter".as_ptr());
+        if f.is_null() {
+            return -1;
+        }
+        let f: unsafe extern "C" fn(*const c_char) -> i64 = std::mem::transmute(f);
+        f(name.as_ptr())
+    }
+}
+
+const COUNTERS: [&str; 6] = [
+    "launch",
+    "aclrtMemcpy",
+    "aclrtSynchronizeStream",
+    "aclrtMalloc",
+    "aclrtRecordEvent",
+    "aclrtStreamWaitEvent",
+];
+
+fn snapshot() -> Vec<i64> {
+    COUNTERS.iter().map(|c| counter(c)).collect()
+}
+
+fn report(what: &str, before: &[i64]) {
+    let now = snapshot();
+    let parts: Vec<String> = COUNTERS
+        .iter()
+        .zip(now.iter().zip(before))
+        .map(|(name, (n, b))| format!("{name} {}", n - b))
+        .collect();
+    println!("{what}: {}", parts.join(", "));
+}
+
+fn data(n: usize, seed: u32) -> Vec<f32> {
+    (0..n).map(|i| ((i as u32 * 7 + seed) % 13) as f32 / 4.0 - 1.0).collect()
+}
+
+/// a <- a + bias, `n` times, ping-ponging through b: each launch reads what
+/// the one before wrote.
+fn chain(dev: &Device, n: usize) -> Result<()> {
+    let rows = 3;
+    let x = data(rows * 64, 1);
+    let bias = data(64, 2);
+    let bias_t = dev.tensor_from(&bias, (Const::<64>,))?;
+    let mut a = dev.tensor_from(&x, (rows, Const::<64>))?;
+    let mut b = dev.zeros((rows, Const::<64>))?;
+    let before = snapshot();
+    for i in 0..n {
+        if i % 2 == 0 {
+            kernels::add_bias(&a, &bias_t, &mut b)?;
+        } else {
+            kernels::add_bias(&b, &bias_t, &mut a)?;
+        }
+    }
+    report(&format!("{n} launches queued"), &before);
+    let last = if n % 2 == 0 { &a } else { &b };
+    let got = last.to_vec()?;
+    report("after reading the result", &before);
+    let want: Vec<f32> = x
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (0..n).fold(*v, |acc, _| acc + bias[i % 64]))
+        .collect();
+    if got != want {
+        return Err("chain: wrong numbers".into());
+    }
+    println!("chain ok");
+    Ok(())
+}
+
+/// b = a + bias on one stream, c = b + bias on another: ordered through b.
+fn two_streams(dev: &Device) -> Result<()> {
+    let (s1, s2) = (dev.new_stream()?, dev.new_stream()?);
+    let x = data(5 * 64, 3);
+    let bias = data(64, 4);
+    let bias_t = dev.tensor_from(&bias, (Const::<64>,))?;
+    let a = dev.tensor_from(&x, (5, Const::<64>))?;
+    let mut b = dev.zeros((5, Const::<64>))?;
+    let mut c = dev.zeros((5, Const::<64>))?;
+    let before = snapshot();
+    with_stream(&s1, || kernels::add_bias(&a, &bias_t, &mut b))?;
+    with_stream(&s2, || kernels::add_bias(&b, &bias_t, &mut c))?;
+    report("two streams", &before);
+    let want: Vec<f32> = x.iter().enumerate().map(|(i, v)| v + 2.0 * bias[i % 64]).collect();
+    if c.to_vec()? != want {
+        return Err("two streams: wrong numbers".into());
+    }
+    // Explicit events: s2 waits for everything s1 queued so far.
+    let event = s1.record()?;
+    s2.wait(&event)?;
+    drop(event);
+    s2.synchronize()?;
+    println!("two streams ok");
+    Ok(())
+}
+
+/// Outputs dropped while their launch is queued are freed later.
+fn drops(dev: &Device) -> Result<()> {
+    let bias = dev.tensor_from(&data(64, 5), (Const::<64>,))?;
+    let x = dev.tensor_from(&data(64 * 4, 6), (4, Const::<64>))?;
+    for _ in 0..50 {
+        let mut out = dev.zeros((4, Const::<64>))?;
+        kernels::add_bias(&x, &bias, &mut out)?;
+    }
+    dev.default_stream().synchronize()?;
+    println!("drops ok");
+    Ok(())
+}
+
+fn wrong_stream() -> Result<()> {
+    let (a, b) = (Device::npu(0)?, Device::npu(1)?);
+    let stream = b.new_stream()?;
+    let x = a.tensor_from(&data(64, 1), (1, Const::<64>))?;
+    let bias = a.tensor_from(&data(64, 2), (Const::<64>,))?;
+    let mut out = a.zeros((1, Const::<64>))?;
+    let err = with_stream(&stream, || kernels::add_bias(&x, &bias, &mut out)).expect_err("devices differ");
+    println!("{err}");
+    let event = a.default_stream().record()?;
+    println!("{}", stream.wait(&event).expect_err("devices differ"));
+    let host = Device::host();
+    let hx = host.tensor_from(&data(64, 1), (1, Const::<64>))?;
+    let hb = host.tensor_from(&data(64, 2), (Const::<64>,))?;
+    let mut ho = host.zeros((1, Const::<64>))?;
+    let err = with_stream(&stream, || kernels::add_bias(&hx, &hb, &mut ho)).expect_err("host tensors");
+    println!("{err}");
+    // A host stream waits for an NPU event at once.
+    host.default_stream().wait(&event)?;
+    Ok(())
+}
+
+/// A stream created by other code, adopted, used and handed back.
+fn adopted(dev: &Device) -> Result<()> {
+    let path = CString::new(std::env::var("PYPTO_ACL_LIBRARY")?)?;
+    // SAFETY: the fake runtime pypto-rt loaded; aclrtCreateStream writes one
+    // handle; the device was made current by pypto-rt on this thread.
+    let raw = unsafe {
+        let lib = dlopen(path.as_ptr(), 2);
+        let f = dlsym(lib, c"aclrtCreateStream".as_ptr());
+        let create: unsafe extern "C" fn(*mut *mut c_void) -> c_int = std::mem::transmute(f);
+        let mut raw = std::ptr::null_mut();
+        let rc = create(&mut raw);
+        if rc != 0 {
+            return Err(format!("aclrtCreateStream: {rc}").into());
+        }
+        raw
+    };
+    // SAFETY: a live stream of this device's runtime, kept for the process.
+    let stream = unsafe { Stream::from_raw(dev, raw)? };
+    assert_eq!(stream.as_raw(), raw);
+    let x = data(2 * 64, 7);
+    let bias = data(64, 8);
+    let mut out = dev.zeros((2, Const::<64>))?;
+    with_stream(&stream, || {
+        kernels::add_bias(
+            &dev.tensor_from(&x, (2, Const::<64>))?,
+            &dev.tensor_from(&bias, (Const::<64>,))?,
+            &mut out,
+        )
+    })?;
+    stream.synchronize()?;
+    let want: Vec<f32> = x.iter().enumerate().map(|(i, v)| v + bias[i % 64]).collect();
+    if out.to_vec()? != want {
+        return Err("adopted stream: wrong numbers".into());
+    }
+    println!("adopted ok");
+    Ok(())
+}
+
+fn run(mode: &str) -> Result<()> {
+    let dev = Device::from_env()?;
+    match mode {
+        "chain" => {
+            println!("device: {dev}");
+            chain(&dev, 1000)?;
+        }
+        "all" => {
+            println!("device: {dev}");
+            chain(&dev, 7)?;
+            two_streams(&dev)?;
+            drops(&dev)?;
+            if !dev.is_host() {
+                adopted(&dev)?;
+            }
+        }
+        "wrong" => wrong_stream()?,
+        "failing" => {
+            let x = dev.tensor_from(&data(64, 1), (1, Const::<64>))?;
+            let bias = dev.tensor_from(&data(64, 2), (Const::<64>,))?;
+            let mut out = dev.zeros((1, Const::<64>))?;
+            match kernels::add_bias(&x, &bias, &mut out) {
+                Ok(()) => println!("launch returned"),
+                Err(e) => println!("launch: {e}"),
+            }
+            match out.to_vec() {
+                Ok(_) => println!("read ok"),
+                Err(Error::Acl { call, .. }) => println!("read: {call} failed"),
+                Err(e) => println!("read: {e}"),
+            }
+        }
+        other => return Err(format!("unknown mode {other}").into()),
+    }
+    Ok(())
+}
+
+fn main() {
+    let mode = std::env::args().nth(1).unwrap_or_else(|| "all".to_owned());
+    if let Err(e) = run(&mode) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+"#;
+
+fn run(fake: &FakeCann, mode: &str, env: &[(&str, &str)]) -> (bool, String, String) {
+    let out = Command::new(target_dir().join("debug/scratch-streams"))
+        .arg(mode)
+        .env("PYPTO_ACL_LIBRARY", fake.libascendcl())
+        .env_remove("PYPTO_DEVICE")
+        .env_remove("PYPTO_FAKE_ACL_FAIL")
+        .env_remove("PYPTO_LAUNCH_BLOCKING")
+        .envs(env.iter().copied())
+        .output()
+        .expect("scratch binary runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn launches_are_queued_on_streams_and_reads_wait_for_them() {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let dir = tmp.join("scratch-streams");
+    pypto_tests::user_crate(&dir, "scratch-streams", "").unwrap();
+    std::fs::create_dir_all(dir.join("kernels")).unwrap();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("kernels/model.yaml"), SPEC).unwrap();
+    std::fs::write(dir.join("src/main.rs"), MAIN).unwrap();
+    let fake = FakeCann::assemble(&tmp.join("fake-cann-streams"), FakeVersion::Cann85).unwrap();
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--offline"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env("PYPTO_CACHE_DIR", cache_dir())
+        .env("ASCEND_HOME_PATH", &fake.home)
+        .env_remove("RUSTFLAGS")
+        .env_remove("PYPTO_BACKEND")
+        .env_remove("ASCEND_TOOLKIT_HOME")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // 1,000 dependent launches: queued without a single copy or
+    // synchronisation (the tiling is copied once, by the first launch of
+    // these sizes), and the read waits for all of them.
+    let (ok, stdout, stderr) = run(&fake, "chain", &[]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout,
+        "device: npu:0 (Ascend910B3)\n\
+         1000 launches queued: launch 1000, aclrtMemcpy 1, aclrtSynchronizeStream 0, aclrtMalloc 1, \
+         aclrtRecordEvent 0, aclrtStreamWaitEvent 0\n\
+         after reading the result: launch 1000, aclrtMemcpy 2, aclrtSynchronizeStream 1, \
+         aclrtMalloc 1, aclrtRecordEvent 0, aclrtStreamWaitEvent 0\n\
+         chain ok\n"
+    );
+
+    // Two streams ordered through a tensor, explicit events, outputs
+    // dropped while queued, an adopted stream; every allocation is freed.
+    let report = tmp.join("fake-acl-streams-report.txt");
+    let (ok, stdout, stderr) = run(
+        &fake,
+        "all",
+        &[("PYPTO_FAKE_ACL_REPORT", report.to_str().unwrap())],
+    );
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout,
+        "device: npu:0 (Ascend910B3)\n\
+         7 launches queued: launch 7, aclrtMemcpy 1, aclrtSynchronizeStream 0, aclrtMalloc 1, \
+         aclrtRecordEvent 0, aclrtStreamWaitEvent 0\n\
+         after reading the result: launch 7, aclrtMemcpy 2, aclrtSynchronizeStream 1, \
+         aclrtMalloc 1, aclrtRecordEvent 0, aclrtStreamWaitEvent 0\n\
+         chain ok\n\
+         two streams: launch 2, aclrtMemcpy 1, aclrtSynchronizeStream 0, aclrtMalloc 1, \
+         aclrtRecordEvent 1, aclrtStreamWaitEvent 1\n\
+         two streams ok\n\
+         drops ok\n\
+         adopted ok\n"
+    );
+    let counts = std::fs::read_to_string(&report).unwrap();
+    let field = |name: &str| -> i64 {
+        counts
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap()
+    };
+    // The cached tilings (one per size launched: 3, 5, 4 and 2 rows) are
+    // the only memory kept until exit.
+    assert_eq!(field("live"), 4, "{counts}");
+    assert_eq!(field("mallocs") - field("frees"), 4, "{counts}");
+
+    // Streams and events belong to one device.
+    let (ok, stdout, stderr) = run(&fake, "wrong", &[]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout,
+        "kernel `add_bias`: on npu:0 (Ascend910B3), but the stream is on npu:1 (Ascend910B3); use a \
+         stream of the same device\n\
+         Stream::wait(event): on npu:0 (Ascend910B3), but the stream is on npu:1 (Ascend910B3); use \
+         a stream of the same device\n\
+         kernel `add_bias`: on the host (CPU), but the stream is on npu:1 (Ascend910B3); use a \
+         stream of the same device\n"
+    );
+
+    // A kernel that fails is reported when its result is read, or by the
+    // call itself with PYPTO_LAUNCH_BLOCKING=1.
+    let fail = [("PYPTO_FAKE_ACL_FAIL", "launch")];
+    let (ok, stdout, stderr) = run(&fake, "failing", &fail);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout,
+        "launch returned\nread: aclrtSynchronizeStream failed\n"
+    );
+    let (ok, stdout, stderr) = run(&fake, "failing", &[fail[0], ("PYPTO_LAUNCH_BLOCKING", "1")]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout,
+        "launch: `aclrtSynchronizeStream` failed with ACL error 507015: fake ACL: AI core exception \
+         (injected launch failure)\nread ok\n"
+    );
+
+    // The same program on the host backend: streams and events accepted,
+    // launches run at once.
+    let (ok, stdout, stderr) = run(&fake, "all", &[("PYPTO_DEVICE", "host")]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout,
+        "device: the host (CPU)\n\
+         7 launches queued: launch 0, aclrtMemcpy 0, aclrtSynchronizeStream 0, aclrtMalloc 0, \
+         aclrtRecordEvent 0, aclrtStreamWaitEvent 0\n\
+         after reading the result: launch 0, aclrtMemcpy 0, aclrtSynchronizeStream 0, \
+         aclrtMalloc 0, aclrtRecordEvent 0, aclrtStreamWaitEvent 0\n\
+         chain ok\n\
+         two streams: launch 0, aclrtMemcpy 0, aclrtSynchronizeStream 0, aclrtMalloc 0, \
+         aclrtRecordEvent 0, aclrtStreamWaitEvent 0\n\
+         two streams ok\n\
+         drops ok\n"
+    );
+}
