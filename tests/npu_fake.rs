@@ -1,8 +1,10 @@
 //! The NPU path end to end against FAKE CANN toolkits (tests/fake_cann/):
 //! a user crate built with `ASCEND_HOME_PATH` pointing at a fake install
 //! compiles its kernels with the fake bisheng (which checks and records the
-//! flags), links the fake runtime, and runs on the fake "NPU" through
-//! pypto-rt's ACL FFI. This proves pypto-rs's side of the contract only;
+//! flags), links them per architecture into a shared library the binary
+//! embeds (the binary itself links no CANN library), and runs on the fake
+//! "NPU" through pypto-rt's ACL FFI, and on the host once the toolkit is
+//! gone. This proves pypto-rs's side of the contract only;
 //! nothing here has run on Ascend hardware.
 
 use std::path::{Path, PathBuf};
@@ -50,16 +52,29 @@ fn cargo(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> (bool, String, Str
     )
 }
 
-/// Runs the built scratch binary with `mode` and extra environment; returns
-/// (success, stdout, stderr).
-fn run(mode: &str, env: &[(&str, &str)]) -> (bool, String, String) {
-    let out = Command::new(target_dir().join("debug/scratch-npu"))
+fn binary() -> PathBuf {
+    target_dir().join("debug/scratch-npu")
+}
+
+/// Runs the built scratch binary with `mode` and extra environment, with
+/// the runtime library of the toolkit at `home` on `LD_LIBRARY_PATH` (as
+/// CANN's `set_env.sh` puts it; the binary has no run path to it), or no
+/// toolkit at all; returns (success, stdout, stderr).
+fn run_in(home: Option<&Path>, mode: &str, env: &[(&str, &str)]) -> (bool, String, String) {
+    let mut command = Command::new(binary());
+    command
         .arg(mode)
         .env_remove("PYPTO_DEVICE")
         .env_remove("PYPTO_ACL_LIBRARY")
         .env_remove("ASCEND_HOME_PATH")
+        .env_remove("ASCEND_TOOLKIT_HOME")
+        .env_remove("LD_LIBRARY_PATH")
         .env_remove("PYPTO_FAKE_ACL_FAIL")
-        .env_remove("PYPTO_FAKE_SOC")
+        .env_remove("PYPTO_FAKE_SOC");
+    if let Some(home) = home {
+        command.env("LD_LIBRARY_PATH", home.join("lib64"));
+    }
+    let out = command
         .envs(env.iter().copied())
         .output()
         .expect("scratch binary runs");
@@ -285,6 +300,22 @@ fn run(mode: &str) -> Result<()> {
             println!("matmul ok");
         }
         "default" => println!("device: {}", Device::default()),
+        // Which of the embedded NPU libraries this process loaded.
+        "loaded" => {
+            let dev = Device::from_env()?;
+            println!("device: {dev}");
+            add_bias(&dev, 3)?;
+            let maps = std::fs::read_to_string("/proc/self/maps")?;
+            let mut loaded: Vec<&str> = maps
+                .lines()
+                .filter_map(|l| l.split_whitespace().nth(5))
+                .filter(|name| name.contains("_kernels_dav"))
+                .collect();
+            loaded.dedup();
+            for name in loaded {
+                println!("loaded {name}");
+            }
+        }
         "mixed" => {
             let (a, b) = (Device::npu(0)?, Device::npu(1)?);
             let x = a.tensor_from(&data(64, 1), (1, Const::<64>))?;
@@ -380,9 +411,50 @@ fn user_crate_builds_links_and_runs_through_fake_toolkits() {
         )),
         "{stderr}"
     );
-    let log = fake.bisheng_log();
+    let (links, log) = links_and_compiles(fake.bisheng_log());
     // add_bias for both architectures, attention and matmul for A2/A3 only.
     assert_eq!(log.len(), 4, "{log:#?}");
+    // One shared library per architecture, linked by bisheng with the CANN
+    // libraries and the toolkit's run path.
+    assert_eq!(links.len(), 2, "{links:#?}");
+    for (link, arch, objects) in [(&links[0], "dav-2201", 3), (&links[1], "dav-3510", 1)] {
+        assert!(
+            link.starts_with(&format!("-shared -fPIC --npu-arch={arch} ")),
+            "{link}"
+        );
+        assert_eq!(link.matches(".o ").count(), objects, "{link}");
+        assert!(
+            link.contains(&format!("_kernels_{}.so.tmp", arch.replace('-', ""))),
+            "{link}"
+        );
+        assert!(
+            link.ends_with(&format!(
+                " -L{home}/lib64 -lascendcl -lruntime -lascendc_runtime -lprofapi -lunified_dlog \
+                 -lmmpa -lascend_dump -lc_sec -lerror_manager -Wl,-rpath,{home}/lib64"
+            )),
+            "{link}"
+        );
+    }
+    // The binary links no CANN library and has no run path into the
+    // toolkit; the libraries it embeds do, and reach the runtime by soname.
+    let (needed, paths) = dynamic_section(&binary());
+    for lib in pypto_build::unstable::toolchain::cann::RUNTIME_LIBS {
+        let name = format!("lib{lib}.so");
+        assert!(
+            !needed.contains(&name),
+            "the binary needs {name}: {needed:?}"
+        );
+    }
+    assert!(
+        paths.iter().all(|p| !p.contains("fake-cann")),
+        "the binary's run path: {paths:?}"
+    );
+    let (lib_needed, lib_paths) = dynamic_section(&npu_library("dav2201"));
+    assert!(
+        lib_needed.contains(&"libascendcl.so".to_owned()),
+        "{lib_needed:?}"
+    );
+    assert_eq!(lib_paths, [format!("{home}/lib64")]);
     for line in &log {
         for flag in [
             "-x asc",
@@ -411,6 +483,7 @@ fn user_crate_builds_links_and_runs_through_fake_toolkits() {
         )
     );
 
+    let run = |mode: &str, env: &[(&str, &str)]| run_in(Some(&fake.home), mode, env);
     let report = tmp.join("fake-acl-report.txt");
     let (ok, stdout, stderr) = run(
         "run",
@@ -510,12 +583,118 @@ fn user_crate_builds_links_and_runs_through_fake_toolkits() {
     assert!(ok, "{stderr}");
     assert_eq!(stdout, "slices ok\nreshape ok\nadopted ok\n");
 
+    // The library of the device's architecture is loaded, and only it;
+    // host launches load none.
+    let lib = |arch: &str| {
+        format!("loaded /memfd:libpypto_p13_scratch_2dnpuv9_0_2e1_2e0_kernels_{arch}.so\n")
+    };
+    let (ok, stdout, stderr) = run("loaded", &[]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout,
+        format!("device: npu:0 (Ascend910B3)\n{}", lib("dav2201"))
+    );
+    let (ok, stdout, stderr) = run("loaded", &[("PYPTO_FAKE_SOC", "Ascend950PR_9599")]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout,
+        format!("device: npu:0 (Ascend950PR_9599)\n{}", lib("dav3510"))
+    );
+    let (ok, stdout, stderr) = run("loaded", &[("PYPTO_DEVICE", "host")]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "device: the host (CPU)\n");
+
+    // The same binary on a machine without CANN: the toolkit gone, no
+    // library path. It starts, chooses the host, and runs every call there.
+    let before = std::fs::read(binary()).unwrap();
+    let moved = tmp.join("fake-cann-8.5.removed");
+    let _ = std::fs::remove_dir_all(&moved);
+    std::fs::rename(&fake.home, &moved).unwrap();
+    let (ok, stdout, stderr) = run_in(None, "run", &[]);
+    let (loaded_ok, loaded, _) = run_in(None, "loaded", &[]);
+    std::fs::rename(&moved, &fake.home).unwrap();
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout,
+        "device: the host (CPU)\nadd_bias ok\nattention ok\nmatmul ok\n"
+    );
+    assert!(loaded_ok);
+    assert_eq!(loaded, "device: the host (CPU)\n");
+    assert!(
+        std::fs::read(binary()).unwrap() == before,
+        "the binary changed"
+    );
+
     // Nothing changed: no build script, no compiler.
     fake.clear_log();
     let (ok, _, stderr) = cargo(&dir, &["build", "-v"], &[("ASCEND_HOME_PATH", &fake.home)]);
     assert!(ok, "{stderr}");
     assert!(stderr.contains("Fresh scratch-npu"), "{stderr}");
     assert!(fake.bisheng_log().is_empty());
+
+    // A spec touched, the same kernels: the build script runs, but nothing
+    // is compiled or linked, and the libraries are not rewritten.
+    let library = npu_library("dav2201");
+    let modified = std::fs::metadata(&library).unwrap().modified().unwrap();
+    let spec = dir.join("kernels/model.yaml");
+    std::fs::File::options()
+        .append(true)
+        .open(&spec)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now())
+        .unwrap();
+    let (ok, _, stderr) = cargo(&dir, &["build"], &[("ASCEND_HOME_PATH", &fake.home)]);
+    assert!(ok, "{stderr}");
+    assert!(fake.bisheng_log().is_empty(), "{:#?}", fake.bisheng_log());
+    assert_eq!(
+        std::fs::metadata(&library).unwrap().modified().unwrap(),
+        modified
+    );
+
+    // Library bytes the loader rejects: a typed error, not a crash.
+    let good = std::fs::read(&library).unwrap();
+    std::fs::write(&library, b"not a shared library").unwrap();
+    let (ok, _, stderr) = cargo(&dir, &["build"], &[("ASCEND_HOME_PATH", &fake.home)]);
+    assert!(ok, "{stderr}");
+    let (ok, stdout, stderr) = run("run", &[]);
+    std::fs::write(&library, &good).unwrap();
+    assert!(!ok);
+    assert_eq!(stdout, "device: npu:0 (Ascend910B3)\n");
+    assert_eq!(
+        stderr,
+        "error: kernel `add_bias`: its NPU library \
+         libpypto_p13_scratch_2dnpuv9_0_2e1_2e0_kernels_dav2201.so, embedded in this binary, \
+         could not be loaded: libpypto_p13_scratch_2dnpuv9_0_2e1_2e0_kernels_dav2201.so: file \
+         too short\n"
+    );
+
+    // A link bisheng fails: the build fails with its words, naming the
+    // architecture and the library.
+    std::fs::remove_file(&library).unwrap();
+    std::fs::File::options()
+        .append(true)
+        .open(&spec)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now())
+        .unwrap();
+    let (ok, _, stderr) = cargo(
+        &dir,
+        &["build"],
+        &[
+            ("ASCEND_HOME_PATH", &fake.home),
+            ("PYPTO_FAKE_BISHENG_FAIL_LINK", Path::new("1")),
+        ],
+    );
+    assert!(!ok, "a failed link must fail the build");
+    assert!(
+        stderr.contains(&format!(
+            "Error: compiling kernels failed:\n  bisheng could not link the NPU kernels for \
+             dav-2201 (Atlas A2/A3) into {}:\n  fake bisheng: error: cannot link dav-2201 \
+             (injected)\n",
+            library.display()
+        )),
+        "{stderr}"
+    );
 
     // A kernel that compiles for the host but not for the NPU: the build
     // fails with bisheng's message, the rendered source, and its origin.
@@ -556,8 +735,15 @@ fn user_crate_builds_links_and_runs_through_fake_toolkits() {
         )),
         "{stderr}"
     );
-    let log = old.bisheng_log();
+    let (links, log) = links_and_compiles(old.bisheng_log());
     assert_eq!(log.len(), 4, "{log:#?}");
+    // Before 8.5 no architecture flag on the link line: vector and cube
+    // objects share one library.
+    assert_eq!(links.len(), 2, "{links:#?}");
+    assert!(
+        links.iter().all(|l| l.starts_with("-shared -fPIC /")),
+        "{links:#?}"
+    );
     for line in &log {
         assert!(line.contains("-xcce"), "{line}");
         assert!(
@@ -576,12 +762,86 @@ fn user_crate_builds_links_and_runs_through_fake_toolkits() {
         log.iter()
             .any(|l| l.contains("dav-c220-cube") && l.contains("/matmul_s0.cpp"))
     );
-    let (ok, stdout, stderr) = run("run", &[]);
+    let (ok, stdout, stderr) = run_in(Some(&old.home), "run", &[]);
     assert!(ok, "{stderr}");
     assert_eq!(
         stdout,
         "device: npu:0 (Ascend910B3)\nadd_bias ok\nattention ok\nmatmul ok\n"
     );
+}
+
+/// The fake bisheng's log split into its `-shared` link lines and its
+/// compile lines.
+fn links_and_compiles(log: Vec<String>) -> (Vec<String>, Vec<String>) {
+    log.into_iter().partition(|l| l.starts_with("-shared "))
+}
+
+/// The scratch crate's NPU library for `arch` (`dav2201`), where its build
+/// script linked it.
+fn npu_library(arch: &str) -> PathBuf {
+    let build = target_dir().join("debug/build");
+    let name = format!("libpypto_p13_scratch_2dnpuv9_0_2e1_2e0_kernels_{arch}.so");
+    std::fs::read_dir(&build)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("out/pypto/npu").join(&name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("no {name} under {}", build.display()))
+}
+
+/// The NEEDED entries and the run paths (RPATH, RUNPATH) of the ELF file at
+/// `path`, read from its dynamic section (64-bit little-endian ELF only;
+/// `readelf` need not be installed).
+fn dynamic_section(path: &Path) -> (Vec<String>, Vec<String>) {
+    let elf = std::fs::read(path).unwrap();
+    assert!(
+        elf.starts_with(b"\x7fELF\x02\x01"),
+        "{} is not a 64-bit little-endian ELF file",
+        path.display()
+    );
+    let u16_at = |at: usize| u16::from_le_bytes(elf[at..at + 2].try_into().unwrap()) as usize;
+    let u64_at = |at: usize| u64::from_le_bytes(elf[at..at + 8].try_into().unwrap());
+    // (type, file offset, address, size in the file) of each program header.
+    let segments: Vec<(u32, u64, u64, u64)> = (0..u16_at(0x38))
+        .map(|i| {
+            let at = u64_at(0x20) as usize + i * u16_at(0x36);
+            let kind = u32::from_le_bytes(elf[at..at + 4].try_into().unwrap());
+            (kind, u64_at(at + 8), u64_at(at + 16), u64_at(at + 32))
+        })
+        .collect();
+    let Some(&(_, dynamic, _, size)) = segments.iter().find(|s| s.0 == 2) else {
+        return (Vec::new(), Vec::new());
+    };
+    let entries: Vec<(u64, u64)> = (0..size as usize / 16)
+        .map(|i| {
+            let at = dynamic as usize + i * 16;
+            (u64_at(at), u64_at(at + 8))
+        })
+        .take_while(|&(tag, _)| tag != 0)
+        .collect();
+    let strtab = entries.iter().find(|e| e.0 == 5).expect("DT_STRTAB").1;
+    // The string table's address, as an offset in the file.
+    let (_, offset, address, _) = segments
+        .iter()
+        .find(|&&(kind, _, address, filesz)| {
+            kind == 1 && (address..address + filesz).contains(&strtab)
+        })
+        .expect("a PT_LOAD segment holds the string table");
+    let base = (strtab - address + offset) as usize;
+    let string = |at: u64| {
+        let start = base + at as usize;
+        let end = start + elf[start..].iter().position(|&b| b == 0).unwrap();
+        String::from_utf8_lossy(&elf[start..end]).into_owned()
+    };
+    let with_tag = |tags: &[u64]| -> Vec<String> {
+        entries
+            .iter()
+            .filter(|e| tags.contains(&e.0))
+            .map(|e| string(e.1))
+            .collect()
+    };
+    // DT_NEEDED; DT_RPATH and DT_RUNPATH.
+    (with_tag(&[1]), with_tag(&[15, 29]))
 }
 
 /// Runs a fake toolkit's bisheng on a trivial source with `flags`; returns
@@ -643,6 +903,58 @@ fn the_fake_bisheng_rejects_flag_sets_pypto_build_must_never_send() {
         ),
     ] {
         let (ok, stderr) = fake_bisheng(&new, bin, flags);
+        assert!(!ok, "{flags:?} accepted");
+        assert_eq!(
+            stderr,
+            format!("fake bisheng: error: {message}\n"),
+            "{flags:?}"
+        );
+    }
+
+    // The `-shared` link of NPU objects into a kernel library.
+    let link = |fake: &FakeCann, bin: &str, flags: &[&str]| -> (bool, String) {
+        let (ok, stderr) = fake_bisheng(
+            fake,
+            bin,
+            &[
+                "-x",
+                "asc",
+                "--npu-arch=dav-2201",
+                "--cce-auto-sync",
+                "-fPIC",
+            ],
+        );
+        assert!(ok, "{stderr}");
+        let probe = fake.home.join("probe");
+        let out = Command::new(fake.home.join(bin))
+            .args(flags)
+            .arg(probe.join("k.o"))
+            .arg("-o")
+            .arg(probe.join("libk.so"))
+            .arg(format!("-L{}/lib64", fake.home.display()))
+            .arg("-lascendcl")
+            .output()
+            .expect("fake bisheng runs");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, stderr) = link(&new, bin, &["-shared", "-fPIC", "--npu-arch=dav-3510"]);
+    assert!(ok, "{stderr}");
+    for (flags, message) in [
+        (&["-shared", "-fPIC"][..], "missing --npu-arch"),
+        (&["-shared", "--npu-arch=dav-2201"], "-shared without -fPIC"),
+        (
+            &["-shared", "-fPIC", "-x", "asc", "--npu-arch=dav-2201"],
+            "-x asc before the objects of a link would compile them as source",
+        ),
+        (
+            &["-shared", "-fPIC", "--cce-aicore-arch=dav-c220-vec"],
+            "--cce-aicore-arch does not belong on a link line",
+        ),
+    ] {
+        let (ok, stderr) = link(&new, bin, flags);
         assert!(!ok, "{flags:?} accepted");
         assert_eq!(
             stderr,

@@ -362,6 +362,13 @@ impl Builder {
                 .collect();
             remove_stale_sources(&dir, &keep)?;
         }
+        // Where the NPU shared libraries go, next to the Rust that embeds
+        // them (`include_bytes!` paths are relative to it).
+        let npu_dir = root.join("npu");
+        let mut npu_arches: Vec<cann::Arch> =
+            generated.npu_sources.iter().map(|s| s.arch).collect();
+        npu_arches.sort();
+        npu_arches.dedup();
         let rust_file = out_dir.join("pypto_kernels.rs");
         write_if_changed(&rust_file, &generated.rust)?;
 
@@ -392,7 +399,7 @@ impl Builder {
             // The runtime object is the batch's last source (`support` 1).
             let mut host_sources = paths.clone();
             host_sources.push(runtime_source);
-            let (mut objects, host_report) = toolchain::compile_cached(
+            let (objects, host_report) = toolchain::compile_cached(
                 &host,
                 &host_sources,
                 &cache,
@@ -403,6 +410,8 @@ impl Builder {
             )
             .map_err(compile_error)?;
             report += host_report;
+            // The NPU objects of each architecture, for its shared library.
+            let mut npu_objects: Vec<(cann::Arch, Vec<PathBuf>)> = Vec::new();
             if let Some(toolkit) = &toolkit {
                 // The toolkit's version stands for its headers and libraries.
                 let salt = format!("CANN {}", toolkit.version);
@@ -418,7 +427,7 @@ impl Builder {
                     // A fake toolkit's headers are the emulation's; CANN's
                     // ignore the name.
                     build.flag(format!("-DPYPTO_EMU_ABI={abi}"));
-                    let (npu_objects, npu_report) = toolchain::compile_cached(
+                    let (compiled, npu_report) = toolchain::compile_cached(
                         &build,
                         group,
                         &cache,
@@ -428,7 +437,10 @@ impl Builder {
                         0,
                     )
                     .map_err(compile_error)?;
-                    objects.extend(npu_objects);
+                    match npu_objects.iter_mut().find(|(a, _)| a == arch) {
+                        Some((_, objects)) => objects.extend(compiled),
+                        None => npu_objects.push((*arch, compiled)),
+                    }
                     report += npu_report;
                 }
             }
@@ -439,10 +451,37 @@ impl Builder {
                 self.cargo_metadata,
             )
             .map_err(compile_error)?;
-            if let Some(toolkit) = &toolkit
-                && self.cargo_metadata
-            {
-                toolchain::link_npu_runtime(toolkit);
+            // The NPU kernels go into one shared library per architecture,
+            // which the generated Rust embeds: the binary links no CANN
+            // library.
+            if let Some(toolkit) = &toolkit {
+                for (arch, objects) in &npu_objects {
+                    let output = npu_dir.join(self.scope().npu_library(*arch));
+                    toolchain::link_npu_library(toolkit, *arch, objects, &output)
+                        .map_err(compile_error)?;
+                }
+            }
+            // Libraries of architectures no kernel targets any more.
+            if let Ok(entries) = std::fs::read_dir(&npu_dir) {
+                let keep: Vec<String> = npu_arches
+                    .iter()
+                    .map(|arch| self.scope().npu_library(*arch))
+                    .collect();
+                for entry in entries.flatten() {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    let library = name.strip_suffix(".key").unwrap_or(&name);
+                    if !keep.iter().any(|k| k == library) {
+                        let _ = std::fs::remove_file(entry.path());
+                    }
+                }
+            }
+        } else if docs_only {
+            // The wrappers embed the libraries: stand-ins let them compile.
+            for arch in &npu_arches {
+                let output = npu_dir.join(self.scope().npu_library(*arch));
+                if !output.is_file() {
+                    write_if_changed(&output, "")?;
+                }
             }
         }
         if self.cargo_metadata {

@@ -176,6 +176,20 @@ pub enum Error {
         reason: String,
     },
 
+    /// The NPU kernels the binary carries for the device's architecture
+    /// could not be loaded, or lack the kernel's launch stub.
+    #[error(
+        "kernel `{kernel}`: its NPU library {library}, embedded in this binary, could not be loaded: {reason}"
+    )]
+    NpuLibrary {
+        /// The kernel called.
+        kernel: &'static str,
+        /// The library's name (the file bisheng linked at build time).
+        library: &'static str,
+        /// What the dynamic loader said.
+        reason: String,
+    },
+
     /// Memory for a tensor could not be had (host or device).
     #[error("could not allocate {bytes} bytes: {reason}")]
     OutOfMemory {

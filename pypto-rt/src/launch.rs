@@ -16,9 +16,10 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::acl::CopyKind;
 use crate::device::MAX_TILINGS;
-use crate::device::{Device, Npu, NpuArch};
+use crate::device::{Device, Npu};
 use crate::error::{AxisSize, Error};
 use crate::host_mem::{HostBuffer, ReadOnly};
+use crate::npu_lib::NpuStub;
 use crate::shape::Sizes;
 use crate::stream::{StreamState, Uses};
 use crate::watchdog;
@@ -495,8 +496,10 @@ pub type NpuEntry =
 pub struct Entries {
     /// The host entry, compiled with the Ascend C emulation.
     pub host: HostEntry,
-    /// One launch stub per NPU architecture built for; empty without CANN.
-    pub npu: &'static [(NpuArch, NpuEntry)],
+    /// One launch stub per NPU architecture built for, each in the shared
+    /// library of its architecture that the binary embeds (loaded on first
+    /// use); empty without CANN.
+    pub npu: &'static [NpuStub],
 }
 
 /// What the last launch on this thread did, for tests and tuning.
@@ -1135,14 +1138,13 @@ fn npu_entry(
             npu.soc
         )));
     };
-    entries
+    let stub = entries
         .npu
         .iter()
-        .find(|(a, _)| *a == arch)
-        .map(|(_, entry)| *entry)
+        .find(|stub| stub.arch() == arch)
         .ok_or_else(|| {
             // Named only on failure: a launch should not format strings.
-            let built: Vec<String> = entries.npu.iter().map(|(a, _)| a.to_string()).collect();
+            let built: Vec<String> = entries.npu.iter().map(|s| s.arch().to_string()).collect();
             not_built(if built.is_empty() {
                 "the crate was built without a CANN toolkit (host backend only); use \
                  `Device::host()` or set PYPTO_DEVICE=host"
@@ -1153,7 +1155,9 @@ fn npu_entry(
                     built.join(", ")
                 )
             })
-        })
+        })?;
+    // The runtime the library links against is loaded: `npu` is open.
+    stub.entry(desc.name)
 }
 
 /// The stream a launch on `device` goes to: the one [`crate::with_stream`]

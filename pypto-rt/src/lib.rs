@@ -53,6 +53,7 @@ pub mod dtype;
 pub mod error;
 mod host_mem;
 mod launch;
+mod npu_lib;
 mod sanitize;
 mod shape;
 pub mod stream;
@@ -114,6 +115,7 @@ pub mod __private {
             Arg, BlockRule, DimDesc, Entries, Halves, HostLaunch, KernelDesc, Multiple, SizeOf,
             launch,
         };
+        pub use crate::npu_lib::{NpuLibrary, NpuStub};
         pub use crate::{Const, DType, Error, Fp8E4M3, Fp8E5M2, NpuArch, Tensor, bf16, f16};
 
         /// An input tensor as a launch argument: its sizes, memory and device.
@@ -134,7 +136,8 @@ pub mod __private {
     pub mod v2 {
         pub use super::v1::{
             Arg, BlockRule, Const, DType, DimDesc, Entries, Error, Fp8E4M3, Fp8E5M2, Halves,
-            HostLaunch, KernelDesc, Multiple, NpuArch, SizeOf, bf16, f16, launch,
+            HostLaunch, KernelDesc, Multiple, NpuArch, NpuLibrary, NpuStub, SizeOf, bf16, f16,
+            launch,
         };
         pub use crate::{AsInput, AsOutput};
 

@@ -864,7 +864,12 @@ impl<T: DType, S: Shape> Tensor<T, S> {
             return Err(adopt("the pointer is not aligned for the element type"));
         }
         Ok(Tensor {
-            parts: Parts::new(device, shape, Buffer::Foreign(ptr.cast(), Uses::default()), bytes),
+            parts: Parts::new(
+                device,
+                shape,
+                Buffer::Foreign(ptr.cast(), Uses::default()),
+                bytes,
+            ),
         })
     }
 

@@ -16,13 +16,14 @@ die() {
 }
 
 argv=("$@")
-compile=0 src="" out="" lang="" npu_arch="" cce_arch=""
+compile=0 shared="" src="" out="" lang="" npu_arch="" cce_arch=""
 pass=() incs=()
 i=0
 while [ "$i" -lt "$#" ]; do
     a="${argv[$i]}"
     case "$a" in
         -c) compile=1 ;;
+        -shared) shared=1 ;;
         # pypto-build re-checks a rejected source to capture the message.
         -fsyntax-only) compile=2 ;;
         -o) i=$((i + 1)); out="${argv[$i]}" ;;
@@ -39,6 +40,32 @@ while [ "$i" -lt "$#" ]; do
     esac
     i=$((i + 1))
 done
+
+# `-shared`: link NPU objects into a shared library, as bisheng documents
+# (`bisheng -shared … -o lib….so -fPIC --npu-arch=…`). Here the objects are
+# host code against the emulation; their launches reach the fake runtime
+# through the libascendcl on the link line (its soname becomes a NEEDED
+# entry, matched at run time by the copy pypto-rt has already loaded).
+if [ -n "${shared:-}" ]; then
+    printf '%s\n' "$*" >>"$LOG"
+    [ "$compile" -eq 0 ] || die "-shared links objects; it does not take -c"
+    [ -z "$lang" ] || die "-x $lang before the objects of a link would compile them as source"
+    [ -z "$cce_arch" ] || die "--cce-aicore-arch does not belong on a link line"
+    if [ "$FRONTEND" = asc ]; then
+        case "$npu_arch" in
+            dav-2201 | dav-3510) ;;
+            "") die "missing --npu-arch" ;;
+            *) die "unknown --npu-arch=$npu_arch (expected dav-2201 or dav-3510)" ;;
+        esac
+    else
+        [ -z "$npu_arch" ] || die "--npu-arch needs CANN 8.5 or later"
+    fi
+    [ -n "$out" ] || die "missing -o"
+    [ -z "${PYPTO_FAKE_BISHENG_FAIL_LINK:-}" ] || die "cannot link $npu_arch (injected)"
+    printf '%s\n' "${pass[@]+"${pass[@]}"}" | grep -qx -- -fPIC || die "-shared without -fPIC"
+    printf '%s\n' "${pass[@]+"${pass[@]}"}" | grep -qx -- -lascendcl || die "missing -lascendcl"
+    exec "$CXX" -shared "${pass[@]+"${pass[@]}"}" -Wl,--no-undefined -o "$out"
+fi
 
 # Anything but a compile (cc probing which compiler this is) goes to the
 # host compiler untouched.

@@ -31,6 +31,8 @@ pub struct Plan<'k> {
     pub npu_arches: Vec<Arch>,
     /// The static library the kernel's objects are archived into.
     pub library: String,
+    /// The scope the kernel's symbols are named in.
+    pub scope: SymbolScope,
 }
 
 impl<'k> Plan<'k> {
@@ -77,6 +79,7 @@ impl<'k> Plan<'k> {
             kernel,
             symbol_base: scope.base(&kernel.name),
             library: scope.library(),
+            scope: scope.clone(),
             generics,
             built_traits,
             roles: kernel.roles.clone(),
@@ -202,6 +205,13 @@ impl SymbolScope {
         out.truncate(out.len() - "k0_".len());
         out.push_str("_kernels");
         out
+    }
+
+    /// The file name of the shared library the scope's NPU kernels for
+    /// `arch` are linked into: `lib<library>_<arch>.so`, named like
+    /// [`Self::library`] so that two crates' libraries never collide.
+    pub fn npu_library(&self, arch: Arch) -> String {
+        format!("lib{}_{}.so", self.library(), arch.suffix())
     }
 
     pub fn base(&self, kernel: &str) -> String {

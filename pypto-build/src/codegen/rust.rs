@@ -7,6 +7,7 @@ use std::fmt::Write;
 
 use crate::codegen::Plan;
 use crate::model::{BlockRule, DType, DimSize, Kernel, ParamKind, SizeOf, TemplateRef};
+use crate::tables::Arch;
 
 /// The version of pypto-rt's interface for generated code that this
 /// pypto-build generates for: wrappers name pypto-rt only through
@@ -56,16 +57,35 @@ pub fn generate(plans: &[Plan<'_>]) -> String {
                 "        pub fn {}(launch: *mut {RT}::HostLaunch) -> i32;",
                 plan.host_symbol(index)
             );
-            for &arch in &plan.npu_arches {
-                let _ = writeln!(
-                    out,
-                    "        pub fn {}(block_num: u32, stream: *mut ::core::ffi::c_void, args: *mut *mut ::core::ffi::c_void) -> i32;",
-                    Plan::for_arch(&plan.npu_symbol(index), arch)
-                );
-            }
         }
     }
     out.push_str("    }\n}\n");
+    // The NPU kernels are not linked: bisheng linked them into one shared
+    // library per architecture, which the binary carries as bytes and
+    // pypto-rt loads on the first launch on such an NPU, so that the binary
+    // needs no CANN library to start.
+    let mut arches: Vec<Arch> = plans
+        .iter()
+        .flat_map(|p| p.npu_arches.iter().copied())
+        .collect();
+    arches.sort();
+    arches.dedup();
+    if let Some(plan) = plans.first()
+        && !arches.is_empty()
+    {
+        out.push_str("\nmod __pypto_npu {\n");
+        for arch in arches {
+            let name = plan.scope.npu_library(arch);
+            let _ = writeln!(
+                out,
+                "    pub static {}: {RT}::NpuLibrary = {RT}::NpuLibrary::new(\n        {name:?},\n        \
+                 {RT}::NpuArch::{},\n        include_bytes!(\"pypto/npu/{name}\"),\n    );",
+                arch.suffix().to_uppercase(),
+                arch.rust_variant(),
+            );
+        }
+        out.push_str("}\n");
+    }
     for plan in plans {
         out.push('\n');
         kernel(&mut out, plan);
@@ -161,29 +181,46 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
     }
     out.push_str("{\n");
     descriptor(out, plan);
+    // Each stub is looked up in its library once; the cells that remember
+    // it are statics of their own.
+    for i in 0..k.specialisations.len() {
+        if plan.npu_arches.is_empty() {
+            break;
+        }
+        let stubs: Vec<String> = plan
+            .npu_arches
+            .iter()
+            .map(|&arch| {
+                format!(
+                    "\n        {RT}::NpuStub::new(&__pypto_npu::{}, c\"{}\"),",
+                    arch.suffix().to_uppercase(),
+                    Plan::for_arch(&plan.npu_symbol(i), arch)
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "    static __PYPTO_NPU_S{i}: [{RT}::NpuStub; {}] = [{}\n    ];",
+            stubs.len(),
+            stubs.concat()
+        );
+    }
     let entries: Vec<String> = (0..k.specialisations.len())
         .map(|i| {
-            let npu: Vec<String> = plan
-                .npu_arches
-                .iter()
-                .map(|&arch| {
-                    format!(
-                        "({RT}::NpuArch::{}, __pypto_ffi::{})",
-                        arch.rust_variant(),
-                        Plan::for_arch(&plan.npu_symbol(i), arch)
-                    )
-                })
-                .collect();
+            let npu = if plan.npu_arches.is_empty() {
+                "&[]".to_owned()
+            } else {
+                format!("&__PYPTO_NPU_S{i}")
+            };
             format!(
-                "\n        {RT}::Entries {{ host: __pypto_ffi::{}, npu: &[{}] }},",
+                "\n        {RT}::Entries {{ host: __pypto_ffi::{}, npu: {npu} }},",
                 plan.host_symbol(i),
-                npu.join(", ")
             )
         })
         .collect();
     let _ = writeln!(
         out,
-        "    const __PYPTO_ENTRIES: [{RT}::Entries; {}] = [{}\n    ];",
+        "    static __PYPTO_ENTRIES: [{RT}::Entries; {}] = [{}\n    ];",
         entries.len(),
         entries.concat()
     );

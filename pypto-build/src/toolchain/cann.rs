@@ -94,8 +94,9 @@ pub enum DetectError {
 
 pub use crate::tables::{Arch, arches};
 
-/// The libraries an NPU build links from `<home>/lib64`: the ACL runtime
-/// and those bisheng links by default for kernel launches.
+/// The libraries an NPU build's kernel libraries link from `<home>/lib64`
+/// (the binary links none): the ACL runtime and those bisheng links by
+/// default for kernel launches.
 pub const RUNTIME_LIBS: [&str; 9] = [
     "ascendcl",
     "runtime",

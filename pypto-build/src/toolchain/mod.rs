@@ -114,13 +114,9 @@ pub fn npu_build(
         .flag("-std=c++17")
         .flag(format!("-O{opt_level}"))
         // The objects (host launch stubs with embedded device code) link
-        // into position-independent Rust executables.
+        // into a shared library.
         .flag("-fPIC")
-        .flag("-Wno-unused-parameter")
-        // Meaningless to CANN's headers; where the emulation headers stand
-        // in for them (a fake toolkit), its runtime functions come from the
-        // host build's runtime object, as for host kernels.
-        .flag("-DPYPTO_EMU_SPLIT=1");
+        .flag("-Wno-unused-parameter");
     for flag in cann::arch_flags(toolkit, arch, cube) {
         build.flag(flag);
     }
@@ -443,16 +439,89 @@ pub fn archive(
     Ok(())
 }
 
-/// Tells Cargo to link the CANN runtime libraries from `<home>/lib64`, and
-/// to record that directory as the run path of this package's binaries so
-/// they start without `set_env.sh`.
-pub fn link_npu_runtime(toolkit: &cann::Toolkit) {
+/// The arguments with which `bisheng` links the NPU `objects` of one
+/// architecture into the shared library `output` (the toolkit's documented
+/// `-shared … -fPIC --npu-arch=…` mode): the CANN runtime libraries from
+/// `<home>/lib64` and that directory as the library's run path go on this
+/// link line, and none on the binary's. Before CANN 8.5 the objects of
+/// both core kinds go into one library, so no architecture flag is given.
+pub fn npu_link_args(
+    toolkit: &cann::Toolkit,
+    arch: cann::Arch,
+    objects: &[PathBuf],
+    output: &Path,
+) -> Vec<OsString> {
     let lib64 = toolkit.home.join("lib64");
-    println!("cargo:rustc-link-search=native={}", lib64.display());
-    for lib in cann::RUNTIME_LIBS {
-        println!("cargo:rustc-link-lib=dylib={lib}");
+    let mut args: Vec<OsString> = vec!["-shared".into(), "-fPIC".into()];
+    if toolkit.version.has_asc_frontend() {
+        args.push(format!("--npu-arch={}", arch.npu_arch_flag()).into());
     }
-    println!("cargo:rustc-link-arg=-Wl,-rpath,{}", lib64.display());
+    args.extend(objects.iter().map(|o| o.as_os_str().to_owned()));
+    args.push("-o".into());
+    args.push(output.as_os_str().to_owned());
+    let mut search = OsString::from("-L");
+    search.push(&lib64);
+    args.push(search);
+    for lib in cann::RUNTIME_LIBS {
+        args.push(format!("-l{lib}").into());
+    }
+    let mut rpath = OsString::from("-Wl,-rpath,");
+    rpath.push(&lib64);
+    args.push(rpath);
+    args
+}
+
+/// Links `objects` into the shared library `output` with `toolkit`'s
+/// bisheng ([`npu_link_args`]), unless `output` was linked from the same
+/// objects (named by their content) with the same command already; a
+/// library whose bytes did not change is not rewritten, so that Cargo does
+/// not rebuild the crate that embeds it. Returns whether it was linked.
+pub fn link_npu_library(
+    toolkit: &cann::Toolkit,
+    arch: cann::Arch,
+    objects: &[PathBuf],
+    output: &Path,
+) -> Result<bool, CompileFailure> {
+    let io = |path: &Path, e: std::io::Error| failure(format!("{}: {e}", path.display()));
+    let args = npu_link_args(toolkit, arch, objects, output);
+    let command = format!("{:?} {args:?}", toolkit.bisheng);
+    let key = format!("{:016x}", fingerprint(&[command.as_bytes()]));
+    let mut key_file = output.as_os_str().to_owned();
+    key_file.push(".key");
+    let key_file = PathBuf::from(key_file);
+    if output.is_file() && std::fs::read_to_string(&key_file).is_ok_and(|k| k == key) {
+        return Ok(false);
+    }
+    let _ = std::fs::remove_file(&key_file);
+    if let Some(dir) = output.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    }
+    let mut temporary = output.as_os_str().to_owned();
+    temporary.push(format!(".tmp{}", std::process::id()));
+    let temporary = PathBuf::from(temporary);
+    let out = Command::new(&toolkit.bisheng)
+        .args(npu_link_args(toolkit, arch, objects, &temporary))
+        .env("LC_ALL", "C")
+        .output()
+        .map_err(|e| failure(format!("cannot run {}: {e}", toolkit.bisheng.display())))?;
+    if !out.status.success() {
+        let _ = std::fs::remove_file(&temporary);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        return Err(failure(format!(
+            "bisheng could not link the NPU kernels for {arch} into {}:\n{}",
+            output.display(),
+            first_lines(&lines)
+        )));
+    }
+    let linked = std::fs::read(&temporary).map_err(|e| io(&temporary, e))?;
+    if std::fs::read(output).is_ok_and(|old| old == linked) {
+        let _ = std::fs::remove_file(&temporary);
+    } else {
+        std::fs::rename(&temporary, output).map_err(|e| io(output, e))?;
+    }
+    std::fs::write(&key_file, key).map_err(|e| io(&key_file, e))?;
+    Ok(true)
 }
 
 /// FNV-1a over the parts, with a separator between them: stable across
@@ -665,6 +734,36 @@ mod tests {
         );
         // Not a Cargo layout (an out_dir set by hand): no guess.
         assert_eq!(at("/tmp/generated/out", None), None);
+    }
+
+    #[test]
+    fn npu_libraries_link_the_cann_runtime_and_the_binary_does_not() {
+        let toolkit = |v: &str| cann::Toolkit {
+            home: PathBuf::from("/opt/cann"),
+            version: cann::CannVersion::parse(v).unwrap(),
+            bisheng: PathBuf::from("/opt/cann/compiler/ccec_compiler/bin/bisheng"),
+            found_by: "test".into(),
+        };
+        let objects = [PathBuf::from("/c/a.o"), PathBuf::from("/c/b.o")];
+        let out = Path::new("/o/libk_dav2201.so");
+        let args = |v: &str| -> Vec<String> {
+            npu_link_args(&toolkit(v), cann::Arch::Dav2201, &objects, out)
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
+        };
+        let libs = "-L/opt/cann/lib64 -lascendcl -lruntime -lascendc_runtime -lprofapi \
+                    -lunified_dlog -lmmpa -lascend_dump -lc_sec -lerror_manager \
+                    -Wl,-rpath,/opt/cann/lib64";
+        assert_eq!(
+            args("8.5.0").join(" "),
+            format!("-shared -fPIC --npu-arch=dav-2201 /c/a.o /c/b.o -o /o/libk_dav2201.so {libs}")
+        );
+        // Before 8.5, vector and cube objects share the library: no core flag.
+        assert_eq!(
+            args("8.0.RC3").join(" "),
+            format!("-shared -fPIC /c/a.o /c/b.o -o /o/libk_dav2201.so {libs}")
+        );
     }
 
     #[test]

@@ -50,7 +50,7 @@ pub fn add_bias(
         multiples: &[],
         halves: &[],
     };
-    const __PYPTO_ENTRIES: [::pypto_rt::__private::v2::Entries; 1] = [
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v2::Entries; 1] = [
         ::pypto_rt::__private::v2::Entries { host: __pypto_ffi::pypto_x6_goldenk10_add_5fbias_host_s0, npu: &[] },
     ];
     let __pypto_index: usize = 0;
@@ -104,7 +104,7 @@ pub fn attention_kernel(
         multiples: &[],
         halves: &[],
     };
-    const __PYPTO_ENTRIES: [::pypto_rt::__private::v2::Entries; 1] = [
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v2::Entries; 1] = [
         ::pypto_rt::__private::v2::Entries { host: __pypto_ffi::pypto_x6_goldenk18_attention_5fkernel_host_s0, npu: &[] },
     ];
     let __pypto_index: usize = 0;

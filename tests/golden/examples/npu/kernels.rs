@@ -11,12 +11,21 @@ mod __pypto_ffi {
     #[cfg_attr(any(target_vendor = "apple", target_os = "freebsd", target_os = "openbsd"), link(name = "c++"))]
     unsafe extern "C" {
         pub fn pypto_x6_goldenk10_add_5fbias_host_s0(launch: *mut ::pypto_rt::__private::v2::HostLaunch) -> i32;
-        pub fn pypto_x6_goldenk10_add_5fbias_npu_s0_dav2201(block_num: u32, stream: *mut ::core::ffi::c_void, args: *mut *mut ::core::ffi::c_void) -> i32;
-        pub fn pypto_x6_goldenk10_add_5fbias_npu_s0_dav3510(block_num: u32, stream: *mut ::core::ffi::c_void, args: *mut *mut ::core::ffi::c_void) -> i32;
         pub fn pypto_x6_goldenk18_attention_5fkernel_host_s0(launch: *mut ::pypto_rt::__private::v2::HostLaunch) -> i32;
-        pub fn pypto_x6_goldenk18_attention_5fkernel_npu_s0_dav2201(block_num: u32, stream: *mut ::core::ffi::c_void, args: *mut *mut ::core::ffi::c_void) -> i32;
-        pub fn pypto_x6_goldenk18_attention_5fkernel_npu_s0_dav3510(block_num: u32, stream: *mut ::core::ffi::c_void, args: *mut *mut ::core::ffi::c_void) -> i32;
     }
+}
+
+mod __pypto_npu {
+    pub static DAV2201: ::pypto_rt::__private::v2::NpuLibrary = ::pypto_rt::__private::v2::NpuLibrary::new(
+        "libpypto_x6_golden_kernels_dav2201.so",
+        ::pypto_rt::__private::v2::NpuArch::Dav2201,
+        include_bytes!("pypto/npu/libpypto_x6_golden_kernels_dav2201.so"),
+    );
+    pub static DAV3510: ::pypto_rt::__private::v2::NpuLibrary = ::pypto_rt::__private::v2::NpuLibrary::new(
+        "libpypto_x6_golden_kernels_dav3510.so",
+        ::pypto_rt::__private::v2::NpuArch::Dav3510,
+        include_bytes!("pypto/npu/libpypto_x6_golden_kernels_dav3510.so"),
+    );
 }
 
 /// Adds a bias row to every row of x; the batch (axis 0) is dynamic.
@@ -54,8 +63,12 @@ pub fn add_bias(
         multiples: &[],
         halves: &[],
     };
-    const __PYPTO_ENTRIES: [::pypto_rt::__private::v2::Entries; 1] = [
-        ::pypto_rt::__private::v2::Entries { host: __pypto_ffi::pypto_x6_goldenk10_add_5fbias_host_s0, npu: &[(::pypto_rt::__private::v2::NpuArch::Dav2201, __pypto_ffi::pypto_x6_goldenk10_add_5fbias_npu_s0_dav2201), (::pypto_rt::__private::v2::NpuArch::Dav3510, __pypto_ffi::pypto_x6_goldenk10_add_5fbias_npu_s0_dav3510)] },
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v2::NpuStub; 2] = [
+        ::pypto_rt::__private::v2::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk10_add_5fbias_npu_s0_dav2201"),
+        ::pypto_rt::__private::v2::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk10_add_5fbias_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v2::Entries; 1] = [
+        ::pypto_rt::__private::v2::Entries { host: __pypto_ffi::pypto_x6_goldenk10_add_5fbias_host_s0, npu: &__PYPTO_NPU_S0 },
     ];
     let __pypto_index: usize = 0;
     // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
@@ -108,8 +121,12 @@ pub fn attention_kernel(
         multiples: &[],
         halves: &[],
     };
-    const __PYPTO_ENTRIES: [::pypto_rt::__private::v2::Entries; 1] = [
-        ::pypto_rt::__private::v2::Entries { host: __pypto_ffi::pypto_x6_goldenk18_attention_5fkernel_host_s0, npu: &[(::pypto_rt::__private::v2::NpuArch::Dav2201, __pypto_ffi::pypto_x6_goldenk18_attention_5fkernel_npu_s0_dav2201), (::pypto_rt::__private::v2::NpuArch::Dav3510, __pypto_ffi::pypto_x6_goldenk18_attention_5fkernel_npu_s0_dav3510)] },
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v2::NpuStub; 2] = [
+        ::pypto_rt::__private::v2::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk18_attention_5fkernel_npu_s0_dav2201"),
+        ::pypto_rt::__private::v2::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk18_attention_5fkernel_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v2::Entries; 1] = [
+        ::pypto_rt::__private::v2::Entries { host: __pypto_ffi::pypto_x6_goldenk18_attention_5fkernel_host_s0, npu: &__PYPTO_NPU_S0 },
     ];
     let __pypto_index: usize = 0;
     // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the

@@ -50,7 +50,7 @@ pub fn row_scale(
         multiples: &[::pypto_rt::__private::v2::Multiple { axis: (0, 1), of: 2, why: "split = 2: blocks per row" }, ::pypto_rt::__private::v2::Multiple { axis: (0, 1), of: 4, why: "columns are read four at a time" }],
         halves: &[],
     };
-    const __PYPTO_ENTRIES: [::pypto_rt::__private::v2::Entries; 1] = [
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v2::Entries; 1] = [
         ::pypto_rt::__private::v2::Entries { host: __pypto_ffi::pypto_x6_goldenk11_row_5fscale_host_s0, npu: &[] },
     ];
     let __pypto_index: usize = 0;
