@@ -176,8 +176,11 @@ fn incremental() -> anyhow::Result<()> {
     write(&c.dir.join("kernels/shared.hbs"), SHARED_TEMPLATE)?;
     write(
         &c.dir.join("src/main.rs"),
-        "pypto_rt::include_kernels!();\n\nfn main() {\n    \
-         let _ = kernels::k00;\n    println!(\"built\");\n}\n",
+        "pypto_rt::include_kernels!();\n\nuse pypto_rt::{Const, Tensor};\n\nfn main() {\n    \
+         // Names a kernel, so that the binary links the kernel library.\n    \
+         let _k00 = |x: &Tensor<f32, (usize, Const<64>)>, b: &Tensor<f32, (Const<64>,)>, \
+         o: &mut Tensor<f32, (usize, Const<64>)>| kernels::k00(x, b, o);\n    \
+         println!(\"built\");\n}\n",
     )?;
     // Dependencies once, so that "clean" means this crate only.
     c.cargo(&["build"])?;
