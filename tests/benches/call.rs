@@ -14,12 +14,12 @@ use pypto_rt::{Const, Device};
 use pypto_tests::bench::compare;
 use pypto_tests::kernels;
 
-// The host entries of package `pypto-examples` 0.1.0's kernels `add_f32` and
+// The host entries of package `pypto-tests` 0.1.0's kernels `add_f32` and
 // `add_fixed` (see `pypto_build::unstable::codegen::SymbolScope::base`).
 unsafe extern "C" {
-    #[link_name = "pypto_p16_pypto_2dexamplesv9_0_2e1_2e0k9_add_5ff32_host_s0"]
+    #[link_name = "pypto_p13_pypto_2dtestsv9_0_2e1_2e0k9_add_5ff32_host_s0"]
     fn add_f32_host_s0(launch: *mut HostLaunch) -> i32;
-    #[link_name = "pypto_p16_pypto_2dexamplesv9_0_2e1_2e0k11_add_5ffixed_host_s0"]
+    #[link_name = "pypto_p13_pypto_2dtestsv9_0_2e1_2e0k11_add_5ffixed_host_s0"]
     fn add_fixed_host_s0(launch: *mut HostLaunch) -> i32;
 }
 
