@@ -1004,21 +1004,11 @@ unsafe fn run_on_host(
                 if bytes == 0 {
                     continue;
                 }
-                // SAFETY: host memory of `bytes` held by this output, whose
-                // launch has ended.
-                let own = unsafe { std::slice::from_raw_parts(*ptr, bytes) };
-                if let Some((index, value)) = first_invalid(own) {
-                    // SAFETY: as above; zero bytes are `false`.
-                    unsafe { std::ptr::write_bytes(*ptr, 0, bytes) };
-                    if result.is_ok() {
-                        result = Err(Error::InvalidBool {
-                            kernel: Some(desc.name),
-                            param,
-                            index,
-                            value,
-                        });
-                    }
-                }
+                // SAFETY: host memory of `bytes` held exclusively by this
+                // output, whose launch has ended.
+                unsafe {
+                    check_output_bytes(*ptr, bytes, *first_invalid, desc, param, &mut result)
+                };
                 continue;
             }
             MemoryKind::Raw { .. } => continue,
@@ -1037,26 +1027,53 @@ unsafe fn run_on_host(
                 });
             }
         }
-        // SAFETY: the argument's bytes lie inside the buffer; other views
-        // of it (other arguments, other threads' launches) hold other bytes.
-        let own = unsafe { std::slice::from_raw_parts(buffer.as_ptr().add(offset), bytes) };
-        if let Some(check) = first_invalid
-            && let Some((index, value)) = check(own)
-        {
-            // SAFETY: the output's bytes are borrowed exclusively for the
-            // launch, which has ended; zero bytes are `false`.
-            unsafe { std::ptr::write_bytes(buffer.as_ptr().add(offset), 0, bytes) };
-            if result.is_ok() {
-                result = Err(Error::InvalidBool {
-                    kernel: Some(desc.name),
+        if let Some(check) = first_invalid {
+            // SAFETY: the argument's bytes lie inside the buffer and are
+            // borrowed exclusively by this output, whose launch has ended;
+            // other views of the buffer hold other bytes.
+            unsafe {
+                check_output_bytes(
+                    buffer.as_ptr().add(offset),
+                    bytes,
+                    check,
+                    desc,
                     param,
-                    index,
-                    value,
-                });
-            }
+                    &mut result,
+                )
+            };
         }
     }
     (result, peak)
+}
+
+/// After a host launch: an output's bytes that are not a valid value of its
+/// dtype (a `bool` other than 0 or 1) are zeroed, and the first one found
+/// becomes the launch's error unless it already has one.
+///
+/// # Safety
+/// `ptr` is valid for reads and writes of `bytes` bytes, held exclusively.
+unsafe fn check_output_bytes(
+    ptr: *mut u8,
+    bytes: usize,
+    first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
+    desc: &KernelDesc,
+    param: &'static str,
+    result: &mut Result<(), Error>,
+) {
+    // SAFETY: this function's contract.
+    let own = unsafe { std::slice::from_raw_parts(ptr, bytes) };
+    if let Some((index, value)) = first_invalid(own) {
+        // SAFETY: as above; zero bytes are `false`.
+        unsafe { std::ptr::write_bytes(ptr, 0, bytes) };
+        if result.is_ok() {
+            *result = Err(Error::InvalidBool {
+                kernel: Some(desc.name),
+                param,
+                index,
+                value,
+            });
+        }
+    }
 }
 
 /// The blocks of one launch, on the calling thread and as many pool
