@@ -175,10 +175,22 @@ fn adopted_device_memory(npu: &Device, library: &Path) {
         i32,
     ) -> i32;
     type Free = unsafe extern "C" fn(*mut std::ffi::c_void) -> i32;
+    // Another component on this thread makes npu:1 current behind
+    // pypto-rt's back: pypto-rt asks the runtime which device is current,
+    // so its next call still goes to npu:0 (the fake rejects a copy of
+    // another device's memory).
+    let twos = npu.tensor_from(&[2.0f32; 8], (2, Const::<4>)).unwrap();
+    // SAFETY: the fake runtime pypto-rt already loaded (the same handle);
+    // the signature is that of the ACL headers.
+    unsafe {
+        let lib = libloading::Library::new(library).unwrap();
+        let set_device: libloading::Symbol<SetDevice> = lib.get(b"aclrtSetDevice\0").unwrap();
+        assert_eq!(set_device(1), 0);
+    }
+    assert_eq!(twos.to_vec().unwrap(), [2.0; 8]);
+
     let npu = npu.clone();
     let library = library.to_owned();
-    // A thread of its own: pypto-rt remembers which device it made current
-    // on each thread, and this thread's calls change it behind its back.
     std::thread::spawn(move || {
         // SAFETY: the fake runtime pypto-rt already loaded (the same handle);
         // the signatures are those of the ACL headers.

@@ -42,6 +42,7 @@ pub(crate) struct Acl {
     pub(crate) path: String,
     finalize: unsafe extern "C" fn() -> AclError,
     set_device: unsafe extern "C" fn(i32) -> AclError,
+    get_device: unsafe extern "C" fn(*mut i32) -> AclError,
     reset_device: unsafe extern "C" fn(i32) -> AclError,
     destroy_stream: unsafe extern "C" fn(Stream) -> AclError,
     get_device_count: unsafe extern "C" fn(*mut u32) -> AclError,
@@ -135,6 +136,7 @@ fn bind(library: libloading::Library, path: String) -> Result<Acl, String> {
         path: path.clone(),
         finalize: symbol!("aclFinalize"),
         set_device: symbol!("aclrtSetDevice"),
+        get_device: symbol!("aclrtGetDevice"),
         reset_device: symbol!("aclrtResetDevice"),
         destroy_stream: symbol!("aclrtDestroyStream"),
         get_device_count: symbol!("aclrtGetDeviceCount"),
@@ -216,6 +218,14 @@ impl Acl {
         let code = unsafe { (self.get_device_count)(&mut count) };
         self.check("aclrtGetDeviceCount", code)?;
         Ok(count)
+    }
+
+    /// The calling thread's current device, or `None` when none is set.
+    pub(crate) fn current_device(&self) -> Option<i32> {
+        let mut index = -1i32;
+        // SAFETY: writes one i32 through a valid pointer.
+        let code = unsafe { (self.get_device)(&mut index) };
+        (code == ACL_SUCCESS).then_some(index)
     }
 
     /// Makes `index` the calling thread's device (ACL keeps the current

@@ -86,17 +86,12 @@ pub(crate) struct TilingCache {
 /// tiling each time (and free it when their stream has passed them).
 pub(crate) const MAX_TILINGS: usize = 4096;
 
-thread_local! {
-    /// The device ACL has current on this thread, so that `aclrtSetDevice`
-    /// (reference-counted by the runtime) is called once per switch.
-    static CURRENT: std::cell::Cell<Option<i32>> = const { std::cell::Cell::new(None) };
-}
-
-/// Makes device `index` current on the calling thread.
+/// Makes device `index` current on the calling thread. The runtime is
+/// asked which device is current rather than a cache of ours: another
+/// component on this thread (torch_npu, aclnn) may have changed it.
 pub(crate) fn enter(acl: &Acl, index: i32) -> Result<(), Error> {
-    if CURRENT.with(|c| c.get()) != Some(index) {
+    if acl.current_device() != Some(index) {
         acl.set_device(index)?;
-        CURRENT.with(|c| c.set(Some(index)));
     }
     Ok(())
 }
@@ -133,7 +128,6 @@ fn open_npu(index: u32) -> Result<Arc<Npu>, Error> {
         )));
     }
     acl.set_device(wanted)?;
-    CURRENT.with(|c| c.set(Some(wanted)));
     let soc = acl.soc_name().unwrap_or_default();
     let stream = acl.create_stream(wanted)?;
     let npu = Arc::new(Npu {

@@ -234,6 +234,18 @@ aclError aclrtSetDevice(int32_t deviceId)
     return ACL_SUCCESS;
 }
 
+aclError aclrtGetDevice(int32_t* deviceId)
+{
+    if (!initialized) {
+        return fail(ACL_ERROR_UNINITIALIZE, "fake ACL: aclrtGetDevice before aclInit");
+    }
+    if (current_device < 0) {
+        return fail(ACL_ERROR_RT_CONTEXT_NULL, "fake ACL: aclrtGetDevice on a thread with no device set");
+    }
+    *deviceId = current_device;
+    return ACL_SUCCESS;
+}
+
 aclError aclrtResetDevice(int32_t deviceId)
 {
     if (!initialized) {
