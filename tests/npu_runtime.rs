@@ -189,6 +189,23 @@ fn adopted_device_memory(npu: &Device, library: &Path) {
     }
     assert_eq!(twos.to_vec().unwrap(), [2.0; 8]);
 
+    // Adopting a raw stream: a null handle or the host backend is an error.
+    // SAFETY: both calls are rejected before the handle is used.
+    let null = unsafe { pypto_rt::Stream::from_raw(npu, std::ptr::null_mut()) };
+    assert_eq!(
+        null.unwrap_err().to_string(),
+        "npu:0 (Ascend910B3) is not available: the raw ACL stream is null"
+    );
+    let not_null = std::ptr::NonNull::<u8>::dangling().as_ptr().cast();
+    // SAFETY: as above.
+    let host = unsafe { pypto_rt::Stream::from_raw(&Device::host(), not_null) };
+    assert_eq!(
+        host.unwrap_err().to_string(),
+        "the host (CPU) is not available: a raw ACL stream belongs to an NPU, not to the host \
+         backend"
+    );
+    assert!(Device::host().default_stream().as_raw().is_null());
+
     let npu = npu.clone();
     let library = library.to_owned();
     std::thread::spawn(move || {

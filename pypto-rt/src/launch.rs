@@ -596,11 +596,7 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
             if let Some(stream) = crate::stream::current()
                 && !stream.device().is_host()
             {
-                return Err(Error::WrongStream {
-                    what: format!("kernel `{}`", desc.name),
-                    actual: device.to_string(),
-                    stream: stream.device().to_string(),
-                });
+                return Err(wrong_stream(desc, device, &stream));
             }
             // SAFETY: forwarded from this function's contract.
             unsafe { run_on_host(desc, entries.host, blocks, &tensors, args) }
@@ -1185,11 +1181,16 @@ fn launch_stream(desc: &KernelDesc, device: &Device, npu: &Npu) -> Result<Arc<St
     };
     match stream.state() {
         Some(state) if state.device == npu.index => Ok(state.clone()),
-        _ => Err(Error::WrongStream {
-            what: format!("kernel `{}`", desc.name),
-            actual: device.to_string(),
-            stream: stream.device().to_string(),
-        }),
+        _ => Err(wrong_stream(desc, device, &stream)),
+    }
+}
+
+/// A call on `device` inside `with_stream` of a stream of another device.
+fn wrong_stream(desc: &KernelDesc, device: &Device, stream: &crate::Stream) -> Error {
+    Error::WrongStream {
+        what: format!("kernel `{}`", desc.name),
+        actual: device.to_string(),
+        stream: stream.device().to_string(),
     }
 }
 
