@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 // Device-code qualifiers mean nothing on the host.
@@ -692,6 +693,75 @@ PYPTO_RUNTIME void install_fault_handler()
 ;
 #endif
 
+// The alternate stack the fault handler runs on while this thread runs a
+// core. The handler turns a fault into a C++ exception thrown from the
+// signal frame, and unwinding needs more stack than the few KiB Rust gives
+// its threads' alternate stacks: a process's first throw from there
+// overflowed it. Mapped once per thread, with a guard page below it so an
+// overflow faults instead of writing over other memory.
+constexpr size_t FAULT_STACK_BYTES = 256 * 1024;
+
+struct FaultStackMapping {
+    void* map = nullptr;
+    size_t len = 0;
+    ~FaultStackMapping()
+    {
+        if (map != nullptr) {
+            ::munmap(map, len);
+        }
+    }
+};
+
+// Installs this thread's fault stack until it drops, then puts back the
+// one that was there. Without memory for it the previous one stays.
+class FaultStackScope {
+public:
+    FaultStackScope();
+    ~FaultStackScope();
+    FaultStackScope(const FaultStackScope&) = delete;
+    FaultStackScope& operator=(const FaultStackScope&) = delete;
+
+private:
+    stack_t previous_{};
+    bool installed_ = false;
+};
+
+#if PYPTO_RUNTIME_BODY
+PYPTO_RUNTIME FaultStackScope::FaultStackScope()
+{
+    static thread_local FaultStackMapping mine;
+    if (mine.map == nullptr) {
+        size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+        size_t len = FAULT_STACK_BYTES + page;
+        void* map = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (map == MAP_FAILED) {
+            return;
+        }
+        if (::mprotect(map, page, PROT_NONE) != 0) {
+            ::munmap(map, len);
+            return;
+        }
+        mine.map = map;
+        mine.len = len;
+    }
+    size_t page = mine.len - FAULT_STACK_BYTES;
+    stack_t ours{};
+    ours.ss_sp = static_cast<char*>(mine.map) + page;
+    ours.ss_size = FAULT_STACK_BYTES;
+    ours.ss_flags = 0;
+    // Fails only while the thread runs on its alternate stack (a kernel
+    // launched from a signal handler); the previous stack then stays.
+    installed_ = ::sigaltstack(&ours, &previous_) == 0;
+}
+
+PYPTO_RUNTIME FaultStackScope::~FaultStackScope()
+{
+    if (installed_) {
+        ::sigaltstack(&previous_, nullptr);
+    }
+}
+#endif
+
 PYPTO_RUNTIME void write_message(HostLaunch* launch, const char* text)
 #if PYPTO_RUNTIME_BODY
 {
@@ -1031,6 +1101,7 @@ template <typename Body>
 int32_t run_core(HostLaunch* launch, CoreRole role, CoreGroup* group, Body&& body)
 {
     install_fault_handler();
+    FaultStackScope fault_stack;
     block = BlockState{};
     bool vector1 = role == CoreRole::MixedVector1;
     bool mixed_vector = role == CoreRole::MixedVector0 || vector1;
