@@ -693,43 +693,58 @@ PYPTO_RUNTIME void install_fault_handler()
 ;
 #endif
 
-// The alternate stack the fault handler runs on while this thread runs a
-// core. The handler turns a fault into a C++ exception thrown from the
-// signal frame, and unwinding needs more stack than the few KiB Rust gives
-// its threads' alternate stacks: a process's first throw from there
-// overflowed it. Mapped once per thread, with a guard page below it so an
-// overflow faults instead of writing over other memory.
+// The alternate stack the fault handler runs on. The handler turns a fault
+// into a C++ exception thrown from the signal frame, and unwinding needs
+// more stack than the few KiB Rust gives its threads' alternate stacks (a
+// process's first throw from there overflowed it). A thread gets this one at
+// its first core and keeps it until it exits, when the one it had before is
+// put back: swapping per core would cost two system calls (about 480 ns) a
+// launch. A guard page below it makes an overflow fault instead of writing
+// over other memory.
 constexpr size_t FAULT_STACK_BYTES = 256 * 1024;
 
-struct FaultStackMapping {
+struct FaultStack {
     void* map = nullptr;
     size_t len = 0;
-    ~FaultStackMapping()
-    {
-        if (map != nullptr) {
-            ::munmap(map, len);
-        }
-    }
+    stack_t previous{};
+    ~FaultStack();
 };
 
-// Installs this thread's fault stack until it drops, then puts back the
-// one that was there. Without memory for it the previous one stays.
-class FaultStackScope {
-public:
-    FaultStackScope();
-    ~FaultStackScope();
-    FaultStackScope(const FaultStackScope&) = delete;
-    FaultStackScope& operator=(const FaultStackScope&) = delete;
-
-private:
-    stack_t previous_{};
-    bool installed_ = false;
-};
+// Gives this thread its fault stack if it has none yet. Without memory for
+// it, or while the thread runs on its alternate stack (a kernel launched
+// from a signal handler), the stack it has stays, and a later core tries
+// again.
+PYPTO_RUNTIME void use_fault_stack();
 
 #if PYPTO_RUNTIME_BODY
-PYPTO_RUNTIME FaultStackScope::FaultStackScope()
+PYPTO_RUNTIME FaultStack::~FaultStack()
 {
-    static thread_local FaultStackMapping mine;
+    if (map == nullptr) {
+        return;
+    }
+    size_t page = len - FAULT_STACK_BYTES;
+    void* ours = static_cast<char*>(map) + page;
+    stack_t current{};
+    if (::sigaltstack(nullptr, &current) == 0 && current.ss_sp == ours
+        && (current.ss_flags & SS_DISABLE) == 0) {
+        if (::sigaltstack(&previous, nullptr) != 0) {
+            // Still in use: keeping the memory is better than a signal
+            // landing on unmapped pages.
+            return;
+        }
+    }
+    // Not installed any more (Rust's thread exit disables the alternate
+    // stack before thread-local destructors run), or just put back.
+    ::munmap(map, len);
+}
+
+PYPTO_RUNTIME void use_fault_stack()
+{
+    static thread_local FaultStack mine;
+    static thread_local bool installed = false;
+    if (installed) {
+        return;
+    }
     if (mine.map == nullptr) {
         size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
         size_t len = FAULT_STACK_BYTES + page;
@@ -744,21 +759,11 @@ PYPTO_RUNTIME FaultStackScope::FaultStackScope()
         mine.map = map;
         mine.len = len;
     }
-    size_t page = mine.len - FAULT_STACK_BYTES;
     stack_t ours{};
-    ours.ss_sp = static_cast<char*>(mine.map) + page;
+    ours.ss_sp = static_cast<char*>(mine.map) + (mine.len - FAULT_STACK_BYTES);
     ours.ss_size = FAULT_STACK_BYTES;
     ours.ss_flags = 0;
-    // Fails only while the thread runs on its alternate stack (a kernel
-    // launched from a signal handler); the previous stack then stays.
-    installed_ = ::sigaltstack(&ours, &previous_) == 0;
-}
-
-PYPTO_RUNTIME FaultStackScope::~FaultStackScope()
-{
-    if (installed_) {
-        ::sigaltstack(&previous_, nullptr);
-    }
+    installed = ::sigaltstack(&ours, &mine.previous) == 0;
 }
 #endif
 
@@ -1101,7 +1106,7 @@ template <typename Body>
 int32_t run_core(HostLaunch* launch, CoreRole role, CoreGroup* group, Body&& body)
 {
     install_fault_handler();
-    FaultStackScope fault_stack;
+    use_fault_stack();
     block = BlockState{};
     bool vector1 = role == CoreRole::MixedVector1;
     bool mixed_vector = role == CoreRole::MixedVector0 || vector1;
