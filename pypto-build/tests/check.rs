@@ -614,8 +614,13 @@ fn diagnostics_render_with_a_caret() {
 fn tempdir() -> std::path::PathBuf {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("check-{}", NEXT.fetch_add(1, Ordering::Relaxed)));
+    // The process id too: a test runner may run each test in a process of
+    // its own, all counting from 0.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "check-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir

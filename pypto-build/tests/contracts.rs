@@ -31,8 +31,11 @@ cores: cube
 fn with_template(text: &str) -> PathBuf {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static NEXT: AtomicUsize = AtomicUsize::new(0);
+    // The process id too: a test runner may run each test in a process of
+    // its own, all counting from 0.
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "contracts-{}",
+        "contracts-{}-{}",
+        std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
     let _ = std::fs::remove_dir_all(&dir);
