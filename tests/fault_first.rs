@@ -16,9 +16,7 @@ const FAULT_STACK_BYTES: usize = 256 * 1024;
 
 #[test]
 fn the_first_fault_of_a_process_is_an_error_not_a_crash() {
-    let on =
-        std::env::var(pypto_rt::READONLY_INPUTS_VAR).map_or(cfg!(debug_assertions), |v| v == "1");
-    if !on {
+    if !pypto_tests::read_only_inputs() {
         eprintln!("skipped: read-only inputs are off in this build");
         return;
     }

@@ -45,11 +45,7 @@ fn writing_an_input_through_the_api_is_an_error() {
 
 #[test]
 fn writing_an_input_through_a_raw_pointer_is_an_error() {
-    // Inputs are made read-only in debug builds (or with the variable set);
-    // the tests run in debug builds.
-    let on =
-        std::env::var(pypto_rt::READONLY_INPUTS_VAR).map_or(cfg!(debug_assertions), |v| v == "1");
-    if !on {
+    if !pypto_tests::read_only_inputs() {
         eprintln!("skipped: read-only inputs are off in this build");
         return;
     }

@@ -101,11 +101,6 @@ fn runtime_sizes_reshape_into_a_3d_kernel() {
     );
 }
 
-/// Whether launches make inputs read-only (debug builds, or the variable).
-fn read_only_inputs() -> bool {
-    std::env::var(pypto_rt::READONLY_INPUTS_VAR).map_or(cfg!(debug_assertions), |v| v == "1")
-}
-
 #[test]
 fn halves_of_one_tensor_are_input_and_output_of_one_call() {
     // 3 pages of f32: the halves share the middle page. The output's
@@ -135,7 +130,7 @@ fn halves_of_one_tensor_are_input_and_output_of_one_call() {
     let relu: Vec<f32> = values[n / 2..].iter().map(|v| v.max(0.0)).collect();
     assert_eq!(&got[..n / 2], relu.as_slice());
 
-    if !read_only_inputs() {
+    if !pypto_tests::read_only_inputs() {
         eprintln!("skipped the raw-write check: read-only inputs are off in this build");
         return;
     }

@@ -10,6 +10,13 @@ pub mod mask_model;
 mod reference;
 pub use reference::{attention_reference, data, max_abs_diff};
 
+/// Whether host launches make their inputs read-only, so that a kernel's
+/// raw write to one faults: `PYPTO_READONLY_INPUTS`, or on in debug builds
+/// (pypto-rt's own default).
+pub fn read_only_inputs() -> bool {
+    std::env::var(pypto_rt::READONLY_INPUTS_VAR).map_or(cfg!(debug_assertions), |v| v == "1")
+}
+
 /// The workspace root, for locating example specs and test fixtures.
 pub fn workspace_root() -> &'static Path {
     let tests = Path::new(env!("CARGO_MANIFEST_DIR"));
