@@ -309,18 +309,9 @@ fn brought_kernels_run_unchanged_on_the_fake_npu() {
     let dir = byok_crate();
     let target = pypto_tests::workspace_root().join("target/scratch");
     let fake = FakeCann::assemble(&tmp.join("fake-cann-byok"), FakeVersion::Cann85).unwrap();
-    let build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--offline"])
-        .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", &target)
-        .env("ASCEND_HOME_PATH", &fake.home)
-        .env_remove("RUSTFLAGS")
-        .env_remove("PYPTO_BACKEND")
-        .env_remove("ASCEND_TOOLKIT_HOME")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&build.stderr);
-    assert!(build.status.success(), "NPU build failed:\n{stderr}");
+    let (ok, _, stderr) =
+        pypto_tests::scratch_cargo(&dir, None, &["build"], [("ASCEND_HOME_PATH", &fake.home)]);
+    assert!(ok, "NPU build failed:\n{stderr}");
     // Every source rendered for each architecture its targets need (the
     // objects may come from the cache of an earlier run, so the compiler's
     // log is not counted).

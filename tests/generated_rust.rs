@@ -6,7 +6,6 @@
 //! compiled together in one scratch crate.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -179,23 +178,7 @@ fn spec() -> impl Strategy<Value = String> {
 const SPEC_NAMES: &[&str] = &["k.yaml", "a`b.yaml", "{x}.yaml", "t\"q.yaml", "é x.yaml"];
 
 fn cargo(dir: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(args)
-        .arg("--offline")
-        .current_dir(dir)
-        .env(
-            "CARGO_TARGET_DIR",
-            pypto_tests::workspace_root().join("target/scratch"),
-        )
-        .env_remove("RUSTFLAGS")
-        .env_remove("RUSTDOCFLAGS")
-        .output()
-        .expect("cargo runs");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    pypto_tests::scratch_cargo(dir, None, args, std::iter::empty::<(&str, &str)>())
 }
 
 /// Specs run through check and codegen.

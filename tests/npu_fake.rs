@@ -32,24 +32,7 @@ fn cache_dir() -> PathBuf {
 
 /// Runs cargo in `dir`, offline; returns (success, stdout, stderr).
 fn cargo(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> (bool, String, String) {
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(args)
-        .arg("--offline")
-        .current_dir(dir)
-        .env("CARGO_TARGET_DIR", target_dir())
-        .env("PYPTO_CACHE_DIR", cache_dir())
-        .env_remove("RUSTFLAGS")
-        .env_remove("PYPTO_BUILD_VERBOSE")
-        .env_remove("PYPTO_BACKEND")
-        .env_remove("ASCEND_TOOLKIT_HOME")
-        .envs(env.iter().map(|(k, v)| (*k, *v)))
-        .output()
-        .expect("cargo runs");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    pypto_tests::scratch_cargo(dir, Some(&cache_dir()), args, env.iter().copied())
 }
 
 fn binary() -> PathBuf {
@@ -74,14 +57,11 @@ fn run_in(home: Option<&Path>, mode: &str, env: &[(&str, &str)]) -> (bool, Strin
     if let Some(home) = home {
         command.env("LD_LIBRARY_PATH", home.join("lib64"));
     }
-    let out = command
-        .envs(env.iter().copied())
-        .output()
-        .expect("scratch binary runs");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+    pypto_tests::outcome(
+        command
+            .envs(env.iter().copied())
+            .output()
+            .expect("scratch binary runs"),
     )
 }
 

@@ -263,19 +263,16 @@ fn main() {
 "#;
 
 fn run(fake: &FakeCann, mode: &str, env: &[(&str, &str)]) -> (bool, String, String) {
-    let out = Command::new(target_dir().join("debug/scratch-streams"))
-        .arg(mode)
-        .env("PYPTO_ACL_LIBRARY", fake.libascendcl())
-        .env_remove("PYPTO_DEVICE")
-        .env_remove("PYPTO_FAKE_ACL_FAIL")
-        .env_remove("PYPTO_LAUNCH_BLOCKING")
-        .envs(env.iter().copied())
-        .output()
-        .expect("scratch binary runs");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+    pypto_tests::outcome(
+        Command::new(target_dir().join("debug/scratch-streams"))
+            .arg(mode)
+            .env("PYPTO_ACL_LIBRARY", fake.libascendcl())
+            .env_remove("PYPTO_DEVICE")
+            .env_remove("PYPTO_FAKE_ACL_FAIL")
+            .env_remove("PYPTO_LAUNCH_BLOCKING")
+            .envs(env.iter().copied())
+            .output()
+            .expect("scratch binary runs"),
     )
 }
 
@@ -289,22 +286,13 @@ fn launches_are_queued_on_streams_and_reads_wait_for_them() {
     std::fs::write(dir.join("kernels/model.yaml"), SPEC).unwrap();
     std::fs::write(dir.join("src/main.rs"), MAIN).unwrap();
     let fake = FakeCann::assemble(&tmp.join("fake-cann-streams"), FakeVersion::Cann85).unwrap();
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--offline"])
-        .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", target_dir())
-        .env("PYPTO_CACHE_DIR", cache_dir())
-        .env("ASCEND_HOME_PATH", &fake.home)
-        .env_remove("RUSTFLAGS")
-        .env_remove("PYPTO_BACKEND")
-        .env_remove("ASCEND_TOOLKIT_HOME")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let (ok, _, stderr) = pypto_tests::scratch_cargo(
+        &dir,
+        Some(&cache_dir()),
+        &["build"],
+        [("ASCEND_HOME_PATH", &fake.home)],
     );
+    assert!(ok, "{stderr}");
 
     // 1,000 dependent launches: queued without a single copy or
     // synchronisation (the tiling is copied once, by the first launch of

@@ -3,7 +3,6 @@
 //! a spec directory, and a main that calls the typed wrappers.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn workspace() -> &'static Path {
     pypto_tests::workspace_root()
@@ -21,25 +20,7 @@ fn cargo(dir: &Path, args: &[&str]) -> (bool, String, String) {
 }
 
 fn cargo_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
-    // `--offline` right after the subcommand, before any `--`.
-    let (command, rest) = args.split_first().expect("a cargo subcommand");
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .arg(command)
-        .arg("--offline")
-        .args(rest)
-        .current_dir(dir)
-        .env("CARGO_TARGET_DIR", workspace().join("target/scratch"))
-        .env("PYPTO_CACHE_DIR", cache_dir(dir))
-        .env_remove("RUSTFLAGS")
-        .env_remove("PYPTO_BUILD_VERBOSE")
-        .envs(env.iter().copied())
-        .output()
-        .expect("cargo runs");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    pypto_tests::scratch_cargo(dir, Some(&cache_dir(dir)), args, env.iter().copied())
 }
 
 /// The kernel object cache of the scratch crate in `dir`: its own, emptied
@@ -217,17 +198,15 @@ fn a_user_crate_builds_runs_rebuilds_only_on_change_and_reports_spec_errors() {
     assert_eq!(std::fs::read(victim).unwrap(), bytes);
 
     // Forcing the NPU backend on a machine without CANN is a clear error.
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["build", "--offline"])
-        .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", workspace().join("target/scratch"))
-        .env("PYPTO_BACKEND", "npu")
-        .env("ASCEND_HOME_PATH", "/nonexistent/cann")
-        .env_remove("ASCEND_TOOLKIT_HOME")
-        .output()
-        .expect("cargo runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
+    let (ok, _, stderr) = cargo_with(
+        &dir,
+        &["build"],
+        &[
+            ("PYPTO_BACKEND", "npu"),
+            ("ASCEND_HOME_PATH", "/nonexistent/cann"),
+        ],
+    );
+    assert!(!ok);
     assert!(
         stderr.contains("Error: PYPTO_BACKEND=npu, but no CANN toolkit was found; looked in /nonexistent/cann, ASCEND_TOOLKIT_HOME (unset), "),
         "{stderr}"

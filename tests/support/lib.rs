@@ -163,6 +163,56 @@ pub fn user_crate(dir: &Path, name: &str, manifest_tail: &str) -> std::io::Resul
     )
 }
 
+/// Whether a finished command succeeded, and its stdout and stderr as text.
+pub fn outcome(out: std::process::Output) -> (bool, String, String) {
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Runs `cargo <subcommand> --offline <rest>` in the scratch crate `dir`,
+/// building into the workspace's shared `target/scratch` with the kernel
+/// object cache `cache` (pypto-build's default when `None`). The caller's
+/// settings that would change the build (`RUSTFLAGS`, `RUSTDOCFLAGS`,
+/// `PYPTO_BUILD_VERBOSE`, `PYPTO_BACKEND`, `ASCEND_TOOLKIT_HOME`) are
+/// removed, then `env` is set. Returns [`outcome`].
+pub fn scratch_cargo<K, V>(
+    dir: &Path,
+    cache: Option<&Path>,
+    args: &[&str],
+    env: impl IntoIterator<Item = (K, V)>,
+) -> (bool, String, String)
+where
+    K: AsRef<std::ffi::OsStr>,
+    V: AsRef<std::ffi::OsStr>,
+{
+    // `--offline` right after the subcommand, before any `--`.
+    let (subcommand, rest) = args.split_first().expect("a cargo subcommand");
+    let mut command =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    command
+        .arg(subcommand)
+        .arg("--offline")
+        .args(rest)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", workspace_root().join("target/scratch"));
+    if let Some(cache) = cache {
+        command.env("PYPTO_CACHE_DIR", cache);
+    }
+    for name in [
+        "RUSTFLAGS",
+        "RUSTDOCFLAGS",
+        "PYPTO_BUILD_VERBOSE",
+        "PYPTO_BACKEND",
+        "ASCEND_TOOLKIT_HOME",
+    ] {
+        command.env_remove(name);
+    }
+    outcome(command.envs(env).output().expect("cargo runs"))
+}
+
 /// The message of a kernel error; any other result fails the test.
 pub fn kernel_message(err: pypto_rt::Error) -> String {
     match err {
