@@ -2,8 +2,26 @@
 
 use std::fmt::Debug;
 
+pub(crate) mod sealed {
+    /// Implemented by `Const<N>` and `usize` only: the tensor code's unsafe
+    /// copies and views trust `size()`, so no other type may answer it.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a dim: `pypto_rt::Dim` is sealed",
+        note = "the dims are `pypto_rt::Const<N>` (a size fixed at compile time) and `usize` (a run-time size)"
+    )]
+    pub trait Sealed {}
+    impl<const N: usize> Sealed for super::Const<N> {}
+    impl Sealed for usize {}
+}
+
 /// One axis size. `Const<N>` is checked by the compiler; `usize` at run time.
-pub trait Dim: Copy + Debug + Eq + Send + Sync + 'static {
+///
+/// Sealed: only `Const<N>` and `usize` are dims, so a size cannot change
+/// between two calls of [`Dim::size`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a dim: use `pypto_rt::Const<N>` (a size fixed at compile time) or `usize` (a run-time size)"
+)]
+pub trait Dim: sealed::Sealed + Copy + Debug + Eq + Send + Sync + 'static {
     /// `Some(N)` for `Const<N>`, `None` for a runtime size.
     const STATIC: Option<usize>;
 

@@ -55,8 +55,20 @@ impl Debug for Sizes {
     }
 }
 
+mod sealed {
+    /// Implemented by tuples of dims only: the sizes a shape reports are its
+    /// dims' own, which the tensor code's unsafe copies and views trust.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a shape: `pypto_rt::Shape` is sealed",
+        note = "a shape is a tuple of 1 to 8 dims, each `pypto_rt::Const<N>` or `usize`"
+    )]
+    pub trait Sealed {}
+}
+
 /// A tensor shape: a tuple of [`Dim`]s, e.g. `(usize, Const<128>)`.
-pub trait Shape: Copy + Debug + Send + Sync + 'static {
+///
+/// Sealed: the shapes are the tuples of 1 to 8 dims.
+pub trait Shape: sealed::Sealed + Copy + Debug + Send + Sync + 'static {
     /// The number of axes.
     const RANK: usize;
 
@@ -78,6 +90,8 @@ pub trait Shape: Copy + Debug + Send + Sync + 'static {
 
 macro_rules! tuple_shape {
     ($rank:expr; $($d:ident $i:tt),+) => {
+        impl<$($d: Dim),+> sealed::Sealed for ($($d,)+) {}
+
         impl<$($d: Dim),+> Shape for ($($d,)+) {
             const RANK: usize = $rank;
 

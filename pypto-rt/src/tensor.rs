@@ -339,7 +339,7 @@ impl<T: DType, S: Shape> Parts<T, S> {
     /// Copies `src` into these bytes; the caller holds them exclusively.
     fn copy_from(&mut self, src: &Source<'_>) -> Result<(), Error> {
         let dst_sizes = self.shape.sizes();
-        if src.sizes != dst_sizes {
+        if src.sizes != dst_sizes || src.region.bytes != self.region.bytes {
             return Err(Error::CopyMismatch {
                 dst: dst_sizes.to_vec(),
                 src: src.sizes.to_vec(),
@@ -680,7 +680,9 @@ macro_rules! common {
             /// errors for NPU memory.
             pub fn copy_to(&self, mut dst: impl AsOutput<T, S>) -> Result<(), Error> {
                 let target = sealed::Writable::target(&mut dst);
-                if target.sizes != self.sizes() {
+                // Equal bytes too, so the copy below stays in bounds whatever
+                // the sizes say.
+                if target.sizes != self.sizes() || target.region.bytes != self.parts.region.bytes {
                     return Err(Error::CopyMismatch {
                         dst: target.sizes.to_vec(),
                         src: self.sizes().to_vec(),
