@@ -440,13 +440,30 @@ mod tests {
 
     #[test]
     fn the_temporary_file_is_private_and_removed() {
+        let dir = scratch_dir("private");
+        // What `temporary_file` creates is this user's alone.
         static LIB: NpuLibrary = NpuLibrary::new("libtmp_dav2201.so", NpuArch::Dav2201, b"x");
-        let path = LIB.temporary_file(&std::env::temp_dir()).unwrap();
+        let path = LIB.temporary_file(&dir).unwrap();
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-        assert_eq!(mode & 0o077, 0);
-        assert!(dlopen(&path, LIB.name).is_err());
+        assert_eq!(mode & 0o777, 0o700);
         std::fs::remove_file(&path).unwrap();
+        // The real loading path, with no anonymous file to be had, removes
+        // the file it wrote, whether the bytes load or not.
+        let places = |var| Places {
+            var,
+            anonymous: &refused,
+            noexec: &mounted_noexec,
+        };
+        let var = env(&[(LIB_DIR_VAR, dir.clone())]);
+        let err = LIB.open_with(&places(&var)).err().unwrap();
+        assert_eq!(err, "libtmp_dav2201.so: file too short");
+        assert_eq!(files_in(&dir), Vec::<String>::new());
+        let probe = library("libprobe_dav2201.so", probe_library(&dir));
+        let loaded = probe.open_with(&places(&var)).unwrap();
+        assert_eq!(files_in(&dir), Vec::<String>::new());
+        assert_eq!(call_probe(&loaded), 42);
+        std::fs::remove_dir(&dir).unwrap();
     }
 
     #[test]
