@@ -240,7 +240,7 @@ fn a_kernel_past_its_timeout_is_stopped_at_its_next_api_call() {
     assert!(
         stderr.contains(
             "child result: Err(Kernel { kernel: \"spins\", block: 0, message: \
-             \"GlobalTensor::GetValue: the launch did not finish within 0.5 s \
+             \"GlobalTensor::GetValue: the launch did not finish within 500 ms \
              (PYPTO_KERNEL_TIMEOUT); this block was stopped here\" })"
         ),
         "{stderr}"
@@ -253,7 +253,7 @@ fn a_kernel_that_cannot_be_stopped_ends_the_process_with_its_name() {
     assert_eq!(code, None, "aborted: {stderr}");
     assert!(
         stderr.contains(
-            "pypto-rt: kernel `spins` did not finish within 0.5 s (PYPTO_KERNEL_TIMEOUT); block 0 \
+            "pypto-rt: kernel `spins` did not finish within 500 ms (PYPTO_KERNEL_TIMEOUT); block 0 \
              did not stop when asked, so it makes no Ascend C API call (an endless loop?); \
              ending the process\n"
         ),

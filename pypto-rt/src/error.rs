@@ -63,6 +63,24 @@ pub enum Error {
         detail: String,
     },
 
+    /// A call whose block rule gives no blocks for its sizes (the rule's
+    /// param has no elements) while an output has some: no block would
+    /// write them, so the call is refused instead of returning an output
+    /// nothing wrote.
+    #[error(
+        "kernel `{kernel}`: its block rule ({rule}) gives 0 blocks for these sizes, but output `{output}` has {elements} elements, which no block would write"
+    )]
+    NoBlocks {
+        /// The kernel called.
+        kernel: &'static str,
+        /// The block rule, as a phrase.
+        rule: String,
+        /// The first output with elements.
+        output: &'static str,
+        /// Its element count.
+        elements: usize,
+    },
+
     /// Two axes that are one dim (a shared name, or tied by the kernel's
     /// template) had different sizes in one call.
     #[error("kernel `{kernel}`: {second} but {first}; they must be equal because {why}")]

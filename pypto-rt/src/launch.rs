@@ -564,6 +564,7 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
         Some(_) => blocks,
     };
     if blocks == 0 {
+        check_outputs_written(desc, args)?;
         LAST_LAUNCH.with(|l| {
             l.set(Some(LaunchStats {
                 blocks: 0,
@@ -721,27 +722,104 @@ fn describe_size(desc: &KernelDesc, of: SizeOf) -> String {
     }
 }
 
+/// The product of `sizes`, or `None` when it overflows `u64`.
+fn product(sizes: &[usize]) -> Option<u64> {
+    sizes
+        .iter()
+        .try_fold(1u64, |acc, &s| acc.checked_mul(s as u64))
+}
+
+/// The kernel's block rule, as a phrase for messages.
+fn describe_rule(desc: &KernelDesc) -> String {
+    let name = |param: u8| desc.params.get(usize::from(param)).copied().unwrap_or("?");
+    match desc.blocks {
+        BlockRule::Rows { param } => format!("one block per row of `{}`", name(param)),
+        BlockRule::Elements { param, per_block } => {
+            format!("one block per {per_block} elements of `{}`", name(param))
+        }
+        BlockRule::Leading {
+            param,
+            axes,
+            factor,
+        } => {
+            let axes = if axes == 1 {
+                "axis".to_owned()
+            } else {
+                format!("{axes} axes")
+            };
+            let times = if factor == 1 {
+                String::new()
+            } else {
+                format!(", times {factor}")
+            };
+            format!(
+                "one block per index of the leading {axes} of `{}`{times}",
+                name(param)
+            )
+        }
+        BlockRule::Count(n) => format!("`blocks: {n}`"),
+        BlockRule::Size(of) => format!("`blocks: {}`", describe_size(desc, of)),
+    }
+}
+
+/// The launch's block count from its rule, capped at [`MAX_BLOCKS`] (or,
+/// for `blocks:` of a spec, at [`MAX_LAUNCH_BLOCKS`]); 0 when the rule's
+/// param has no elements. Every product is checked: a count that would
+/// overflow is an error naming the kernel and its rule, in every build.
 fn block_count(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<u32, Error> {
     let sizes = |param: u8| sizes_of(args, param);
-    // Products are of sizes that already passed the element-count check
-    // when their tensors were made, so they fit usize.
-    let work: usize = match desc.blocks {
+    let too_many = |what: String| Error::SizeOverflow {
+        kernel: Some(desc.name),
+        detail: format!(
+            "its block rule ({}) asks for {what} blocks, more than a launch can count",
+            describe_rule(desc)
+        ),
+    };
+    let work: u64 = match desc.blocks {
         BlockRule::Rows { param } => {
             let s = sizes(param);
-            s[..s.len() - 1].iter().product::<usize>() * usize::from(s[s.len() - 1] > 0)
+            match s.split_last() {
+                Some((_, rows)) if !s.contains(&0) => {
+                    product(rows).ok_or_else(|| too_many(format!("the product of {rows:?}")))?
+                }
+                _ => 0,
+            }
         }
-        BlockRule::Elements { param, per_block } => sizes(param)
-            .iter()
-            .product::<usize>()
-            .div_ceil(per_block as usize),
+        BlockRule::Elements { param, per_block } => {
+            if per_block == 0 {
+                return Err(Error::Backend(format!(
+                    "kernel `{}`: its block rule ({}) divides by 0",
+                    desc.name,
+                    describe_rule(desc)
+                )));
+            }
+            let s = sizes(param);
+            product(&s)
+                .ok_or_else(|| too_many(format!("the product of {:?} / {per_block}", &*s)))?
+                .div_ceil(u64::from(per_block))
+        }
         BlockRule::Leading {
             param,
             axes,
             factor,
         } => {
             let s = sizes(param);
-            let lead: usize = s[..usize::from(axes)].iter().product();
-            lead * factor as usize * usize::from(s.iter().all(|&x| x > 0))
+            let Some(leading) = s.get(..usize::from(axes)) else {
+                return Err(Error::Backend(format!(
+                    "kernel `{}`: its block rule ({}) names more axes than `{}` has ({})",
+                    desc.name,
+                    describe_rule(desc),
+                    desc.params[usize::from(param)],
+                    s.len()
+                )));
+            };
+            if s.contains(&0) {
+                0
+            } else {
+                product(leading)
+                    .and_then(|lead| lead.checked_mul(u64::from(factor)))
+                    .ok_or_else(|| too_many(format!("{} × {factor}", leading_text(leading))))?
+            }
         }
         BlockRule::Count(n) => return Ok(n),
         BlockRule::Size(of) => {
@@ -760,6 +838,42 @@ fn block_count(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<u32, Error> {
         }
     };
     Ok(u32::try_from(work).unwrap_or(u32::MAX).min(MAX_BLOCKS))
+}
+
+/// Leading sizes as a product for messages: `8589934592` or `4 × 3`.
+fn leading_text(leading: &[usize]) -> String {
+    match product(leading) {
+        Some(n) if leading.len() == 1 => n.to_string(),
+        _ => leading
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(" × "),
+    }
+}
+
+/// A launch with no blocks writes no output: refused when an output has
+/// elements, which would come back unwritten.
+fn check_outputs_written(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<(), Error> {
+    for (i, arg) in args.iter().enumerate() {
+        let Arg::Tensor { sizes, memory, .. } = arg else {
+            continue;
+        };
+        let output = matches!(
+            memory.0,
+            MemoryKind::HostOutput { .. } | MemoryKind::Raw { writable: true, .. }
+        );
+        let elements = sizes.num_elements().unwrap_or(usize::MAX);
+        if output && elements > 0 {
+            return Err(Error::NoBlocks {
+                kernel: desc.name,
+                rule: describe_rule(desc),
+                output: desc.params[i],
+                elements,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Every scalar argument's bits, in param order; sizes bound to scalars
@@ -1305,6 +1419,7 @@ unsafe fn run_on_npu(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicBool;
 
     #[test]
     fn sizes_bound_to_scalars_must_fit_their_type() {
@@ -1335,6 +1450,155 @@ mod tests {
             scalar_words(&desc, &args).unwrap_err().to_string(),
             "kernel `k`: size overflow: `n` = `x.numel` = 256, more than its DT_UINT8 holds (255)"
         );
+    }
+
+    /// A tensor argument of these sizes whose memory is never touched (the
+    /// checks before a launch do not read it).
+    fn unread<'a>(host: &'a Device, sizes: &[usize], output: bool) -> Arg<'a> {
+        Arg::Tensor {
+            sizes: Sizes::new(sizes).unwrap(),
+            memory: Memory::raw(std::ptr::null_mut(), 0, output, |_| None, None),
+            device: host,
+        }
+    }
+
+    fn spread(blocks: BlockRule) -> KernelDesc {
+        KernelDesc {
+            name: "spread",
+            params: &["x", "out"],
+            dims: &[],
+            blocks,
+            multiples: &[],
+            halves: &[],
+        }
+    }
+
+    // Plain assertions on the counts: nothing here relies on a debug
+    // build's overflow panic, so release builds check the same.
+    #[test]
+    fn block_rules_that_overflow_are_errors_in_every_build() {
+        let host = Device::host();
+        let times_max = spread(BlockRule::Leading {
+            param: 0,
+            axes: 1,
+            factor: u32::MAX,
+        });
+        // 2^33 × (2^32 - 1) wraps to 2^64 - 2^33 unchecked (48 blocks).
+        let args = [
+            unread(&host, &[1 << 33, 1], false),
+            unread(&host, &[4], true),
+        ];
+        assert_eq!(
+            block_count(&times_max, &args).unwrap_err().to_string(),
+            "kernel `spread`: size overflow: its block rule (one block per index of the leading \
+             axis of `x`, times 4294967295) asks for 8589934592 × 4294967295 blocks, more than a \
+             launch can count"
+        );
+        // 2^17 · 2^17 × 2^30 wraps to exactly 0 unchecked: a launch of no
+        // blocks that returned Ok with `out` never written.
+        let wraps = spread(BlockRule::Leading {
+            param: 0,
+            axes: 2,
+            factor: 1 << 30,
+        });
+        let args = [
+            unread(&host, &[1 << 17, 1 << 17, 3], false),
+            unread(&host, &[4], true),
+        ];
+        assert_eq!(
+            block_count(&wraps, &args).unwrap_err(),
+            Error::SizeOverflow {
+                kernel: Some("spread"),
+                detail: "its block rule (one block per index of the leading 2 axes of `x`, \
+                         times 1073741824) asks for 131072 × 131072 × 1073741824 blocks, more \
+                         than a launch can count"
+                    .to_owned()
+            }
+        );
+        // The launch reports it before anything runs.
+        // SAFETY: the call fails before any memory is used.
+        let err = unsafe { launch(&wraps, entries(), &args) }.unwrap_err();
+        assert!(matches!(err, Error::SizeOverflow { .. }), "{err:?}");
+        assert!(!RAN.load(Ordering::SeqCst));
+        // Counts that fit: capped at the cores, 0 for an empty param.
+        let small =
+            |sizes: &[usize], rule| block_count(&spread(rule), &[unread(&host, sizes, false)]);
+        let leading = |axes, factor| BlockRule::Leading {
+            param: 0,
+            axes,
+            factor,
+        };
+        assert_eq!(small(&[5, 1], leading(1, u32::MAX)), Ok(MAX_BLOCKS));
+        assert_eq!(small(&[2, 7], leading(1, 3)), Ok(6));
+        assert_eq!(small(&[2, 7, 1], leading(2, 3)), Ok(42));
+        assert_eq!(small(&[1 << 33, 0], leading(1, u32::MAX)), Ok(0));
+        let rows = BlockRule::Rows { param: 0 };
+        assert_eq!(small(&[3, 5, 7], rows), Ok(15));
+        assert_eq!(small(&[3, 0], rows), Ok(0));
+        let per_4 = BlockRule::Elements {
+            param: 0,
+            per_block: 4,
+        };
+        assert_eq!(small(&[3, 3], per_4), Ok(3));
+        assert_eq!(small(&[usize::MAX, 0], per_4), Ok(0));
+    }
+
+    static RAN: AtomicBool = AtomicBool::new(false);
+
+    /// A host entry that records that it ran.
+    unsafe extern "C" fn records_run(_: *mut HostLaunch) -> i32 {
+        RAN.store(true, Ordering::SeqCst);
+        0
+    }
+
+    fn entries() -> Entries {
+        Entries {
+            host: records_run,
+            npu: &[],
+        }
+    }
+
+    #[test]
+    fn no_launch_of_zero_blocks_leaves_an_output_unwritten() {
+        let host = Device::host();
+        let rows = spread(BlockRule::Rows { param: 0 });
+        // `x` has no rows' worth of work, but `out` has 3 elements.
+        let args = [unread(&host, &[3, 0], false), unread(&host, &[3], true)];
+        // SAFETY: the call fails before any memory is used.
+        let err = unsafe { launch(&rows, entries(), &args) }.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "kernel `spread`: its block rule (one block per row of `x`) gives 0 blocks for \
+             these sizes, but output `out` has 3 elements, which no block would write"
+        );
+        assert_eq!(
+            err,
+            Error::NoBlocks {
+                kernel: "spread",
+                rule: "one block per row of `x`".to_owned(),
+                output: "out",
+                elements: 3
+            }
+        );
+        // The same with a count forced on the host, and with a spec's
+        // `blocks: x.0`.
+        // SAFETY (both): as above.
+        let forced = with_host_blocks(4, || unsafe { launch(&rows, entries(), &args) }).unwrap();
+        assert_eq!(forced.unwrap_err(), err);
+        let by_size = spread(BlockRule::Size(SizeOf::Axis { param: 0, axis: 1 }));
+        assert_eq!(
+            unsafe { launch(&by_size, entries(), &args) }
+                .unwrap_err()
+                .to_string(),
+            "kernel `spread`: its block rule (`blocks: x.1`) gives 0 blocks for these sizes, but \
+             output `out` has 3 elements, which no block would write"
+        );
+        // No work and no output elements: nothing to launch, and Ok.
+        let empty = [unread(&host, &[0, 4], false), unread(&host, &[0], true)];
+        // SAFETY: nothing is launched.
+        assert_eq!(unsafe { launch(&rows, entries(), &empty) }, Ok(()));
+        assert_eq!(last_launch().unwrap().blocks, 0);
+        assert!(!RAN.load(Ordering::SeqCst));
     }
 
     #[test]

@@ -70,6 +70,7 @@ pub use host_mem::READONLY_INPUTS_VAR;
 pub use launch::{
     BLOCKS_VAR, LaunchStats, MAX_BLOCKS, MAX_LAUNCH_BLOCKS, last_launch, with_host_blocks,
 };
+pub use npu_lib::LIB_DIR_VAR;
 pub use sanitize::{SANITIZE_VAR, Sanitize, with_sanitize};
 pub use shape::{Shape, Sizes};
 pub use stream::{Event, LAUNCH_BLOCKING_VAR, Stream, with_stream};

@@ -11,13 +11,15 @@
 //! watchdog names the kernel and the blocks still running on stderr and
 //! ends the process.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
 
-/// Seconds a host launch may run (`0` or `off`: no limit; default 300).
+/// Seconds a host launch may run: a number from 0.001 (kept to the
+/// millisecond, e.g. `60`, `2.5`, `0.25`), or `off`, `0`, `0.0` (any
+/// spelling of zero) for no limit; default 300.
 pub const TIMEOUT_VAR: &str = "PYPTO_KERNEL_TIMEOUT";
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -25,25 +27,48 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long a cancelled launch has to notice before the process ends.
 const GRACE: Duration = Duration::from_secs(2);
 
-/// `PYPTO_KERNEL_TIMEOUT` as a duration (`None`: no limit).
+/// `PYPTO_KERNEL_TIMEOUT` as a duration (`None`: no limit): seconds,
+/// rounded to the millisecond; zero (`0`, `0.0`, `0e0`) and `off` are no
+/// limit; anything else below a millisecond is refused, not rounded to
+/// zero.
 pub(crate) fn parse_timeout(value: Option<&str>) -> Result<Option<Duration>, String> {
     let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
         return Ok(Some(DEFAULT_TIMEOUT));
     };
-    if value == "0" || value.eq_ignore_ascii_case("off") {
+    if value.eq_ignore_ascii_case("off") {
         return Ok(None);
     }
-    value
-        .parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
-        .map(|s| Some(Duration::from_secs_f64(s)))
+    let seconds = value.parse::<f64>().ok().filter(|s| s.is_finite());
+    if seconds == Some(0.0) {
+        return Ok(None);
+    }
+    seconds
+        .filter(|s| (0.001..1e9).contains(s))
+        .map(|s| Some(Duration::from_millis((s * 1000.0).round() as u64)))
         .ok_or_else(|| {
             format!(
-                "{TIMEOUT_VAR}=`{}` is not a number of seconds; use e.g. `60`, `0.5`, or `off`",
+                "{TIMEOUT_VAR}=`{}` is not a timeout; use a number of seconds from 0.001 \
+                 (e.g. `60` or `0.25`), or `0` or `off` for no limit",
                 value.escape_debug()
             )
         })
+}
+
+/// A timeout for messages: whole milliseconds below a second (`250 ms`),
+/// seconds from one (`2.5 s`, `300 s`); the emulation's `timeout_text`
+/// words it the same way.
+pub(crate) fn describe(timeout: Duration) -> String {
+    let ms = timeout.as_millis();
+    if ms < 1000 {
+        return format!("{ms} ms");
+    }
+    let mut text = (ms / 1000).to_string();
+    if !ms.is_multiple_of(1000) {
+        let frac = format!("{:03}", ms % 1000);
+        text.push('.');
+        text.push_str(frac.trim_end_matches('0'));
+    }
+    text + " s"
 }
 
 fn timeout() -> Result<Option<Duration>, Error> {
@@ -72,12 +97,18 @@ struct Entry {
 }
 
 struct Watchdog {
-    entries: Mutex<Vec<Entry>>,
+    state: Mutex<State>,
     wake: Condvar,
-    /// Set while the watchdog waits with no deadline: only then does a new
-    /// launch need to wake it. Waking it on every launch would cost a
-    /// context switch per call.
-    parked: AtomicBool,
+}
+
+/// What the watchdog and the launches share, under its mutex.
+struct State {
+    entries: Vec<Entry>,
+    /// When the waiting watchdog next wakes by itself: `None` while it is
+    /// parked (no deadline) or has not waited yet. A launch whose deadline
+    /// comes first wakes it; others leave it alone, since waking it on
+    /// every launch would cost a context switch per call.
+    sleeps_until: Option<Instant>,
 }
 
 /// How long an idle watchdog keeps ticking before it parks, and the longest
@@ -90,9 +121,11 @@ fn watchdog() -> Option<&'static Watchdog> {
     static DOG: OnceLock<Option<&'static Watchdog>> = OnceLock::new();
     *DOG.get_or_init(|| {
         let dog: &'static Watchdog = Box::leak(Box::new(Watchdog {
-            entries: Mutex::new(Vec::new()),
+            state: Mutex::new(State {
+                entries: Vec::new(),
+                sleeps_until: None,
+            }),
             wake: Condvar::new(),
-            parked: AtomicBool::new(false),
         }));
         match std::thread::Builder::new()
             .name("pypto-watchdog".to_owned())
@@ -108,12 +141,12 @@ fn watchdog() -> Option<&'static Watchdog> {
 }
 
 fn watch_forever(dog: &Watchdog) {
-    let mut entries = dog.entries.lock().unwrap_or_else(|e| e.into_inner());
+    let mut state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
     let mut idle_ticks = 0u32;
     loop {
         let now = Instant::now();
         let mut next: Option<Instant> = None;
-        for entry in entries.iter_mut() {
+        for entry in state.entries.iter_mut() {
             let wake_at = match entry.cancelled_at {
                 None if now >= entry.deadline => {
                     entry.launch.cancel.store(1, Ordering::Relaxed);
@@ -133,21 +166,21 @@ fn watch_forever(dog: &Watchdog) {
         } else if next.is_some() {
             idle_ticks = 0;
         }
-        entries = match next {
+        state.sleeps_until = next;
+        state = match next {
             None => {
-                dog.parked.store(true, Ordering::SeqCst);
-                let guard = dog.wake.wait(entries).unwrap_or_else(|e| e.into_inner());
-                dog.parked.store(false, Ordering::SeqCst);
+                let guard = dog.wake.wait(state).unwrap_or_else(|e| e.into_inner());
                 idle_ticks = 0;
                 guard
             }
             Some(at) => {
                 dog.wake
-                    .wait_timeout(entries, at.saturating_duration_since(now))
+                    .wait_timeout(state, at.saturating_duration_since(now))
                     .unwrap_or_else(|e| e.into_inner())
                     .0
             }
         };
+        state.sleeps_until = None;
     }
 }
 
@@ -160,10 +193,10 @@ fn give_up(launch: &Launch) -> ! {
         .map(|b: u32| b.to_string())
         .collect();
     eprintln!(
-        "pypto-rt: kernel `{}` did not finish within {} s ({TIMEOUT_VAR}); block{} {} did not \
+        "pypto-rt: kernel `{}` did not finish within {} ({TIMEOUT_VAR}); block{} {} did not \
          stop when asked, so {} no Ascend C API call (an endless loop?); ending the process",
         launch.kernel,
-        launch.timeout.as_secs_f64(),
+        describe(launch.timeout),
         if blocks.len() == 1 { "" } else { "s" },
         if blocks.is_empty() {
             "?".to_owned()
@@ -187,8 +220,13 @@ pub(crate) struct Watch {
 
 /// Registers a launch of `kernel` with the watchdog.
 pub(crate) fn watch(kernel: &'static str) -> Result<Watch, Error> {
+    Ok(watch_for(kernel, timeout()?))
+}
+
+/// Registers a launch of `kernel` that may run for `timeout` (`None`: no
+/// limit).
+fn watch_for(kernel: &'static str, timeout: Option<Duration>) -> Watch {
     static IDS: AtomicU64 = AtomicU64::new(0);
-    let timeout = timeout()?;
     let launch = Arc::new(Launch {
         kernel,
         timeout: timeout.unwrap_or(Duration::ZERO),
@@ -200,22 +238,24 @@ pub(crate) fn watch(kernel: &'static str) -> Result<Watch, Error> {
         && let Some(dog) = watchdog()
     {
         let entry_id = IDS.fetch_add(1, Ordering::Relaxed);
-        let mut entries = dog.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.push(Entry {
+        let deadline = Instant::now() + timeout;
+        let mut state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.entries.push(Entry {
             id: entry_id,
-            deadline: Instant::now() + timeout,
+            deadline,
             cancelled_at: None,
             launch: launch.clone(),
         });
-        // Deadlines only grow (one timeout per process), so a ticking
-        // watchdog already wakes early enough for the new entry; a parked
-        // one (it parks under this lock) must be woken.
-        if dog.parked.load(Ordering::SeqCst) {
+        // A watchdog that would sleep past this deadline (parked, or in its
+        // idle tick of a second while the timeout is shorter) is woken; one
+        // that wakes before it rechecks every entry then. It waits under
+        // this lock, so it cannot miss the entry.
+        if state.sleeps_until.is_none_or(|at| deadline < at) {
             dog.wake.notify_one();
         }
         id = Some(entry_id);
     }
-    Ok(Watch { launch, id })
+    Watch { launch, id }
 }
 
 impl Watch {
@@ -247,9 +287,9 @@ impl Drop for Watch {
         let (Some(id), Some(dog)) = (self.id, watchdog()) else {
             return;
         };
-        let mut entries = dog.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = entries.iter().position(|e| e.id == id) {
-            entries.swap_remove(i);
+        let mut state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = state.entries.iter().position(|e| e.id == id) {
+            state.entries.swap_remove(i);
         }
     }
 }
@@ -262,19 +302,91 @@ mod tests {
     fn timeouts_parse() {
         assert_eq!(parse_timeout(None), Ok(Some(DEFAULT_TIMEOUT)));
         assert_eq!(parse_timeout(Some(" ")), Ok(Some(DEFAULT_TIMEOUT)));
-        assert_eq!(parse_timeout(Some("0")), Ok(None));
-        assert_eq!(parse_timeout(Some("OFF")), Ok(None));
-        assert_eq!(
-            parse_timeout(Some("2.5")),
-            Ok(Some(Duration::from_millis(2500)))
-        );
-        for bad in ["-1", "abc", "inf", "NaN", "1e12"] {
+        // Every spelling of zero means no limit, as `off` does.
+        for off in ["0", "0.0", "0e0", "-0", "00.000", "OFF", "off"] {
+            assert_eq!(parse_timeout(Some(off)), Ok(None), "{off}");
+        }
+        for (value, ms) in [
+            ("2.5", 2500),
+            ("300", 300_000),
+            ("0.25", 250),
+            ("0.001", 1),
+            ("1e-3", 1),
+            ("0.0015", 2),
+            (" 0.5 ", 500),
+        ] {
+            assert_eq!(
+                parse_timeout(Some(value)),
+                Ok(Some(Duration::from_millis(ms))),
+                "{value}"
+            );
+        }
+        for bad in [
+            "-1", "abc", "inf", "NaN", "1e12", "0.0001", "0.0009", "-0.5", "1 s",
+        ] {
             assert_eq!(
                 parse_timeout(Some(bad)),
                 Err(format!(
-                    "PYPTO_KERNEL_TIMEOUT=`{bad}` is not a number of seconds; use e.g. `60`, `0.5`, or `off`"
+                    "PYPTO_KERNEL_TIMEOUT=`{bad}` is not a timeout; use a number of seconds from \
+                     0.001 (e.g. `60` or `0.25`), or `0` or `off` for no limit"
                 ))
             );
         }
+    }
+
+    #[test]
+    fn timeouts_read_in_milliseconds_below_a_second() {
+        for (ms, text) in [
+            (1, "1 ms"),
+            (250, "250 ms"),
+            (999, "999 ms"),
+            (1000, "1 s"),
+            (1001, "1.001 s"),
+            (1250, "1.25 s"),
+            (2500, "2.5 s"),
+            (300_000, "300 s"),
+        ] {
+            assert_eq!(describe(Duration::from_millis(ms)), text);
+        }
+        // The emulation's words for the same numbers.
+        let header = include_str!("../../templates/include/pypto_emu/core.h");
+        assert!(header.contains("inline std::string timeout_text(uint64_t ms)"));
+    }
+
+    /// Registers launches with a short timeout and measures when each is
+    /// cancelled: the first of the process (the watchdog thread starting),
+    /// one right after another (the watchdog sleeping out its grace period
+    /// and idle tick), and one in the middle of an idle tick.
+    #[test]
+    fn short_timeouts_fire_within_50_ms_of_their_value() {
+        let timeout = Duration::from_millis(150);
+        let mut took = Vec::new();
+        for round in 0..4 {
+            if round == 3 {
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            let start = Instant::now();
+            let watch = watch_for("short", Some(timeout));
+            while watch.launch.cancel.load(Ordering::Relaxed) == 0 {
+                assert!(
+                    start.elapsed() < Duration::from_secs(5),
+                    "round {round}: not cancelled after 5 s"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            took.push(start.elapsed());
+            drop(watch);
+        }
+        for (round, one) in took.iter().enumerate() {
+            assert!(
+                *one >= timeout && *one < timeout + Duration::from_millis(50),
+                "round {round}: cancelled after {one:?}, not within 50 ms of {timeout:?} \
+                 (all rounds: {took:?})"
+            );
+        }
+        // No limit: never registered, never cancelled.
+        let free = watch_for("free", None);
+        assert!(free.id.is_none());
+        assert_eq!(free.timeout_ms(), 0);
     }
 }

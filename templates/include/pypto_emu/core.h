@@ -428,14 +428,34 @@ struct AtSite {
     AtSite& operator=(const AtSite&) = delete;
 };
 
+// A launch's timeout as pypto-rt's watchdog words it: whole milliseconds
+// below a second ("250 ms"), seconds from one ("2.5 s", "300 s").
+inline std::string timeout_text(uint64_t ms)
+{
+    if (ms < 1000) {
+        return std::to_string(ms) + " ms";
+    }
+    std::string out = std::to_string(ms / 1000);
+    if (ms % 1000 != 0) {
+        char frac[8];
+        std::snprintf(frac, sizeof frac, ".%03u", static_cast<unsigned>(ms % 1000));
+        std::string digits = frac;
+        while (digits.back() == '0') {
+            digits.pop_back();
+        }
+        out += digits;
+    }
+    return out + " s";
+}
+
 // Ends a launch that pypto-rt's watchdog gave up on: every API call polls.
 inline void poll(const char* what)
 {
     ++instruction_seq;
     instruction_name = what;
     if (block.cancel != nullptr && __atomic_load_n(block.cancel, __ATOMIC_RELAXED) != 0) {
-        fail(what, ": the launch did not finish within ", block.timeout_ms / 1000.0,
-             " s (PYPTO_KERNEL_TIMEOUT); this block was stopped here");
+        fail(what, ": the launch did not finish within ", timeout_text(block.timeout_ms),
+             " (PYPTO_KERNEL_TIMEOUT); this block was stopped here");
     }
 }
 

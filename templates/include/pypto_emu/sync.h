@@ -289,8 +289,8 @@ PYPTO_RUNTIME void group_take(const std::string& what, uint8_t& counter)
         ++g.running;
         g.waiting_on[me] = nullptr;
         if (block.cancel != nullptr && __atomic_load_n(block.cancel, __ATOMIC_RELAXED) != 0) {
-            fail(what, ": the launch did not finish within ", block.timeout_ms / 1000.0,
-                 " s (PYPTO_KERNEL_TIMEOUT); this core was stopped here, waiting");
+            fail(what, ": the launch did not finish within ", timeout_text(block.timeout_ms),
+                 " (PYPTO_KERNEL_TIMEOUT); this core was stopped here, waiting");
         }
     }
     --counter;
