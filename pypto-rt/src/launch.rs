@@ -173,11 +173,15 @@ pub struct Memory<'a>(MemoryKind<'a>);
 
 pub(crate) enum MemoryKind<'a> {
     /// A host input (bytes `offset..offset + bytes` of `buffer`, which
-    /// views may share): read-only to the kernel.
+    /// views may share): read-only to the kernel; with its dtype's check
+    /// for invalid bytes (`bool`), run after the launch in case the kernel
+    /// wrote it all the same (read-only pages are off in release builds,
+    /// and cover only a view's whole pages).
     HostInput {
         buffer: &'a HostBuffer,
         offset: usize,
         bytes: usize,
+        first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
     },
     /// A host output, with its dtype's check for invalid bytes (`bool`).
     /// Lent from `&mut`, so nothing else sees those bytes during the
@@ -190,8 +194,9 @@ pub(crate) enum MemoryKind<'a> {
         first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
     },
     /// Device memory on an NPU, or adopted host memory (no guard pages);
-    /// outputs carry their dtype's check for invalid bytes, run after a
-    /// host launch.
+    /// carries its dtype's check for invalid bytes, run after a host
+    /// launch (on inputs too: nothing keeps a kernel from writing adopted
+    /// memory).
     Raw {
         ptr: *mut u8,
         bytes: u64,
@@ -203,11 +208,17 @@ pub(crate) enum MemoryKind<'a> {
 }
 
 impl<'a> Memory<'a> {
-    pub(crate) fn host_input(buffer: &'a HostBuffer, offset: usize, bytes: usize) -> Self {
+    pub(crate) fn host_input(
+        buffer: &'a HostBuffer,
+        offset: usize,
+        bytes: usize,
+        first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
+    ) -> Self {
         Memory(MemoryKind::HostInput {
             buffer,
             offset,
             bytes,
+            first_invalid,
         })
     }
 
@@ -251,6 +262,7 @@ impl<'a> Memory<'a> {
                 buffer,
                 offset,
                 bytes,
+                ..
             }
             | MemoryKind::HostOutput {
                 buffer,
@@ -1052,6 +1064,7 @@ unsafe fn run_on_host(
                 buffer,
                 offset,
                 bytes,
+                ..
             } => {
                 read_only.push(buffer.read_only(*offset, *bytes));
                 (Some(*buffer), 0)
@@ -1082,8 +1095,9 @@ unsafe fn run_on_host(
     drop(read_only);
     drop(watch);
     // What no guard page could stop: writes just before a tensor's start,
-    // and bytes that are not a `bool` in a bool output. Checked even after
-    // a failed launch, so that no tensor is left holding them.
+    // and bytes that are not a `bool` in a bool tensor (an output, or an
+    // input the kernel wrote all the same). Checked even after a failed
+    // launch, so that no tensor is left holding them.
     for (i, arg) in args.iter().enumerate() {
         let Arg::Tensor { memory, .. } = arg else {
             continue;
@@ -1094,8 +1108,9 @@ unsafe fn run_on_host(
                 buffer,
                 offset,
                 bytes,
-            } => (*buffer, *offset, *bytes, None),
-            MemoryKind::HostOutput {
+                first_invalid,
+            }
+            | MemoryKind::HostOutput {
                 buffer,
                 offset,
                 bytes,
@@ -1104,7 +1119,6 @@ unsafe fn run_on_host(
             MemoryKind::Raw {
                 ptr,
                 bytes,
-                writable: true,
                 first_invalid,
                 ..
             } => {
@@ -1114,14 +1128,16 @@ unsafe fn run_on_host(
                 if bytes == 0 {
                     continue;
                 }
-                // SAFETY: host memory of `bytes` held exclusively by this
-                // output, whose launch has ended.
+                // SAFETY: host memory of `bytes` lent to this launch, which
+                // has ended; an output is held exclusively, and an input's
+                // bytes are changed only when the kernel already changed
+                // them during the launch (the check reads, and writes only
+                // invalid `bool`s back to `false`).
                 unsafe {
                     check_output_bytes(*ptr, bytes, *first_invalid, desc, param, &mut result)
                 };
                 continue;
             }
-            MemoryKind::Raw { .. } => continue,
         };
         // The front slack lies before the buffer's first byte: only a view
         // that starts there borders it.
@@ -1138,9 +1154,11 @@ unsafe fn run_on_host(
             }
         }
         if let Some(check) = first_invalid {
-            // SAFETY: the argument's bytes lie inside the buffer and are
-            // borrowed exclusively by this output, whose launch has ended;
-            // other views of the buffer hold other bytes.
+            // SAFETY: the argument's bytes lie inside the buffer and were
+            // lent to this launch, which has ended: an output's exclusively
+            // (other views of the buffer hold other bytes); an input's are
+            // written only when the kernel wrote invalid `bool`s into them
+            // during the launch, and then back to `false`.
             unsafe {
                 check_output_bytes(
                     buffer.as_ptr().add(offset),
@@ -1156,12 +1174,13 @@ unsafe fn run_on_host(
     (result, peak)
 }
 
-/// After a host launch: an output's bytes that are not a valid value of its
+/// After a host launch: a tensor's bytes that are not a valid value of its
 /// dtype (a `bool` other than 0 or 1) are zeroed, and the first one found
 /// becomes the launch's error unless it already has one.
 ///
 /// # Safety
-/// `ptr` is valid for reads and writes of `bytes` bytes, held exclusively.
+/// `ptr` is valid for reads and writes of `bytes` bytes, and nothing else
+/// reads or writes them meanwhile.
 unsafe fn check_output_bytes(
     ptr: *mut u8,
     bytes: usize,
