@@ -18,7 +18,22 @@ fn cache_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("scratch-checks-cache")
 }
 
-const SPEC: &str = r#"kernels:
+const SPEC: &str = r#"dims:
+  N: DYNAMIC
+kernels:
+  writes_tiling:
+    template: writes_tiling.hbs
+    targets: [A2]
+    params:
+      x: { dtype: DT_FP32, shape: [N] }
+      y: { dtype: DT_FP32, shape: [N], output: true }
+  add_f32:
+    template: builtin/add
+    targets: [A2]
+    params:
+      a: { dtype: DT_FP32, shape: [N] }
+      b: { dtype: DT_FP32, shape: [N] }
+      out: { dtype: DT_FP32, shape: [N], output: true }
   bad_bool:
     template: bad_bool.hbs
     targets: [A2]
@@ -42,6 +57,16 @@ const BAD_BOOL: &str = r#"extern "C" __global__ __aicore__ void {{symbol}}({{ent
     flagsGm.SetValue(0, 1);
     flagsGm.SetValue(1, 2);
     flagsGm.SetValue(2, 255);
+}
+"#;
+
+/// Writes 0 over the first word of its tiling (the size of `N`) through
+/// the raw pointer, and nothing else. Its tiling is that of `add_f32` with
+/// the same `N`: one dim.
+const WRITES_TILING: &str = r#"extern "C" __global__ __aicore__ void {{symbol}}({{entry_params}})
+{
+    {{load_tiling}}
+    reinterpret_cast<__gm__ volatile uint32_t*>(pypto_tiling_gm)[0] = 0;
 }
 "#;
 
@@ -119,9 +144,31 @@ fn bool_input() -> Result<()> {
     Ok(())
 }
 
+/// A kernel that writes its own tiling, then a correct `add_f32` of the
+/// same sizes, twice each.
+fn tilings() -> Result<()> {
+    let dev = Device::from_env()?;
+    let n = 1000usize;
+    let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let b: Vec<f32> = (0..n).map(|i| 0.5 * i as f32 - 7.0).collect();
+    let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    let (ta, tb) = (dev.tensor_from(&a, (n,))?, dev.tensor_from(&b, (n,))?);
+    for round in 1..=2 {
+        let mut y = dev.zeros((n,))?;
+        show(&format!("writes_tiling {round}"), kernels::writes_tiling(&ta, &mut y));
+        let mut out = dev.tensor_from(&vec![-1.0f32; n], (n,))?;
+        show(&format!("add_f32 {round}"), kernels::add_f32(&ta, &tb, &mut out));
+        let got = out.to_vec()?;
+        let wrong = (0..n).filter(|&i| got[i] != want[i]).count();
+        println!("  {wrong} of {n} elements wrong");
+    }
+    Ok(())
+}
+
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_default();
     let result = match mode.as_str() {
+        "tilings" => tilings(),
         "bools" => bools(),
         "bool_input" => bool_input(),
         other => Err(format!("unknown mode {other}").into()),
@@ -157,6 +204,7 @@ fn build() -> FakeCann {
     for (path, text) in [
         ("kernels/model.yaml", SPEC),
         ("kernels/bad_bool.hbs", BAD_BOOL),
+        ("kernels/writes_tiling.hbs", WRITES_TILING),
         ("kernels/writes_bool_input.hbs", WRITES_BOOL_INPUT),
         ("src/main.rs", MAIN),
     ] {
@@ -205,6 +253,29 @@ fn a_kernel_on_the_npu_cannot_reach_the_host_s_invariants() {
              not a DT_BOOL (0 or 1), so to_vec returned nothing",
             "done",
         ]
+    );
+
+    // A kernel that writes its tiling changes no other kernel's: add_f32
+    // with the same sizes, launched after it on the same stream, is right.
+    let (ok, stdout, stderr) = run(&fake, "tilings", &[]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout,
+        "writes_tiling 1: ok ()\nadd_f32 1: ok ()\n  0 of 1000 elements wrong\n\
+         writes_tiling 2: ok ()\nadd_f32 2: ok ()\n  0 of 1000 elements wrong\ndone\n"
+    );
+    // The host backend reports the write itself.
+    let (ok, stdout, stderr) = run(&fake, "tilings", &[("PYPTO_DEVICE", "host")]);
+    assert!(ok, "{stderr}");
+    let written = "error: kernel `writes_tiling`: it wrote its tiling (the sizes and scalars \
+                   pypto-rt passes it), which a kernel may only read; on an NPU that write \
+                   would change the tiling of its later launches with the same sizes";
+    assert_eq!(
+        stdout,
+        format!(
+            "writes_tiling 1: {written}\nadd_f32 1: ok ()\n  0 of 1000 elements wrong\n\
+             writes_tiling 2: {written}\nadd_f32 2: ok ()\n  0 of 1000 elements wrong\ndone\n"
+        )
     );
 
     // A bool input a kernel wrote on the host, with no read-only pages.

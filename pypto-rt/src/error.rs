@@ -251,6 +251,20 @@ pub enum Error {
         before: usize,
     },
 
+    /// A kernel wrote its tiling: the sizes and scalars pypto-rt passes
+    /// it (`pypto_tiling_gm`), which kernels only read. Found after a host
+    /// launch, which gave each launch its own copy. On an NPU nothing can
+    /// stop the write: each kernel has tilings of its own, so it changes
+    /// no other kernel's launch, but it changes that kernel's later
+    /// launches of the same sizes.
+    #[error(
+        "kernel `{kernel}`: it wrote its tiling (the sizes and scalars pypto-rt passes it), which a kernel may only read; on an NPU that write would change the tiling of its later launches with the same sizes"
+    )]
+    TilingWritten {
+        /// The kernel called.
+        kernel: &'static str,
+    },
+
     /// A forced block count ([`crate::BLOCKS_VAR`] or
     /// [`crate::with_host_blocks`]) that is not a whole number from 1 to
     /// [`crate::MAX_BLOCKS`].
