@@ -70,16 +70,27 @@ pub(crate) struct Npu {
     pub(crate) acl: &'static Acl,
     /// The stream kernel calls go to unless `with_stream` names another.
     pub(crate) default_stream: Arc<StreamState>,
-    /// Launch data (tiling) already on the device, by content: launches
-    /// with sizes seen before reuse it instead of copying it again.
+    /// Launch data (tiling) already on the device, per kernel and by
+    /// content: launches of a kernel with sizes seen before reuse its copy
+    /// instead of copying it again.
     pub(crate) tilings: Mutex<TilingCache>,
 }
 
 /// Device copies of tilings, never freed before the process ends (they are
-/// small, and a launch still queued may read any of them).
+/// small, and a launch still queued may read any of them). Each kernel
+/// (launch stub) has copies of its own, never shared with another kernel:
+/// device memory has no read-only pages, so a kernel that writes its
+/// tiling (a raw `GM_ADDR` store) changes the copy it was given, which may
+/// then change its own later launches of those sizes, but never another
+/// kernel's. The host backend reports such a write as
+/// [`crate::Error::TilingWritten`].
 #[derive(Default)]
 pub(crate) struct TilingCache {
-    pub(crate) entries: std::collections::HashMap<Box<[u64]>, usize>,
+    /// By launch stub address, then by the tiling's words: device address.
+    pub(crate) entries:
+        std::collections::HashMap<usize, std::collections::HashMap<Box<[u64]>, usize>>,
+    /// How many copies `entries` holds, over all kernels.
+    pub(crate) count: usize,
 }
 
 /// Most distinct tilings kept per device; launches past it copy their

@@ -218,13 +218,17 @@ pub enum Error {
     },
 
     /// A `DT_BOOL` tensor holds a byte other than 0 and 1 (a kernel wrote
-    /// it). The tensor's elements were reset to `false`, so no invalid
-    /// `bool` is ever seen.
-    #[error("{}`{param}` element {index} holds byte {value}, which is not a DT_BOOL (0 or 1); the tensor was reset to false", kernel.map(|k| format!("kernel `{k}`: ")).unwrap_or_default())]
+    /// it). Found after a host launch (the tensor, output or input, was
+    /// reset to `false`), or when bytes from an NPU reach the host
+    /// (`to_vec`, `to_device`, `copy_to`, `copy_from`: the host destination
+    /// was reset to `false`), so no invalid `bool` is ever seen.
+    #[error("{}", invalid_bool(kernel, param, *index, *value))]
     InvalidBool {
-        /// The kernel that wrote it, when a kernel did.
+        /// The kernel that wrote it, when found after a host launch.
         kernel: Option<&'static str>,
-        /// The tensor's param name.
+        /// After a host launch, the tensor's param name; otherwise what
+        /// was done instead, as a phrase for the message (`the copy's
+        /// destination was reset to false`).
         param: &'static str,
         /// The first invalid element's index.
         index: usize,
@@ -245,6 +249,20 @@ pub enum Error {
         param: &'static str,
         /// How far before the start the first changed byte is.
         before: usize,
+    },
+
+    /// A kernel wrote its tiling: the sizes and scalars pypto-rt passes
+    /// it (`pypto_tiling_gm`), which kernels only read. Found after a host
+    /// launch, which gave each launch its own copy. On an NPU nothing can
+    /// stop the write: each kernel has tilings of its own, so it changes
+    /// no other kernel's launch, but it changes that kernel's later
+    /// launches of the same sizes.
+    #[error(
+        "kernel `{kernel}`: it wrote its tiling (the sizes and scalars pypto-rt passes it), which a kernel may only read; on an NPU that write would change the tiling of its later launches with the same sizes"
+    )]
+    TilingWritten {
+        /// The kernel called.
+        kernel: &'static str,
     },
 
     /// A forced block count ([`crate::BLOCKS_VAR`] or
@@ -334,6 +352,19 @@ pub enum Error {
     /// The device or its runtime failed.
     #[error("{0}")]
     Backend(String),
+}
+
+fn invalid_bool(kernel: &Option<&'static str>, param: &str, index: usize, value: u8) -> String {
+    match kernel {
+        Some(k) => format!(
+            "kernel `{k}`: `{param}` element {index} holds byte {value}, which is not a DT_BOOL \
+             (0 or 1); the tensor was reset to false"
+        ),
+        None => format!(
+            "element {index} of a DT_BOOL tensor holds byte {value}, which is not a DT_BOOL (0 or \
+             1), so {param}"
+        ),
+    }
 }
 
 fn elements(sizes: &[usize]) -> String {

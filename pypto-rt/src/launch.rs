@@ -173,11 +173,15 @@ pub struct Memory<'a>(MemoryKind<'a>);
 
 pub(crate) enum MemoryKind<'a> {
     /// A host input (bytes `offset..offset + bytes` of `buffer`, which
-    /// views may share): read-only to the kernel.
+    /// views may share): read-only to the kernel; with its dtype's check
+    /// for invalid bytes (`bool`), run after the launch in case the kernel
+    /// wrote it all the same (read-only pages are off in release builds,
+    /// and cover only a view's whole pages).
     HostInput {
         buffer: &'a HostBuffer,
         offset: usize,
         bytes: usize,
+        first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
     },
     /// A host output, with its dtype's check for invalid bytes (`bool`).
     /// Lent from `&mut`, so nothing else sees those bytes during the
@@ -190,8 +194,9 @@ pub(crate) enum MemoryKind<'a> {
         first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
     },
     /// Device memory on an NPU, or adopted host memory (no guard pages);
-    /// outputs carry their dtype's check for invalid bytes, run after a
-    /// host launch.
+    /// carries its dtype's check for invalid bytes, run after a host
+    /// launch (on inputs too: nothing keeps a kernel from writing adopted
+    /// memory).
     Raw {
         ptr: *mut u8,
         bytes: u64,
@@ -203,11 +208,17 @@ pub(crate) enum MemoryKind<'a> {
 }
 
 impl<'a> Memory<'a> {
-    pub(crate) fn host_input(buffer: &'a HostBuffer, offset: usize, bytes: usize) -> Self {
+    pub(crate) fn host_input(
+        buffer: &'a HostBuffer,
+        offset: usize,
+        bytes: usize,
+        first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
+    ) -> Self {
         Memory(MemoryKind::HostInput {
             buffer,
             offset,
             bytes,
+            first_invalid,
         })
     }
 
@@ -251,6 +262,7 @@ impl<'a> Memory<'a> {
                 buffer,
                 offset,
                 bytes,
+                ..
             }
             | MemoryKind::HostOutput {
                 buffer,
@@ -943,6 +955,9 @@ struct Tensors<'a> {
 /// What every block of one host launch shares besides the tensors.
 struct HostCall<'a> {
     tensors: &'a Tensors<'a>,
+    /// The launch's own copy of the tiling, lent to its blocks through
+    /// this pointer (and nothing else) for the launch.
+    tiling: *mut u64,
     info: &'a [HostArg],
     kernel: &'static str,
     launch_id: u64,
@@ -975,7 +990,7 @@ unsafe fn run_block(
         args: tensors.pointers.as_ptr(),
         arg_bytes: tensors.bytes.as_ptr(),
         num_args: tensors.pointers.len() as u32,
-        tiling: tensors.tiling.as_ptr().cast(),
+        tiling: call.tiling.cast_const().cast(),
         tiling_bytes: tensors.tiling_bytes,
         err: message.as_mut_ptr().cast(),
         err_len: 1024,
@@ -1052,6 +1067,7 @@ unsafe fn run_on_host(
                 buffer,
                 offset,
                 bytes,
+                ..
             } => {
                 read_only.push(buffer.read_only(*offset, *bytes));
                 (Some(*buffer), 0)
@@ -1069,8 +1085,12 @@ unsafe fn run_on_host(
             reserved: 0,
         });
     }
+    // The blocks read a copy of the tiling made for this launch: one that
+    // writes it (a raw `GM_ADDR` store) is found when the launch is over.
+    let mut tiling: Small<u64> = tensors.tiling.iter().copied().collect();
     let call = HostCall {
         tensors,
+        tiling: tiling.as_mut_ptr(),
         info: &info,
         kernel: desc.name,
         launch_id: LAUNCHES.fetch_add(1, Ordering::Relaxed),
@@ -1081,9 +1101,13 @@ unsafe fn run_on_host(
     let (mut result, peak) = unsafe { run_blocks(desc.name, entry, blocks, &call) };
     drop(read_only);
     drop(watch);
+    if result.is_ok() && tiling[..] != *tensors.tiling {
+        result = Err(Error::TilingWritten { kernel: desc.name });
+    }
     // What no guard page could stop: writes just before a tensor's start,
-    // and bytes that are not a `bool` in a bool output. Checked even after
-    // a failed launch, so that no tensor is left holding them.
+    // and bytes that are not a `bool` in a bool tensor (an output, or an
+    // input the kernel wrote all the same). Checked even after a failed
+    // launch, so that no tensor is left holding them.
     for (i, arg) in args.iter().enumerate() {
         let Arg::Tensor { memory, .. } = arg else {
             continue;
@@ -1094,8 +1118,9 @@ unsafe fn run_on_host(
                 buffer,
                 offset,
                 bytes,
-            } => (*buffer, *offset, *bytes, None),
-            MemoryKind::HostOutput {
+                first_invalid,
+            }
+            | MemoryKind::HostOutput {
                 buffer,
                 offset,
                 bytes,
@@ -1104,7 +1129,6 @@ unsafe fn run_on_host(
             MemoryKind::Raw {
                 ptr,
                 bytes,
-                writable: true,
                 first_invalid,
                 ..
             } => {
@@ -1114,14 +1138,16 @@ unsafe fn run_on_host(
                 if bytes == 0 {
                     continue;
                 }
-                // SAFETY: host memory of `bytes` held exclusively by this
-                // output, whose launch has ended.
+                // SAFETY: host memory of `bytes` lent to this launch, which
+                // has ended; an output is held exclusively, and an input's
+                // bytes are changed only when the kernel already changed
+                // them during the launch (the check reads, and writes only
+                // invalid `bool`s back to `false`).
                 unsafe {
                     check_output_bytes(*ptr, bytes, *first_invalid, desc, param, &mut result)
                 };
                 continue;
             }
-            MemoryKind::Raw { .. } => continue,
         };
         // The front slack lies before the buffer's first byte: only a view
         // that starts there borders it.
@@ -1138,9 +1164,11 @@ unsafe fn run_on_host(
             }
         }
         if let Some(check) = first_invalid {
-            // SAFETY: the argument's bytes lie inside the buffer and are
-            // borrowed exclusively by this output, whose launch has ended;
-            // other views of the buffer hold other bytes.
+            // SAFETY: the argument's bytes lie inside the buffer and were
+            // lent to this launch, which has ended: an output's exclusively
+            // (other views of the buffer hold other bytes); an input's are
+            // written only when the kernel wrote invalid `bool`s into them
+            // during the launch, and then back to `false`.
             unsafe {
                 check_output_bytes(
                     buffer.as_ptr().add(offset),
@@ -1156,12 +1184,13 @@ unsafe fn run_on_host(
     (result, peak)
 }
 
-/// After a host launch: an output's bytes that are not a valid value of its
+/// After a host launch: a tensor's bytes that are not a valid value of its
 /// dtype (a `bool` other than 0 or 1) are zeroed, and the first one found
 /// becomes the launch's error unless it already has one.
 ///
 /// # Safety
-/// `ptr` is valid for reads and writes of `bytes` bytes, held exclusively.
+/// `ptr` is valid for reads and writes of `bytes` bytes, and nothing else
+/// reads or writes them meanwhile.
 unsafe fn check_output_bytes(
     ptr: *mut u8,
     bytes: usize,
@@ -1308,13 +1337,22 @@ fn wrong_stream(desc: &KernelDesc, device: &Device, stream: &crate::Stream) -> E
     }
 }
 
-/// The device copy of `tiling`: from the device's cache when these words
-/// were launched before, else copied once and kept. Past
-/// [`MAX_TILINGS`] distinct tilings, a copy for this launch alone, to be
-/// freed by `stream` when it has passed the launch (the second value).
-fn device_tiling(npu: &Npu, tiling: &[u64], bytes: usize) -> Result<(*mut c_void, bool), Error> {
+/// The device copy of `tiling` for the kernel whose launch stub is
+/// `entry`: from the device's cache when this kernel was launched with
+/// these words before, else copied once and kept. Copies are per kernel, so
+/// a kernel that writes its tiling changes no other kernel's (see
+/// `TilingCache`). Past [`MAX_TILINGS`] copies, a copy for this launch
+/// alone, to be freed by `stream` when it has passed the launch (the
+/// second value).
+fn device_tiling(
+    npu: &Npu,
+    entry: NpuEntry,
+    tiling: &[u64],
+    bytes: usize,
+) -> Result<(*mut c_void, bool), Error> {
+    let kernel = entry as usize;
     let mut cache = npu.tilings.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(&ptr) = cache.entries.get(tiling) {
+    if let Some(&ptr) = cache.entries.get(&kernel).and_then(|k| k.get(tiling)) {
         return Ok((ptr as *mut c_void, false));
     }
     let ptr = npu.acl.malloc(bytes)?;
@@ -1335,13 +1373,18 @@ fn device_tiling(npu: &Npu, tiling: &[u64], bytes: usize) -> Result<(*mut c_void
             return Err(e);
         }
     }
-    if cache.entries.len() >= MAX_TILINGS {
+    if cache.count >= MAX_TILINGS {
         return Ok((ptr, true));
     }
     let mut key = Vec::new();
     if key.try_reserve_exact(tiling.len()).is_ok() {
         key.extend_from_slice(tiling);
-        cache.entries.insert(key.into_boxed_slice(), ptr as usize);
+        cache
+            .entries
+            .entry(kernel)
+            .or_default()
+            .insert(key.into_boxed_slice(), ptr as usize);
+        cache.count += 1;
         Ok((ptr, false))
     } else {
         Ok((ptr, true))
@@ -1365,7 +1408,7 @@ unsafe fn run_on_npu(
     npu.enter()?;
     // A launch with no dims and no scalars still passes a (1-word) tiling.
     let tiling_bytes = std::mem::size_of_val(tensors.tiling).max(8);
-    let (tiling, own_tiling) = device_tiling(npu, tensors.tiling, tiling_bytes)?;
+    let (tiling, own_tiling) = device_tiling(npu, entry, tensors.tiling, tiling_bytes)?;
     // One event per other stream with queued work on these tensors.
     let mut others = Vec::new();
     for u in uses {
@@ -1599,6 +1642,62 @@ mod tests {
         assert_eq!(unsafe { launch(&rows, entries(), &empty) }, Ok(()));
         assert_eq!(last_launch().unwrap().blocks, 0);
         assert!(!RAN.load(Ordering::SeqCst));
+    }
+
+    /// A host entry that writes 0 over the first word of its tiling.
+    unsafe extern "C" fn writes_its_tiling(launch: *mut HostLaunch) -> i32 {
+        // SAFETY: pypto-rt passes a record whose tiling holds
+        // `tiling_bytes` bytes, lent to the blocks of this launch.
+        unsafe {
+            if (*launch).tiling_bytes >= 4 {
+                (*launch).tiling.cast_mut().cast::<u32>().write(0);
+            }
+        }
+        0
+    }
+
+    #[test]
+    fn a_host_kernel_that_writes_its_tiling_is_an_error() {
+        let host = Device::host();
+        let mut out = [0.0f32; 3];
+        let desc = KernelDesc {
+            name: "scribbler",
+            params: &["out"],
+            dims: &[DimDesc {
+                axes: &[(0, 0)],
+                why: "the dim `N`",
+            }],
+            blocks: BlockRule::Count(1),
+            multiples: &[],
+            halves: &[],
+        };
+        let args = [Arg::Tensor {
+            sizes: Sizes::new(&[3]).unwrap(),
+            memory: Memory::raw(out.as_mut_ptr().cast(), 12, true, |_| None, None),
+            device: &host,
+        }];
+        let scribbler = Entries {
+            host: writes_its_tiling,
+            npu: &[],
+        };
+        // SAFETY: the entry writes only its tiling; `out` is 3 floats.
+        let err = unsafe { launch(&desc, scribbler, &args) }.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "kernel `scribbler`: it wrote its tiling (the sizes and scalars pypto-rt passes it), \
+             which a kernel may only read; on an NPU that write would change the tiling of its \
+             later launches with the same sizes"
+        );
+        // A kernel that leaves it alone runs clean.
+        unsafe extern "C" fn does_nothing(_: *mut HostLaunch) -> i32 {
+            0
+        }
+        let quiet = Entries {
+            host: does_nothing,
+            npu: &[],
+        };
+        // SAFETY: the entry touches nothing.
+        assert_eq!(unsafe { launch(&desc, quiet, &args) }, Ok(()));
     }
 
     #[test]

@@ -190,7 +190,9 @@ impl Region {
             Buffer::Host(host) if output => {
                 Memory::host_output(host, self.offset, self.bytes, T::first_invalid)
             }
-            Buffer::Host(host) => Memory::host_input(host, self.offset, self.bytes),
+            Buffer::Host(host) => {
+                Memory::host_input(host, self.offset, self.bytes, T::first_invalid)
+            }
             Buffer::Npu(_) | Buffer::Foreign(..) => Memory::raw(
                 self.ptr(),
                 self.bytes as u64,
@@ -318,7 +320,7 @@ impl<T: DType, S: Shape> Parts<T, S> {
         if let Some((index, value)) = T::first_invalid(copied) {
             return Err(Error::InvalidBool {
                 kernel: None,
-                param: "the tensor",
+                param: "to_vec returned nothing",
                 index,
                 value,
             });
@@ -350,7 +352,7 @@ impl<T: DType, S: Shape> Parts<T, S> {
         self.region.wait_idle()?;
         // SAFETY: the destination holds `src.region.bytes` bytes (equal
         // sizes, one dtype) on `self.device`, and is held exclusively.
-        unsafe { copy_source(&self.device, self.region.ptr(), src) }
+        unsafe { copy_checked::<T>(&self.device, self.region.ptr(), src) }
     }
 
     fn input_arg(&self) -> Arg<'_> {
@@ -389,6 +391,40 @@ unsafe fn copy_source(dst_device: &Device, dst: *mut u8, src: &Source<'_>) -> Re
             src.region.bytes,
         )
     }
+}
+
+/// Copies the bytes of `src` to `dst` on `dst_device`, as [`copy_source`],
+/// and checks that bytes arriving in host memory are valid `T`s: a `bool`
+/// other than 0 or 1 (a kernel on an NPU wrote it) zeroes the destination
+/// and is [`Error::InvalidBool`], so no host tensor ever holds one.
+///
+/// # Safety
+/// As for [`copy_source`]; `dst` is held exclusively.
+unsafe fn copy_checked<T: DType>(
+    dst_device: &Device,
+    dst: *mut u8,
+    src: &Source<'_>,
+) -> Result<(), Error> {
+    // SAFETY: forwarded.
+    unsafe { copy_source(dst_device, dst, src)? };
+    let bytes = src.region.bytes;
+    if !dst_device.is_host() || bytes == 0 {
+        return Ok(());
+    }
+    // SAFETY: the copy above filled `bytes` bytes of host memory at `dst`,
+    // held exclusively by the caller.
+    let copied = unsafe { std::slice::from_raw_parts(dst, bytes) };
+    if let Some((index, value)) = T::first_invalid(copied) {
+        // SAFETY: as above; zero bytes are `false`.
+        unsafe { std::ptr::write_bytes(dst, 0, bytes) };
+        return Err(Error::InvalidBool {
+            kernel: None,
+            param: "the copy's destination was reset to false",
+            index,
+            value,
+        });
+    }
+    Ok(())
 }
 
 /// Copies `bytes` bytes from `from` on `src_device` to `dst` on
@@ -677,7 +713,9 @@ macro_rules! common {
             ///
             /// # Errors
             /// [`Error::CopyMismatch`] when the sizes differ; the runtime's
-            /// errors for NPU memory.
+            /// errors for NPU memory; [`Error::InvalidBool`] when a `bool`
+            /// byte arriving on the host is not 0 or 1 (`dst` is then reset
+            /// to `false`).
             pub fn copy_to(&self, mut dst: impl AsOutput<T, S>) -> Result<(), Error> {
                 let target = sealed::Writable::target(&mut dst);
                 // Equal bytes too, so the copy below stays in bounds whatever
@@ -693,7 +731,9 @@ macro_rules! common {
                 // SAFETY: the target holds as many bytes (equal sizes, one
                 // dtype) on its device and is borrowed exclusively, so it
                 // overlaps nothing `self` holds.
-                unsafe { copy_source(target.device, target.region.ptr(), &self.parts.source()) }
+                unsafe {
+                    copy_checked::<T>(target.device, target.region.ptr(), &self.parts.source())
+                }
             }
         }
     };
@@ -762,7 +802,9 @@ macro_rules! exclusive {
             ///
             /// # Errors
             /// [`Error::CopyMismatch`] when the sizes differ; the runtime's
-            /// errors for NPU memory.
+            /// errors for NPU memory; [`Error::InvalidBool`] when a `bool`
+            /// byte arriving on the host is not 0 or 1 (these elements are
+            /// then reset to `false`).
             pub fn copy_from(&mut self, src: impl AsInput<T, S>) -> Result<(), Error> {
                 self.parts.copy_from(&sealed::Readable::source(&src))
             }
@@ -897,7 +939,8 @@ impl<T: DType, S: Shape> Tensor<T, S> {
         }
     }
 
-    /// A copy of this tensor on `device`.
+    /// A copy of this tensor on `device`. Copies to the host check `bool`
+    /// bytes as [`copy_from`](Self::copy_from) does.
     pub fn to_device(&self, device: &Device) -> Result<Self, Error> {
         let mut copy = Tensor::alloc(device, self.shape(), self.len())?;
         copy.copy_from(self)?;
@@ -1065,9 +1108,10 @@ mod arrays {
         if len == 0 {
             return Ok(&[]);
         }
-        // SAFETY: host memory holding `len` valid, aligned `T`s (tensors
-        // hold valid elements: bool outputs are checked after each launch),
-        // not written while `parts`' owner is borrowed shared.
+        // SAFETY: host memory holding `len` valid, aligned `T`s (host
+        // tensors hold valid elements: bool tensors are checked after each
+        // host launch and after each copy to the host), not written while
+        // `parts`' owner is borrowed shared.
         Ok(unsafe { std::slice::from_raw_parts(parts.region.ptr().cast::<T>(), len) })
     }
 
@@ -1317,6 +1361,74 @@ mod tests {
                 actual: 12
             }
         );
+    }
+
+    /// Bytes that are not `bool`s, as a kernel on an NPU leaves them in
+    /// device memory (tests/npu_checks.rs does that on the fake NPU): here
+    /// host bytes typed as `bool` inside the crate, read only as bytes.
+    fn invalid_bools() -> Tensor<bool, (usize,)> {
+        let bytes = host().tensor_from(&[0u8, 2, 1, 0], (4usize,)).unwrap();
+        Tensor {
+            parts: Parts {
+                device: host(),
+                shape: (4,),
+                region: bytes.parts.region.clone(),
+                elem: PhantomData,
+            },
+        }
+    }
+
+    fn host_bytes<S: Shape>(t: &Tensor<bool, S>) -> Vec<u8> {
+        // SAFETY: host memory of `t.len()` one-byte elements, borrowed.
+        unsafe { std::slice::from_raw_parts(t.as_ptr().cast::<u8>(), t.len()) }.to_vec()
+    }
+
+    #[test]
+    fn copies_to_the_host_check_bool_bytes_and_reset_their_destination() {
+        let src = invalid_bools();
+        let want = Error::InvalidBool {
+            kernel: None,
+            param: "the copy's destination was reset to false",
+            index: 1,
+            value: 2,
+        };
+        assert_eq!(
+            want.to_string(),
+            "element 1 of a DT_BOOL tensor holds byte 2, which is not a DT_BOOL (0 or 1), so the \
+             copy's destination was reset to false"
+        );
+        let fresh = || host().tensor_from(&[true; 4], (4usize,)).unwrap();
+        let mut dst = fresh();
+        assert_eq!(dst.copy_from(&src), Err(want.clone()));
+        assert_eq!(host_bytes(&dst), [0; 4]);
+        let mut dst = fresh();
+        assert_eq!(src.copy_to(&mut dst), Err(want.clone()));
+        assert_eq!(host_bytes(&dst), [0; 4]);
+        let mut dst = fresh();
+        assert_eq!(src.copy_to(dst.slice_mut(..).unwrap()), Err(want.clone()));
+        assert_eq!(host_bytes(&dst), [0; 4]);
+        assert_eq!(src.to_device(&host()).unwrap_err(), want);
+        assert_eq!(src.try_clone().unwrap_err(), want);
+        assert_eq!(
+            src.to_vec().unwrap_err().to_string(),
+            "element 1 of a DT_BOOL tensor holds byte 2, which is not a DT_BOOL (0 or 1), so \
+             to_vec returned nothing"
+        );
+        // What `as_array` lends after a failed copy is all `false`.
+        #[cfg(feature = "ndarray")]
+        {
+            let mut dst = fresh();
+            assert!(dst.copy_from(&src).is_err());
+            let view = dst.as_array().unwrap();
+            assert_eq!(view.iter().copied().collect::<Vec<_>>(), [false; 4]);
+        }
+        // Valid bools copy as before.
+        let ok = host()
+            .tensor_from(&[true, false, true, true], (4usize,))
+            .unwrap();
+        let mut dst = fresh();
+        dst.copy_from(&ok).unwrap();
+        assert_eq!(dst.to_vec().unwrap(), [true, false, true, true]);
     }
 
     #[cfg(feature = "ndarray")]
