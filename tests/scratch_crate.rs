@@ -547,3 +547,101 @@ fn kernels_link_into_library_binary_and_tests_and_are_compiled_once_for_all_prof
     assert!(ok, "{stderr}");
     assert_eq!(stdout, "ok: 1 kernel in 1 spec file\n");
 }
+
+/// A binary crate `name` at `dir` whose kernel `fill` writes `value` and
+/// whose `main` prints what it wrote; its build script names cache entries
+/// with only `key_chars` digits of each digest (a test hook), so that every
+/// such crate's `fill` source has one entry name, and gives its symbols
+/// one prefix, so that each such crate links the others' objects.
+fn fill_binary(dir: &Path, name: &str, value: u32, key_chars: usize) {
+    pypto_tests::user_crate(dir, name, "").unwrap();
+    write(
+        &dir.join("build.rs"),
+        &format!(
+            "fn main() -> Result<(), pypto_build::Error> {{\n    \
+             pypto_build::Builder::new()\n        .spec_dir(\"kernels\")\n        .symbol_prefix(\"poison\")\n        .cache_key_chars({key_chars})\n        .build()?;\n    \
+             Ok(())\n}}\n"
+        ),
+    );
+    write(&dir.join("kernels/fill.hbs"), FILL);
+    write(&dir.join("kernels/k.yaml"), &fill_spec(&[("fill", value)]));
+    write(
+        &dir.join("src/main.rs"),
+        "pypto_rt::include_kernels!();\n\n\
+         fn main() -> Result<(), pypto_rt::Error> {\n    \
+         let dev = pypto_rt::Device::host();\n    \
+         let mut y = dev.zeros((3usize,))?;\n    kernels::fill(&mut y)?;\n    \
+         println!(\"{:?}\", y.to_vec()?);\n    Ok(())\n}\n",
+    );
+}
+
+/// The cached objects in `cache` whose names start with `stem`.
+fn entries_of(cache: &Path, stem: &str) -> Vec<String> {
+    let mut names: Vec<String> = cached_objects(cache)
+        .iter()
+        .filter_map(|p| p.file_name()?.to_str().map(str::to_owned))
+        .filter(|n| n.starts_with(stem))
+        .collect();
+    names.sort();
+    names
+}
+
+// Two crates' different `fill` sources forced onto one entry name (keys
+// truncated to nothing): the second build compares the entry's recorded key
+// material with its own, compiles its own source rather than link the
+// first crate's object, and computes its own value; so does the first crate
+// when built again.
+#[test]
+fn a_cache_entry_for_another_source_under_the_same_name_is_compiled_not_reused() {
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("poison");
+    let cache = root.join("shared-cache");
+    let _ = std::fs::remove_dir_all(&cache);
+    let (a, b) = (root.join("poison-a"), root.join("poison-b"));
+    fill_binary(&a, "poison-a", 2, 0);
+    fill_binary(&b, "poison-b", 3, 0);
+    // (Built, then run: `run -q` would hide the build script's summary.)
+    let build = |dir: &Path| {
+        let (ok, _, stderr) = pypto_tests::scratch_cargo(
+            dir,
+            Some(&cache),
+            &["build"],
+            [("PYPTO_BUILD_VERBOSE", "1")],
+        );
+        assert!(ok, "{stderr}");
+        let (ok, stdout, run_stderr) =
+            pypto_tests::scratch_cargo(dir, Some(&cache), &["run", "-q"], [("", ""); 0]);
+        (ok, stdout, format!("{stderr}{run_stderr}"))
+    };
+    let (ok, stdout, stderr) = build(&a);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "[2.0, 2.0, 2.0]\n");
+    assert!(
+        stderr
+            .contains("pypto-build: 1 kernels, 1 sources rendered, 1 objects compiled, 0 reused, "),
+        "{stderr}"
+    );
+    assert_eq!(entries_of(&cache, "fill_s0"), ["fill_s0--.o"]);
+
+    let (ok, stdout, stderr) = build(&b);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "[3.0, 3.0, 3.0]\n", "{stderr}");
+    assert!(
+        stderr
+            .contains("pypto-build: 1 kernels, 1 sources rendered, 1 objects compiled, 0 reused, "),
+        "{stderr}"
+    );
+    assert_eq!(entries_of(&cache, "fill_s0"), ["fill_s0--.o"]);
+
+    // The entry is b's now: a, built again, compiles its own once more.
+    let spec = a.join("kernels/k.yaml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, format!("{text}# touched\n")).unwrap();
+    let (ok, stdout, stderr) = build(&a);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "[2.0, 2.0, 2.0]\n", "{stderr}");
+    assert!(
+        stderr
+            .contains("pypto-build: 1 kernels, 1 sources rendered, 1 objects compiled, 0 reused, "),
+        "{stderr}"
+    );
+}
