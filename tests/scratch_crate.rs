@@ -645,3 +645,95 @@ fn a_cache_entry_for_another_source_under_the_same_name_is_compiled_not_reused()
         "{stderr}"
     );
 }
+
+// A brought kernel's own headers: `#include "helper.h"` beside the source
+// resolves there, and so does the helper's own `#include "detail/factor.h"`
+// beside it; editing that header reruns the build script and compiles the
+// kernel again (the header is in the entry's key material), and a fresh
+// OUT_DIR sharing the cache reuses the entry of the header as it is again.
+#[test]
+fn a_brought_kernels_own_headers_are_found_beside_it_and_rebuild_it_when_edited() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("scratch-headers");
+    let cache = cache_dir(&dir);
+    let _ = std::fs::remove_dir_all(&cache);
+    pypto_tests::user_crate(&dir, "scratch-headers", "").unwrap();
+    write(
+        &dir.join("kernels/k.yaml"),
+        "dims:\n  N: DYNAMIC\nkernels:\n  scale:\n    source: scale/scale.cpp\n    entry: scale\n    blocks: 2\n    \
+         params:\n      x: { dtype: DT_FP32, shape: [N] }\n      \
+         y: { dtype: DT_FP32, shape: [N], output: true }\n      \
+         n: { scalar: DT_UINT32, value: x.numel }\n",
+    );
+    write(
+        &dir.join("kernels/scale/scale.cpp"),
+        "#include \"kernel_operator.h\"\n#include \"helper.h\"\n\nusing namespace AscendC;\n\n\
+         extern \"C\" __global__ __aicore__ void scale(GM_ADDR x, GM_ADDR y, uint32_t n)\n{\n    \
+         GlobalTensor<float> xGm;\n    GlobalTensor<float> yGm;\n    \
+         xGm.SetGlobalBuffer((__gm__ float*)x, n);\n    \
+         yGm.SetGlobalBuffer((__gm__ float*)y, n);\n    \
+         for (uint32_t i = GetBlockIdx(); i < n; i += GetBlockNum()) {\n        \
+         yGm.SetValue(i, scaled(xGm.GetValue(i)));\n    }\n}\n",
+    );
+    write(
+        &dir.join("kernels/scale/helper.h"),
+        "#pragma once\n#include \"detail/factor.h\"\n\n\
+         inline float scaled(float v) { return v * FACTOR; }\n",
+    );
+    let factor = dir.join("kernels/scale/detail/factor.h");
+    write(&factor, "#define FACTOR 2.0f\n");
+    write(
+        &dir.join("src/main.rs"),
+        "pypto_rt::include_kernels!();\n\n\
+         fn main() -> Result<(), pypto_rt::Error> {\n    \
+         let dev = pypto_rt::Device::host();\n    \
+         let x = dev.tensor_from(&[1.0f32, 2.0, 3.0, 4.0], (4usize,))?;\n    \
+         let mut y = dev.zeros((4usize,))?;\n    kernels::scale(&x, &mut y)?;\n    \
+         println!(\"{:?}\", y.to_vec()?);\n    Ok(())\n}\n",
+    );
+    // Built, then run (`run -q` would hide the build script's summary).
+    let build = |what: &str| {
+        let (ok, _, stderr) = pypto_tests::scratch_cargo(
+            &dir,
+            Some(&cache),
+            &["build"],
+            [("PYPTO_BUILD_VERBOSE", "1")],
+        );
+        assert!(ok, "{what}:\n{stderr}");
+        let (ok, stdout, run_stderr) =
+            pypto_tests::scratch_cargo(&dir, Some(&cache), &["run", "-q"], [("", ""); 0]);
+        assert!(ok, "{what}:\n{run_stderr}");
+        (stdout, stderr)
+    };
+    let (stdout, stderr) = build("first build");
+    assert_eq!(stdout, "[2.0, 4.0, 6.0, 8.0]\n", "{stderr}");
+    assert!(
+        stderr.contains("pypto-build: 1 kernels, 1 sources rendered, 1 objects compiled, "),
+        "{stderr}"
+    );
+
+    write(&factor, "#define FACTOR 3.0f\n");
+    let (stdout, stderr) = build("after the header edit");
+    assert_eq!(stdout, "[3.0, 6.0, 9.0, 12.0]\n", "{stderr}");
+    assert!(
+        stderr
+            .contains("pypto-build: 1 kernels, 1 sources rendered, 1 objects compiled, 0 reused, "),
+        "{stderr}"
+    );
+
+    // A fresh OUT_DIR, sharing the cache, with the header as it first was.
+    let (ok, _, stderr) = pypto_tests::scratch_cargo(
+        &dir,
+        Some(&cache),
+        &["clean", "-p", "scratch-headers"],
+        [("", ""); 0],
+    );
+    assert!(ok, "{stderr}");
+    write(&factor, "#define FACTOR 2.0f\n");
+    let (stdout, stderr) = build("in a fresh OUT_DIR");
+    assert_eq!(stdout, "[2.0, 4.0, 6.0, 8.0]\n", "{stderr}");
+    assert!(
+        stderr
+            .contains("pypto-build: 1 kernels, 1 sources rendered, 0 objects compiled, 1 reused, "),
+        "{stderr}"
+    );
+}
