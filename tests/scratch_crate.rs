@@ -737,3 +737,140 @@ fn a_brought_kernels_own_headers_are_found_beside_it_and_rebuild_it_when_edited(
         "{stderr}"
     );
 }
+
+/// `cargo <args>` in `dir` with the cache `cache`, run so that it cannot
+/// write where the directory's mode bits forbid it, even as root (whose
+/// CAP_DAC_OVERRIDE is dropped from the bounding set for it).
+fn cargo_without_override(dir: &Path, cache: &Path, args: &[&str]) -> (bool, String, String) {
+    use std::os::unix::process::CommandExt;
+    const PR_CAPBSET_DROP: libc::c_int = 24;
+    const CAP_DAC_OVERRIDE: libc::c_ulong = 1;
+    let mut command = pypto_tests::scratch_command(dir, Some(cache), args);
+    command.env("PYPTO_BUILD_VERBOSE", "1");
+    // SAFETY: prctl is a system call, safe between fork and exec; as root
+    // it drops the capability for the program exec'd, elsewhere it fails
+    // with EPERM, and the mode bits bind anyway.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::geteuid() == 0 && libc::prctl(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    pypto_tests::outcome(command.output().expect("cargo runs"))
+}
+
+// A pre-seeded cache the build cannot write: its entries are reused once
+// verified, what it lacks is compiled into OUT_DIR, one warning says so,
+// and nothing in the cache changes. A PYPTO_CACHE_DIR that is not a
+// directory is an error naming it.
+#[test]
+fn a_read_only_cache_is_read_and_a_cache_path_that_is_not_a_directory_is_an_error() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("scratch-rocache");
+    let cache = cache_dir(&dir);
+    if cache.exists() {
+        std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&cache);
+    pypto_tests::user_crate(&dir, "scratch-rocache", "").unwrap();
+    write(&dir.join("kernels/fill.hbs"), FILL);
+    write(&dir.join("kernels/k.yaml"), &fill_spec(&[("fill_a", 2)]));
+    let main = |kernels: &[&str]| {
+        let calls: String = kernels
+            .iter()
+            .map(|k| {
+                format!(
+                    "    let mut y = dev.zeros((3usize,))?;\n    kernels::{k}(&mut y)?;\n    \
+                     println!(\"{k} {{:?}}\", y.to_vec()?);\n"
+                )
+            })
+            .collect();
+        format!(
+            "pypto_rt::include_kernels!();\n\nfn main() -> Result<(), pypto_rt::Error> {{\n    \
+             let dev = pypto_rt::Device::host();\n{calls}    Ok(())\n}}\n"
+        )
+    };
+    write(&dir.join("src/main.rs"), &main(&["fill_a"]));
+    let (ok, stdout, stderr) = cargo(&dir, &["run", "-q"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "fill_a [2.0, 2.0, 2.0]\n");
+    let listing = |cache: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(cache)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let seeded = listing(&cache);
+    assert_eq!(seeded.len(), 4, "{seeded:?}");
+
+    // Read-only now; a second kernel is not in it.
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o555)).unwrap();
+    write(
+        &dir.join("kernels/k.yaml"),
+        &fill_spec(&[("fill_a", 2), ("fill_b", 3)]),
+    );
+    write(&dir.join("src/main.rs"), &main(&["fill_a", "fill_b"]));
+    let (ok, _, stderr) = cargo_without_override(&dir, &cache, &["build"]);
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .collect();
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        warnings,
+        [
+            format!(
+                "warning: scratch-rocache@0.1.0: pypto-build: the kernel object cache `{}` \
+                 (PYPTO_CACHE_DIR) is not writable (Permission denied (os error 13)); kernels it \
+                 does not hold are compiled into OUT_DIR and not cached",
+                cache.display()
+            )
+            .as_str(),
+            warnings.get(1).copied().unwrap_or("no second warning"),
+        ],
+        "{stderr}"
+    );
+    assert!(
+        warnings[1].starts_with(
+            "warning: scratch-rocache@0.1.0: pypto-build: 2 kernels, 2 sources rendered, \
+             1 objects compiled, 1 reused, "
+        ),
+        "{stderr}"
+    );
+    let (ok, stdout, stderr) = cargo_without_override(&dir, &cache, &["run", "-q"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "fill_a [2.0, 2.0, 2.0]\nfill_b [3.0, 3.0, 3.0]\n");
+    assert_eq!(listing(&cache), seeded);
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    // A file, and a path under a file.
+    let file = dir.join("not-a-dir");
+    write(&file, "");
+    let file_env = [("PYPTO_CACHE_DIR", file.clone())];
+    let (ok, _, stderr) = pypto_tests::scratch_cargo(&dir, None, &["build"], file_env);
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!(
+            "Error: PYPTO_CACHE_DIR is `{}`, which is not a directory; the kernel object cache \
+             must be a directory (it is created if missing)\n",
+            file.display()
+        )),
+        "{stderr}"
+    );
+    let under = [("PYPTO_CACHE_DIR", file.join("cache"))];
+    let (ok, _, stderr) = pypto_tests::scratch_cargo(&dir, None, &["build"], under);
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!(
+            "Error: PYPTO_CACHE_DIR is `{}`, which is not a directory and cannot be created: \
+             Not a directory (os error 20)\n",
+            file.join("cache").display()
+        )),
+        "{stderr}"
+    );
+}
