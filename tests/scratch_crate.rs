@@ -547,3 +547,330 @@ fn kernels_link_into_library_binary_and_tests_and_are_compiled_once_for_all_prof
     assert!(ok, "{stderr}");
     assert_eq!(stdout, "ok: 1 kernel in 1 spec file\n");
 }
+
+/// A binary crate `name` at `dir` whose kernel `fill` writes `value` and
+/// whose `main` prints what it wrote; its build script names cache entries
+/// with only `key_chars` digits of each digest (a test hook), so that every
+/// such crate's `fill` source has one entry name, and gives its symbols
+/// one prefix, so that each such crate links the others' objects.
+fn fill_binary(dir: &Path, name: &str, value: u32, key_chars: usize) {
+    pypto_tests::user_crate(dir, name, "").unwrap();
+    write(
+        &dir.join("build.rs"),
+        &format!(
+            "fn main() -> Result<(), pypto_build::Error> {{\n    \
+             pypto_build::Builder::new()\n        .spec_dir(\"kernels\")\n        .symbol_prefix(\"poison\")\n        .cache_key_chars({key_chars})\n        .build()?;\n    \
+             Ok(())\n}}\n"
+        ),
+    );
+    write(&dir.join("kernels/fill.hbs"), FILL);
+    write(&dir.join("kernels/k.yaml"), &fill_spec(&[("fill", value)]));
+    write(
+        &dir.join("src/main.rs"),
+        "pypto_rt::include_kernels!();\n\n\
+         fn main() -> Result<(), pypto_rt::Error> {\n    \
+         let dev = pypto_rt::Device::host();\n    \
+         let mut y = dev.zeros((3usize,))?;\n    kernels::fill(&mut y)?;\n    \
+         println!(\"{:?}\", y.to_vec()?);\n    Ok(())\n}\n",
+    );
+}
+
+/// The cached objects in `cache` whose names start with `stem`.
+fn entries_of(cache: &Path, stem: &str) -> Vec<String> {
+    let mut names: Vec<String> = cached_objects(cache)
+        .iter()
+        .filter_map(|p| p.file_name()?.to_str().map(str::to_owned))
+        .filter(|n| n.starts_with(stem))
+        .collect();
+    names.sort();
+    names
+}
+
+// Two crates' different `fill` sources forced onto one entry name (keys
+// truncated to nothing): the second build compares the entry's recorded key
+// material with its own, compiles its own source rather than link the
+// first crate's object, and computes its own value; so does the first crate
+// when built again.
+#[test]
+fn a_cache_entry_for_another_source_under_the_same_name_is_compiled_not_reused() {
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("poison");
+    let cache = root.join("shared-cache");
+    let _ = std::fs::remove_dir_all(&cache);
+    let (a, b) = (root.join("poison-a"), root.join("poison-b"));
+    fill_binary(&a, "poison-a", 2, 0);
+    fill_binary(&b, "poison-b", 3, 0);
+    // (Built, then run: `run -q` would hide the build script's summary.)
+    let build = |dir: &Path| {
+        let (ok, _, stderr) = pypto_tests::scratch_cargo(
+            dir,
+            Some(&cache),
+            &["build"],
+            [("PYPTO_BUILD_VERBOSE", "1")],
+        );
+        assert!(ok, "{stderr}");
+        let (ok, stdout, run_stderr) =
+            pypto_tests::scratch_cargo(dir, Some(&cache), &["run", "-q"], [("", ""); 0]);
+        (ok, stdout, format!("{stderr}{run_stderr}"))
+    };
+    let (ok, stdout, stderr) = build(&a);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "[2.0, 2.0, 2.0]\n");
+    assert!(
+        stderr
+            .contains("pypto-build: 1 kernels, 1 sources rendered, 1 objects compiled, 0 reused, "),
+        "{stderr}"
+    );
+    assert_eq!(entries_of(&cache, "fill_s0"), ["fill_s0--.o"]);
+
+    let (ok, stdout, stderr) = build(&b);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "[3.0, 3.0, 3.0]\n", "{stderr}");
+    assert!(
+        stderr
+            .contains("pypto-build: 1 kernels, 1 sources rendered, 1 objects compiled, 0 reused, "),
+        "{stderr}"
+    );
+    assert_eq!(entries_of(&cache, "fill_s0"), ["fill_s0--.o"]);
+
+    // The entry is b's now: a, built again, compiles its own once more.
+    let spec = a.join("kernels/k.yaml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, format!("{text}# touched\n")).unwrap();
+    let (ok, stdout, stderr) = build(&a);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "[2.0, 2.0, 2.0]\n", "{stderr}");
+    assert!(
+        stderr
+            .contains("pypto-build: 1 kernels, 1 sources rendered, 1 objects compiled, 0 reused, "),
+        "{stderr}"
+    );
+}
+
+// A brought kernel's own headers: `#include "helper.h"` beside the source
+// resolves there, and so does the helper's own `#include "detail/factor.h"`
+// beside it; editing that header reruns the build script and compiles the
+// kernel again (the header is in the entry's key material), and a fresh
+// OUT_DIR sharing the cache reuses the entry of the header as it is again.
+#[test]
+fn a_brought_kernels_own_headers_are_found_beside_it_and_rebuild_it_when_edited() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("scratch-headers");
+    let cache = cache_dir(&dir);
+    let _ = std::fs::remove_dir_all(&cache);
+    pypto_tests::user_crate(&dir, "scratch-headers", "").unwrap();
+    write(
+        &dir.join("kernels/k.yaml"),
+        "dims:\n  N: DYNAMIC\nkernels:\n  scale:\n    source: scale/scale.cpp\n    entry: scale\n    blocks: 2\n    \
+         params:\n      x: { dtype: DT_FP32, shape: [N] }\n      \
+         y: { dtype: DT_FP32, shape: [N], output: true }\n      \
+         n: { scalar: DT_UINT32, value: x.numel }\n",
+    );
+    write(
+        &dir.join("kernels/scale/scale.cpp"),
+        "#include \"kernel_operator.h\"\n#include \"helper.h\"\n\nusing namespace AscendC;\n\n\
+         extern \"C\" __global__ __aicore__ void scale(GM_ADDR x, GM_ADDR y, uint32_t n)\n{\n    \
+         GlobalTensor<float> xGm;\n    GlobalTensor<float> yGm;\n    \
+         xGm.SetGlobalBuffer((__gm__ float*)x, n);\n    \
+         yGm.SetGlobalBuffer((__gm__ float*)y, n);\n    \
+         for (uint32_t i = GetBlockIdx(); i < n; i += GetBlockNum()) {\n        \
+         yGm.SetValue(i, scaled(xGm.GetValue(i)));\n    }\n}\n",
+    );
+    write(
+        &dir.join("kernels/scale/helper.h"),
+        "#pragma once\n#include \"detail/factor.h\"\n\n\
+         inline float scaled(float v) { return v * FACTOR; }\n",
+    );
+    let factor = dir.join("kernels/scale/detail/factor.h");
+    write(&factor, "#define FACTOR 2.0f\n");
+    write(
+        &dir.join("src/main.rs"),
+        "pypto_rt::include_kernels!();\n\n\
+         fn main() -> Result<(), pypto_rt::Error> {\n    \
+         let dev = pypto_rt::Device::host();\n    \
+         let x = dev.tensor_from(&[1.0f32, 2.0, 3.0, 4.0], (4usize,))?;\n    \
+         let mut y = dev.zeros((4usize,))?;\n    kernels::scale(&x, &mut y)?;\n    \
+         println!(\"{:?}\", y.to_vec()?);\n    Ok(())\n}\n",
+    );
+    // Built, then run (`run -q` would hide the build script's summary).
+    let build = |what: &str| {
+        let (ok, _, stderr) = pypto_tests::scratch_cargo(
+            &dir,
+            Some(&cache),
+            &["build"],
+            [("PYPTO_BUILD_VERBOSE", "1")],
+        );
+        assert!(ok, "{what}:\n{stderr}");
+        let (ok, stdout, run_stderr) =
+            pypto_tests::scratch_cargo(&dir, Some(&cache), &["run", "-q"], [("", ""); 0]);
+        assert!(ok, "{what}:\n{run_stderr}");
+        (stdout, stderr)
+    };
+    let (stdout, stderr) = build("first build");
+    assert_eq!(stdout, "[2.0, 4.0, 6.0, 8.0]\n", "{stderr}");
+    assert!(
+        stderr.contains("pypto-build: 1 kernels, 1 sources rendered, 1 objects compiled, "),
+        "{stderr}"
+    );
+
+    write(&factor, "#define FACTOR 3.0f\n");
+    let (stdout, stderr) = build("after the header edit");
+    assert_eq!(stdout, "[3.0, 6.0, 9.0, 12.0]\n", "{stderr}");
+    assert!(
+        stderr
+            .contains("pypto-build: 1 kernels, 1 sources rendered, 1 objects compiled, 0 reused, "),
+        "{stderr}"
+    );
+
+    // A fresh OUT_DIR, sharing the cache, with the header as it first was.
+    let (ok, _, stderr) = pypto_tests::scratch_cargo(
+        &dir,
+        Some(&cache),
+        &["clean", "-p", "scratch-headers"],
+        [("", ""); 0],
+    );
+    assert!(ok, "{stderr}");
+    write(&factor, "#define FACTOR 2.0f\n");
+    let (stdout, stderr) = build("in a fresh OUT_DIR");
+    assert_eq!(stdout, "[2.0, 4.0, 6.0, 8.0]\n", "{stderr}");
+    assert!(
+        stderr
+            .contains("pypto-build: 1 kernels, 1 sources rendered, 0 objects compiled, 1 reused, "),
+        "{stderr}"
+    );
+}
+
+/// `cargo <args>` in `dir` with the cache `cache`, run so that it cannot
+/// write where the directory's mode bits forbid it, even as root (whose
+/// CAP_DAC_OVERRIDE is dropped from the bounding set for it).
+fn cargo_without_override(dir: &Path, cache: &Path, args: &[&str]) -> (bool, String, String) {
+    use std::os::unix::process::CommandExt;
+    const PR_CAPBSET_DROP: libc::c_int = 24;
+    const CAP_DAC_OVERRIDE: libc::c_ulong = 1;
+    let mut command = pypto_tests::scratch_command(dir, Some(cache), args);
+    command.env("PYPTO_BUILD_VERBOSE", "1");
+    // SAFETY: prctl is a system call, safe between fork and exec; as root
+    // it drops the capability for the program exec'd, elsewhere it fails
+    // with EPERM, and the mode bits bind anyway.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::geteuid() == 0 && libc::prctl(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    pypto_tests::outcome(command.output().expect("cargo runs"))
+}
+
+// A pre-seeded cache the build cannot write: its entries are reused once
+// verified, what it lacks is compiled into OUT_DIR, one warning says so,
+// and nothing in the cache changes. A PYPTO_CACHE_DIR that is not a
+// directory is an error naming it.
+#[test]
+fn a_read_only_cache_is_read_and_a_cache_path_that_is_not_a_directory_is_an_error() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("scratch-rocache");
+    let cache = cache_dir(&dir);
+    if cache.exists() {
+        std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&cache);
+    pypto_tests::user_crate(&dir, "scratch-rocache", "").unwrap();
+    write(&dir.join("kernels/fill.hbs"), FILL);
+    write(&dir.join("kernels/k.yaml"), &fill_spec(&[("fill_a", 2)]));
+    let main = |kernels: &[&str]| {
+        let calls: String = kernels
+            .iter()
+            .map(|k| {
+                format!(
+                    "    let mut y = dev.zeros((3usize,))?;\n    kernels::{k}(&mut y)?;\n    \
+                     println!(\"{k} {{:?}}\", y.to_vec()?);\n"
+                )
+            })
+            .collect();
+        format!(
+            "pypto_rt::include_kernels!();\n\nfn main() -> Result<(), pypto_rt::Error> {{\n    \
+             let dev = pypto_rt::Device::host();\n{calls}    Ok(())\n}}\n"
+        )
+    };
+    write(&dir.join("src/main.rs"), &main(&["fill_a"]));
+    let (ok, stdout, stderr) = cargo(&dir, &["run", "-q"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "fill_a [2.0, 2.0, 2.0]\n");
+    let listing = |cache: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(cache)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let seeded = listing(&cache);
+    assert_eq!(seeded.len(), 4, "{seeded:?}");
+
+    // Read-only now; a second kernel is not in it.
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o555)).unwrap();
+    write(
+        &dir.join("kernels/k.yaml"),
+        &fill_spec(&[("fill_a", 2), ("fill_b", 3)]),
+    );
+    write(&dir.join("src/main.rs"), &main(&["fill_a", "fill_b"]));
+    let (ok, _, stderr) = cargo_without_override(&dir, &cache, &["build"]);
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning:"))
+        .collect();
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        warnings,
+        [
+            format!(
+                "warning: scratch-rocache@0.1.0: pypto-build: the kernel object cache `{}` \
+                 (PYPTO_CACHE_DIR) is not writable (Permission denied (os error 13)); kernels it \
+                 does not hold are compiled into OUT_DIR and not cached",
+                cache.display()
+            )
+            .as_str(),
+            warnings.get(1).copied().unwrap_or("no second warning"),
+        ],
+        "{stderr}"
+    );
+    assert!(
+        warnings[1].starts_with(
+            "warning: scratch-rocache@0.1.0: pypto-build: 2 kernels, 2 sources rendered, \
+             1 objects compiled, 1 reused, "
+        ),
+        "{stderr}"
+    );
+    let (ok, stdout, stderr) = cargo_without_override(&dir, &cache, &["run", "-q"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "fill_a [2.0, 2.0, 2.0]\nfill_b [3.0, 3.0, 3.0]\n");
+    assert_eq!(listing(&cache), seeded);
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    // A file, and a path under a file.
+    let file = dir.join("not-a-dir");
+    write(&file, "");
+    let file_env = [("PYPTO_CACHE_DIR", file.clone())];
+    let (ok, _, stderr) = pypto_tests::scratch_cargo(&dir, None, &["build"], file_env);
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!(
+            "Error: PYPTO_CACHE_DIR is `{}`, which is not a directory; the kernel object cache \
+             must be a directory (it is created if missing)\n",
+            file.display()
+        )),
+        "{stderr}"
+    );
+    let under = [("PYPTO_CACHE_DIR", file.join("cache"))];
+    let (ok, _, stderr) = pypto_tests::scratch_cargo(&dir, None, &["build"], under);
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!(
+            "Error: PYPTO_CACHE_DIR is `{}`, which is not a directory and cannot be created: \
+             Not a directory (os error 20)\n",
+            file.join("cache").display()
+        )),
+        "{stderr}"
+    );
+}

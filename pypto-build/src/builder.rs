@@ -38,6 +38,7 @@ pub struct Builder {
     debug_info: bool,
     precompiled_header: bool,
     cache_dir: Option<PathBuf>,
+    cache_key_chars: Option<usize>,
     cargo_metadata: bool,
 }
 
@@ -94,6 +95,7 @@ impl Builder {
             debug_info: false,
             precompiled_header: true,
             cache_dir: None,
+            cache_key_chars: None,
             cargo_metadata: true,
         }
     }
@@ -153,24 +155,78 @@ impl Builder {
     /// uses the directory. Defaults to `PYPTO_CACHE_DIR` when set, else
     /// `pypto-cache` at the root of Cargo's target directory (shared by
     /// debug and release builds, `--target` builds and trybuild's copy of
-    /// the crate; `cargo clean` removes it). Entries are named by a hash of
-    /// everything that goes into the object, written atomically and checked
-    /// before use; those unused for 30 days are deleted.
+    /// the crate; `cargo clean` removes it). Entries are named by SHA-256
+    /// digests of everything that goes into the object (the source, every
+    /// header the compiler read, the compiler, its version and its flags),
+    /// which each entry records beside it: an entry is reused only when its
+    /// record matches and its object is the one recorded. Entries are
+    /// written atomically; those unused for 30 days are deleted. A cache
+    /// that cannot be written is still read, and the build compiles what it
+    /// lacks into `OUT_DIR`, with one warning. Anyone who can write the
+    /// directory can make a build link an object of theirs: share it only
+    /// with those you would take code from.
     pub fn cache_dir(mut self, dir: impl AsRef<Path>) -> Self {
         self.cache_dir = Some(dir.as_ref().to_path_buf());
         self
     }
 
-    fn resolved_cache_dir(&self, out_dir: &Path) -> PathBuf {
+    /// Names cache entries with only `chars` hex digits of each digest, so
+    /// that different sources share an entry name: for tests of the cache.
+    #[doc(hidden)]
+    pub fn cache_key_chars(mut self, chars: usize) -> Self {
+        self.cache_key_chars = Some(chars);
+        self
+    }
+
+    /// The cache directory, and what chose it (for messages).
+    fn resolved_cache_dir(&self, out_dir: &Path) -> (PathBuf, &'static str) {
         if let Some(dir) = &self.cache_dir {
-            return dir.clone();
+            return (dir.clone(), "Builder::cache_dir");
         }
         if let Some(dir) = std::env::var_os("PYPTO_CACHE_DIR").filter(|d| !d.is_empty()) {
-            return PathBuf::from(dir);
+            return (PathBuf::from(dir), "PYPTO_CACHE_DIR");
         }
         let target = std::env::var("TARGET").ok();
-        toolchain::default_cache_dir(out_dir, target.as_deref())
-            .unwrap_or_else(|| out_dir.join("pypto").join("cache"))
+        let dir = toolchain::default_cache_dir(out_dir, target.as_deref())
+            .unwrap_or_else(|| out_dir.join("pypto").join("cache"));
+        (dir, "the default kernel object cache")
+    }
+
+    /// Opens the kernel object cache; one that cannot be written is used
+    /// read-only, and said so once (a `cargo:warning`, or on stderr without
+    /// Cargo metadata).
+    fn open_cache(&self, out_dir: &Path) -> Result<toolchain::ObjectCache, Error> {
+        let (dir, named_by) = self.resolved_cache_dir(out_dir);
+        let shown = dir.display();
+        let cache = match toolchain::ObjectCache::open(&dir) {
+            Ok(cache) => cache,
+            Err(toolchain::OpenError::NotADirectory) => {
+                return Err(Error::Config(format!(
+                    "{named_by} is `{shown}`, which is not a directory; the kernel object \
+                     cache must be a directory (it is created if missing)"
+                )));
+            }
+            Err(toolchain::OpenError::CannotCreate(e)) => {
+                return Err(Error::Config(format!(
+                    "{named_by} is `{shown}`, which is not a directory and cannot be created: {e}"
+                )));
+            }
+        };
+        if let Some(e) = cache.unwritable() {
+            let warning = format!(
+                "pypto-build: the kernel object cache `{shown}` ({named_by}) is not writable \
+                 ({e}); kernels it does not hold are compiled into OUT_DIR and not cached"
+            );
+            if self.cargo_metadata {
+                println!("cargo:warning={warning}");
+            } else {
+                eprintln!("warning: {warning}");
+            }
+        }
+        Ok(match self.cache_key_chars {
+            Some(chars) => cache.with_key_chars(chars),
+            None => cache,
+        })
     }
 
     /// Whether to print `cargo:` directives (default true; off for tools).
@@ -382,7 +438,7 @@ impl Builder {
         let docs_only = self.cargo_metadata && std::env::var_os("DOCS_RS").is_some();
         if !paths.is_empty() && !docs_only {
             let obj_dir = root.join("obj");
-            let cache = self.resolved_cache_dir(&out_dir);
+            let cache = self.open_cache(&out_dir)?;
             // The headers every source includes are part of each object's identity.
             let salt: String = library::EMULATION_HEADERS
                 .iter()
@@ -399,21 +455,23 @@ impl Builder {
             // The runtime object is the batch's last source (`support` 1).
             let mut host_sources = paths.clone();
             host_sources.push(runtime_source);
-            let (objects, host_report) = toolchain::compile_cached(
-                &host,
-                &host_sources,
-                &cache,
-                Some(&include_dir),
-                &salt,
-                self.cargo_metadata,
-                1,
-            )
-            .map_err(compile_error)?;
-            report += host_report;
+            let batch = toolchain::Batch {
+                build: &host,
+                sources: &host_sources,
+                generated: &root,
+                salt: &salt,
+                forward_warnings: self.cargo_metadata,
+                support: 1,
+            };
+            let host_compiled = toolchain::compile_cached(&batch, &cache).map_err(compile_error)?;
+            report += host_compiled.report;
+            let objects = host_compiled.objects;
+            let mut headers = host_compiled.headers;
             // The NPU objects of each architecture, for its shared library.
             let mut npu_objects: Vec<(cann::Arch, Vec<PathBuf>)> = Vec::new();
             if let Some(toolkit) = &toolkit {
-                // The toolkit's version stands for its headers and libraries.
+                // The toolkit's version stands for what its headers do not
+                // show (the compiler's dependency output lists the headers).
                 let salt = format!("CANN {}", toolkit.version);
                 for ((arch, cube), group) in &npu_groups {
                     let name = format!(
@@ -427,21 +485,32 @@ impl Builder {
                     // A fake toolkit's headers are the emulation's; CANN's
                     // ignore the name.
                     build.flag(format!("-DPYPTO_EMU_ABI={abi}"));
-                    let (compiled, npu_report) = toolchain::compile_cached(
-                        &build,
-                        group,
-                        &cache,
-                        None,
-                        &salt,
-                        self.cargo_metadata,
-                        0,
-                    )
-                    .map_err(compile_error)?;
+                    let batch = toolchain::Batch {
+                        build: &build,
+                        sources: group,
+                        generated: &root,
+                        salt: &salt,
+                        forward_warnings: self.cargo_metadata,
+                        support: 0,
+                    };
+                    let compiled =
+                        toolchain::compile_cached(&batch, &cache).map_err(compile_error)?;
                     match npu_objects.iter_mut().find(|(a, _)| a == arch) {
-                        Some((_, objects)) => objects.extend(compiled),
-                        None => npu_objects.push((*arch, compiled)),
+                        Some((_, objects)) => objects.extend(compiled.objects),
+                        None => npu_objects.push((*arch, compiled.objects)),
                     }
-                    report += npu_report;
+                    headers.extend(compiled.headers);
+                    report += compiled.report;
+                }
+            }
+            if self.cargo_metadata {
+                // Every header a compile read: editing one reruns the build.
+                headers.sort();
+                headers.dedup();
+                for header in &headers {
+                    if let Some(line) = rerun_if_changed(header) {
+                        println!("{line}");
+                    }
                 }
             }
             toolchain::archive(

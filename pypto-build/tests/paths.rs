@@ -188,3 +188,36 @@ fn spec_paths_are_escaped_in_generated_rust_and_cpp() {
     );
     assert!(generated.contains(escaped), "{generated}");
 }
+
+/// A brought source is `#include`d by its real path, which an `#include`
+/// cannot spell with a `"` in it: refused at the spec, not left to the
+/// compiler.
+#[test]
+fn a_source_whose_real_path_holds_a_quote_is_refused() {
+    let dir = package("quote\"d");
+    std::fs::write(
+        dir.join("pkg/kernels/add.cpp"),
+        "extern \"C\" __global__ __aicore__ void add(GM_ADDR y) {}\n",
+    )
+    .unwrap();
+    let spec = dir.join("pkg/kernels/k.yaml");
+    std::fs::write(
+        &spec,
+        "kernels:\n  k:\n    source: add.cpp\n    entry: add\n    blocks: 1\n    params:\n      \
+         y: { dtype: DT_FP32, shape: [4], output: true }\n",
+    )
+    .unwrap();
+    let errors: Vec<String> = match pypto_build::check_paths(&[&spec]) {
+        Ok(_) => Vec::new(),
+        Err(d) => d.iter().map(|d| d.to_string()).collect(),
+    };
+    assert_eq!(
+        errors,
+        [format!(
+            "{}:3:13: error: kernel `k`, `source`: `add.cpp` resolves to `{}`, whose `\"` an \
+             `#include` cannot name; rename the file or its directory",
+            spec.display(),
+            dir.join("pkg/kernels/add.cpp").display()
+        )]
+    );
+}

@@ -188,6 +188,13 @@ where
     K: AsRef<std::ffi::OsStr>,
     V: AsRef<std::ffi::OsStr>,
 {
+    let mut command = scratch_command(dir, cache, args);
+    outcome(command.envs(env).output().expect("cargo runs"))
+}
+
+/// The command [`scratch_cargo`] runs, before its `env`, for a caller
+/// that needs more of it.
+pub fn scratch_command(dir: &Path, cache: Option<&Path>, args: &[&str]) -> std::process::Command {
     // `--offline` right after the subcommand, before any `--`.
     let (subcommand, rest) = args.split_first().expect("a cargo subcommand");
     let mut command =
@@ -210,7 +217,7 @@ where
     ] {
         command.env_remove(name);
     }
-    outcome(command.envs(env).output().expect("cargo runs"))
+    command
 }
 
 /// The message of a kernel error; any other result fails the test.

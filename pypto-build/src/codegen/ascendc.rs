@@ -174,14 +174,14 @@ fn render_each(
         // A brought source is compiled as it is: no handlebars.
         if let TemplateRef::Source(path) = &k.template {
             match read(path) {
-                Ok(text) => {
+                // Read for Cargo's reruns; the source is included, not copied.
+                Ok(_) => {
                     for index in 0..k.specialisations.len() {
-                        let file_name = format!("{stem}_s{index}.cpp");
                         sources.push(Source {
                             kernel: k.name.clone(),
                             specialisation: index,
-                            text: assemble_source(plan, index, path, &text, &file_name),
-                            file_name,
+                            text: assemble_source(plan, index, path),
+                            file_name: format!("{stem}_s{index}.cpp"),
                         });
                     }
                 }
@@ -576,18 +576,12 @@ const STD_HEADERS: &[&str] = &[
     "utility",
 ];
 
-/// A `source:` kernel's file: the source unchanged (on the host inside an
-/// anonymous namespace, so that its classes cannot meet another source's
+/// A `source:` kernel's file: the source included unchanged from where it
+/// is (on the host inside an anonymous namespace, so that its classes cannot meet another source's
 /// of the same name at link time), its entry renamed to the kernel's
 /// symbol, and the host shim and NPU stub passing tensors and scalars in
 /// spec order.
-fn assemble_source(
-    plan: &Plan<'_>,
-    index: usize,
-    path: &Path,
-    text: &str,
-    file_name: &str,
-) -> String {
+fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path) -> String {
     let k = plan.kernel;
     let entry = k.entry.as_deref().unwrap_or_default();
     let mut out = String::new();
@@ -606,25 +600,24 @@ fn assemble_source(
     }
     out.push_str("#endif\n\n");
     tiling_preamble(&mut out, plan);
+    // The source is included where it is, not copied: its own quoted
+    // includes resolve beside it, and the compiler lists it and every
+    // header it reads in its dependency output (the object cache's key and
+    // Cargo's reruns). Its path was checked to be inside the package and
+    // free of `"` when the spec was.
+    let real = path
+        .canonicalize()
+        .or_else(|_| std::path::absolute(path))
+        .unwrap_or_else(|_| path.to_path_buf());
     let _ = writeln!(
         out,
         "// The source's entry, renamed so that no two kernels share a symbol.\n\
          #define {entry} {}\n#if defined(PYPTO_HOST_BACKEND)\nnamespace {{\n#endif\n\
-         // ---- source {} ----\n#line 1 {}",
+         // ---- source {} ----\n#include \"{}\"\n\
+         #if defined(PYPTO_HOST_BACKEND)\n}} // namespace\n#endif",
         plan.entry_symbol(index),
         k.template,
-        lines::c_string(&display_path(path))
-    );
-    out.push_str(text);
-    if !text.ends_with('\n') {
-        out.push('\n');
-    }
-    // The lines after the source are numbered as this file's own.
-    let next = out.lines().count() + 2;
-    let _ = writeln!(
-        out,
-        "#line {next} {}\n#if defined(PYPTO_HOST_BACKEND)\n}} // namespace\n#endif",
-        lines::c_string(file_name)
+        real.display()
     );
     let mut tensor = 0usize;
     let mut scalar = 0usize;

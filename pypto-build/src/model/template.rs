@@ -151,8 +151,8 @@ pub(super) fn check_template(
 }
 
 /// A file a spec names (`template:` or `source:`), relative to the spec and
-/// inside its package: it is pasted into generated C++, so it must be the
-/// crate's own.
+/// inside its package: a template is pasted into generated C++, a source
+/// included by it, so it must be the crate's own.
 fn package_file(
     key: &str,
     t: &spec::Sp<String>,
@@ -165,7 +165,7 @@ fn package_file(
         sink.error(t.pos, format!("{ctx}, `{key}`: {problem}"));
         return None;
     }
-    // The template is pasted into generated C++: it must be the crate's own.
+    // Pasted into (or included by) generated C++: it must be the crate's own.
     if written.has_root() || written.is_absolute() {
         sink.error(
             t.pos,
@@ -198,6 +198,19 @@ fn package_file(
     }
     let package = package.get_or_init(|| package_of(sink.path()));
     let inside = match (package, path.canonicalize()) {
+        // A source is `#include`d by its real path, which cannot hold `"`.
+        (Some(_), Ok(real)) if key == "source" && real.to_string_lossy().contains('"') => {
+            sink.error(
+                t.pos,
+                format!(
+                    "{ctx}, `{key}`: `{}` resolves to `{}`, whose `\"` an `#include` cannot \
+                     name; rename the file or its directory",
+                    t.value,
+                    display_path(&real)
+                ),
+            );
+            false
+        }
         (Some(package), Ok(real)) if real.starts_with(package) => true,
         (Some(package), Ok(real)) => {
             sink.error(
