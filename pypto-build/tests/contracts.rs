@@ -220,3 +220,25 @@ fn a_template_without_front_matter_keeps_the_default_contract() {
     );
     assert!(k.multiples.is_empty() && k.halves.is_empty());
 }
+
+#[test]
+fn a_marker_changed_through_several_ties_names_each() {
+    // a.0 is the dim N, as is b.0; the contract ties b.0 to a.1, and a.1 to
+    // c.1, fixed at 8: N would be fixed through three ties.
+    let dir = with_template(CONTRACT);
+    let t = pypto_build::display_path(&dir.join("t.hbs"));
+    let src = format!(
+        "dims:\n  N: DYNAMIC\n{}",
+        spec("[N, DYNAMIC]", "[N]", "[DYNAMIC, 8]", "{}")
+    );
+    assert_eq!(
+        check(&dir, &src).unwrap_err(),
+        [format!(
+            "k.yaml:8:36: kernel `k`: `a.0` (the dim `N`) is declared DYNAMIC, but {t} makes it one \
+             dim with `c.1`, which is fixed at 8: `a.0` and `b.0` are the dim `N`, `same_dim: \
+             [w.0, x.last]` ({t}:12:5) ties `b.0` to `a.1`, `same_shape: [x, out]` ({t}:11:5) ties \
+             `a.1` to `c.1`; a template's relations cannot change how the spec declares an axis, \
+             so declare both alike"
+        )]
+    );
+}

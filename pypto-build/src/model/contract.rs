@@ -305,7 +305,7 @@ pub(super) fn check_params(
     if !roles_match {
         return false;
     }
-    if let Some((big, small)) = contract.halved_last {
+    if let Some((big, small, _)) = contract.halved_last {
         let rank = |i: usize| rank_of(&drafts[i]);
         if rank(big) != rank(small) {
             let d = &drafts[small];
@@ -322,7 +322,7 @@ pub(super) fn check_params(
             );
         }
     }
-    for &(a, b) in &contract.same_shape {
+    for &(a, b, _) in &contract.same_shape {
         let rank = |i: usize| rank_of(&drafts[i]);
         if rank(a) != rank(b) {
             let d = &drafts[b];
@@ -397,23 +397,23 @@ fn rank_of(draft: &Draft<'_>) -> usize {
 /// params matched the contract.
 pub(super) fn tie_axes(contract: &Contract, drafts: &[Draft<'_>], sets: &mut AxisSets<'_>) {
     let rank = |i: usize| rank_of(&drafts[i]);
-    for &(a, b) in &contract.same_shape {
+    for &(a, b, r) in &contract.same_shape {
         if rank(a) == rank(b) {
             for ax in 0..rank(a) {
-                sets.tie((a, ax), (b, ax));
+                sets.tie((a, ax), (b, ax), r);
             }
         }
     }
-    for &((pa, xa), (pb, xb)) in &contract.same_axis {
+    for &((pa, xa), (pb, xb), r) in &contract.same_axis {
         if let (Some(a), Some(b)) = (axis_index(xa, rank(pa)), axis_index(xb, rank(pb))) {
-            sets.tie((pa, a), (pb, b));
+            sets.tie((pa, a), (pb, b), r);
         }
     }
-    if let Some((big, small)) = contract.halved_last
+    if let Some((big, small, r)) = contract.halved_last
         && rank(big) == rank(small)
     {
         for ax in 0..rank(big).saturating_sub(1) {
-            sets.tie((big, ax), (small, ax));
+            sets.tie((big, ax), (small, ax), r);
         }
     }
 }
@@ -431,7 +431,7 @@ pub(super) fn check_halved(
     specialisations: &[Specialisation],
     sink: &mut Sink<'_>,
 ) {
-    let Some((big, small)) = contract.halved_last else {
+    let Some((big, small, _)) = contract.halved_last else {
         return;
     };
     let last_dim = |p: usize| -> Option<usize> {
@@ -570,7 +570,7 @@ pub(super) fn resolve(
                 why,
             });
         }
-        if let Some((big, small)) = c.halved_last
+        if let Some((big, small, _)) = c.halved_last
             && let (Some((ab, db)), Some((small_axis, ds))) = (last_dim(big), last_dim(small))
             && (dims[db].size == DimSize::Dynamic || dims[ds].size == DimSize::Dynamic)
         {

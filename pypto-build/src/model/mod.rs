@@ -399,7 +399,7 @@ fn check_kernel(
         contract::tie_axes(c, &drafts, &mut sets);
     }
     let statics = dims::check_statics(k, &ctx, &drafts, dims, &mut sets, sink);
-    let tied_by = applied.map(|(_, t)| t);
+    let tied_by = applied.map(|(c, t)| (t, c.relations.as_slice()));
     let kernel_dims = dims::resolve(&ctx, &drafts, &mut sets, &statics, tied_by, sink);
     let specialisations = dims::enumerate_specialisations(k, &ctx, &kernel_dims, &drafts, sink);
     if let Some((c, t)) = applied {
