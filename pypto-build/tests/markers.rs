@@ -5,7 +5,9 @@
 //! fixed size) in the dim the model puts it in, and the model's dims are
 //! exactly the sets of axes the relations and names tie; every spec whose
 //! relations would tie axes declared differently is refused, with a message
-//! at the spec.
+//! at the spec; and so is every spec with a param that lacks an axis a
+//! relation names (`x.3` of a rank-2 param, where the contract gives no
+//! rank).
 //!
 //! The oracle is this file's own: it knows the markers it wrote and works out
 //! the ties from the contract it wrote, independently of the checker.
@@ -114,13 +116,18 @@ fn random_contract(rng: &mut Rng) -> Contract {
     let ranks: Vec<Option<usize>> = (0..tensors)
         .map(|_| rng.chance(50).then(|| 1 + rng.below(3)))
         .collect();
-    // An axis a relation may name: within a declared rank, else anything
-    // up to 3 (which a spec param of lower rank may not have).
+    // An axis a relation may name: within a declared rank, else mostly the
+    // first, sometimes anything up to 3 (which a spec param of lower rank
+    // may not have).
     let axis = |rng: &mut Rng, t: usize| -> AxisRef {
         if rng.chance(25) {
             return AxisRef::Last;
         }
-        AxisRef::Index(rng.below(ranks[t].unwrap_or(4)))
+        match ranks[t] {
+            Some(r) => AxisRef::Index(rng.below(r)),
+            None if rng.chance(25) => AxisRef::Index(rng.below(4)),
+            None => AxisRef::Index(0),
+        }
     };
     let mut relations = Vec::new();
     for _ in 0..rng.below(4) {
@@ -311,7 +318,7 @@ fn resolve(axis: AxisRef, rank: usize) -> Option<usize> {
 }
 
 /// The sets of axes `c`'s relations tie, for tensors of `ranks` (names not
-/// counted). Axes past a param's rank tie nothing.
+/// counted). Axes past a param's rank tie nothing (such a spec is refused).
 fn relation_sets(c: &Contract, ranks: &[usize]) -> Sets {
     let base = slot_base(ranks);
     let mut sets = Sets::new(ranks.iter().sum());
@@ -523,6 +530,8 @@ struct Expected {
     dims: Vec<Vec<(usize, usize)>>,
     /// Some set holds axes declared differently: must be refused.
     mixed: bool,
+    /// A relation names an axis past a param's rank: must be refused.
+    past_rank: bool,
 }
 
 fn expected(c: &Contract, s: &Spec) -> Expected {
@@ -547,18 +556,33 @@ fn expected(c: &Contract, s: &Spec) -> Expected {
         let t = base.iter().rposition(|&b| b <= slot).unwrap();
         groups.entry(root).or_default().push((t, slot - base[t]));
     }
+    let past_rank = c.relations.iter().any(|r| {
+        let named: Vec<(usize, AxisRef)> = match r {
+            Relation::SameDim(axes) => axes.clone(),
+            Relation::MultipleOf(axis, _) => vec![*axis],
+            Relation::SameShape(_) | Relation::HalvedLast(..) => Vec::new(),
+        };
+        named
+            .iter()
+            .any(|&(t, a)| c.ranks[t].is_none() && resolve(a, ranks[t]).is_none())
+    });
     Expected {
         dims: groups.into_values().collect(),
         mixed,
+        past_rank,
     }
 }
 
 const MIXED: &str = "a template's relations cannot change how the spec declares an axis";
+const PAST_RANK: &str = "so the relation would check nothing";
 
 /// Checks the accepted kernel against the oracle; an error says what differs.
 fn check_accepted(k: &Kernel, c: &Contract, s: &Spec, want: &Expected) -> Result<(), String> {
     if want.mixed {
         return Err("accepted, but a set of tied axes is declared differently".to_owned());
+    }
+    if want.past_rank {
+        return Err("accepted, but a relation names an axis past a param's rank".to_owned());
     }
     let offset = usize::from(c.scalar);
     for (t, kinds) in s.kinds.iter().enumerate() {
@@ -618,6 +642,7 @@ fn scratch() -> PathBuf {
 struct Tally {
     accepted: u64,
     refused_mixed: u64,
+    refused_past_rank: u64,
     refused_other: u64,
 }
 
@@ -648,6 +673,19 @@ fn run_case(seed: u64, index: u64, dir: &Path, tally: &mut Tally) -> Result<(), 
                 }
             }
             let said_mixed = messages.iter().any(|m| m.contains(MIXED));
+            let said_past_rank = messages.iter().any(|m| m.contains(PAST_RANK));
+            if want.past_rank != said_past_rank {
+                return Err(describe(&format!(
+                    "a relation past a rank expected: {}, reported: {said_past_rank}; errors:\n{}",
+                    want.past_rank,
+                    messages.join("\n")
+                )));
+            }
+            if want.past_rank {
+                // The relations are then not applied: no word on markers.
+                tally.refused_past_rank += 1;
+                return Ok(());
+            }
             if want.mixed {
                 tally.refused_mixed += 1;
             } else {
@@ -680,9 +718,10 @@ fn relations_never_change_a_marker() {
     // Seen with `--nocapture`: what the run covered.
     eprintln!(
         "markers: seed {seed} (PYPTO_MUTATE_SEED={seed} repeats it), {cases} cases, {} accepted, \
-         {} refused for mixed markers, {} refused otherwise, {:?}",
+         {} refused for mixed markers, {} for a relation past a rank, {} otherwise, {:?}",
         tally.accepted,
         tally.refused_mixed,
+        tally.refused_past_rank,
         tally.refused_other,
         started.elapsed()
     );
@@ -693,9 +732,14 @@ fn relations_never_change_a_marker() {
         tally.accepted
     );
     assert!(
-        tally.refused_mixed * 10 >= cases,
+        tally.refused_mixed * 20 >= cases,
         "seed {seed}: only {} of {cases} specs refused for mixed markers",
         tally.refused_mixed
+    );
+    assert!(
+        tally.refused_past_rank * 50 >= cases,
+        "seed {seed}: only {} of {cases} specs refused for a relation past a rank",
+        tally.refused_past_rank
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

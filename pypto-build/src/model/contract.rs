@@ -6,7 +6,7 @@ use super::{
     BlockRule, Dim, DimSize, Draft, Halves, Multiple, OptionValue, Param, ParamKind,
     Specialisation, TemplateRef,
 };
-use crate::contract::{AxisRef, Blocks, Contract, OptionKind, Role};
+use crate::contract::{AxisRef, Blocks, Contract, OptionKind, Role, RoleSpec};
 use crate::diag::Sink;
 use crate::names::{did_you_mean, identifier_problem};
 use crate::spec::{self, KernelSpec};
@@ -305,6 +305,9 @@ pub(super) fn check_params(
     if !roles_match {
         return false;
     }
+    if !check_relation_axes(contract, roles, t, drafts, ctx, sink) {
+        return false;
+    }
     if let Some((big, small, _)) = contract.halved_last {
         let rank = |i: usize| rank_of(&drafts[i]);
         if rank(big) != rank(small) {
@@ -341,6 +344,47 @@ pub(super) fn check_params(
         }
     }
     true
+}
+
+/// Every axis a relation names by index must be an axis of the spec's
+/// param: a relation past a param's rank would tie or check nothing. (A
+/// param the contract gives a `rank` has the axes, or a rank error.)
+fn check_relation_axes(
+    contract: &Contract,
+    roles: &[RoleSpec],
+    t: &str,
+    drafts: &[Draft<'_>],
+    ctx: &str,
+    sink: &mut Sink<'_>,
+) -> bool {
+    let mut ok = true;
+    for relation in &contract.relations {
+        let mut reported: Vec<usize> = Vec::new();
+        for &(p, axis) in &relation.axes {
+            let AxisRef::Index(i) = axis else { continue };
+            let rank = rank_of(&drafts[p]);
+            if i < rank || roles[p].rank.is_some() || reported.contains(&p) {
+                continue;
+            }
+            reported.push(p);
+            ok = false;
+            let d = &drafts[p];
+            let pos = d.spec.shape.as_ref().map_or(d.spec.name.pos, |s| s.pos);
+            sink.error(
+                pos,
+                format!(
+                    "{ctx}, param `{}`: {t}'s relation {} names axis {i} of `{}` (this \
+                     param), which has rank {rank} here, so the relation would check nothing; \
+                     give the param at least {} axes",
+                    d.spec.name.value,
+                    relation.describe(),
+                    roles[p].name,
+                    i + 1
+                ),
+            );
+        }
+    }
+    ok
 }
 
 /// A contract's `dtypes`: every tensor in the list, all in one of them.

@@ -422,11 +422,7 @@ impl<'d> AxisSets<'d> {
 
     /// The shortest chain of ties from slot `from` to a slot for which
     /// `wanted` holds: that slot, and each step as (slot, slot, tie).
-    fn path(
-        &self,
-        from: usize,
-        wanted: impl Fn(usize) -> bool,
-    ) -> Option<(usize, Vec<Step<'d>>)> {
+    fn path(&self, from: usize, wanted: impl Fn(usize) -> bool) -> Option<(usize, Vec<Step<'d>>)> {
         let mut next: Vec<Vec<(usize, Tie<'d>)>> = vec![Vec::new(); self.slots.len()];
         for &(a, b, why) in &self.ties {
             next[a].push((b, why));
