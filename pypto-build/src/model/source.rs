@@ -3,6 +3,7 @@
 //! kind (`cores:`). Scalars bound to sizes (`value: x.numel`) are checked
 //! here too, for every kernel.
 
+use super::cpp::{DefKind, Scan};
 use super::{BlockRule, Draft, ParamKind, SizeOf, TemplateRef};
 use crate::contract::CoreKind;
 use crate::diag::{Sink, clip, display_path};
@@ -263,6 +264,20 @@ fn size_expr(text: &str, drafts: &[Draft<'_>]) -> Result<SizeOf, String> {
         },
     };
     Ok(of)
+}
+
+/// The names of C linkage a brought source defines besides `entry`, in
+/// order: each compiled copy of the source renames them, as it renames the
+/// entry, so that two kernels (or two specialisations) sharing the source
+/// never define one symbol twice, nor one of the program's.
+pub(super) fn c_linkage_names(scan: &Scan, entry: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for d in &scan.defs {
+        if d.c_linkage && d.kind != DefKind::Type && d.name != entry && !names.contains(&d.name) {
+            names.push(d.name.clone());
+        }
+    }
+    names
 }
 
 /// Whether `word` occurs in `text` as a whole identifier.
