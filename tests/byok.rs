@@ -224,11 +224,12 @@ fn a_mixed_source_declared_vector_says_to_declare_it_mixed() {
 }
 
 #[test]
-fn kernels_sharing_a_source_with_c_linkage_names_run() {
-    // tests/kernels/byok/shared_helper.cpp: `op_helper` and `op_offset`
-    // have C linkage, so every compiled copy (shared_helper, and
-    // shared_helper_static in two sizes) would define them again; each copy
-    // renames them, and this binary links.
+fn kernels_sharing_a_source_with_c_linkage_names_and_an_entry_named_launch_run() {
+    // tests/kernels/byok/shared_helper.cpp: the entry is `launch`, the name
+    // of the generated shim's own parameter, and `op_helper` and
+    // `op_offset` have C linkage, so every compiled copy (shared_helper,
+    // and shared_helper_static in two sizes) would define them again; each
+    // copy renames them, and this binary links.
     let dev = Device::host();
     let reference = |x: &[f32]| x.iter().map(|v| 2.0 * v + 1.0).collect::<Vec<f32>>();
     for n in [1usize, 7, 1000] {
@@ -298,8 +299,8 @@ fn main() -> Result<()> {
     }
     println!("matmul_relu ok");
 
-    // One source, three compiled copies, each with its own `op_helper` and
-    // `op_offset`.
+    // One source, three compiled copies, each with its own `launch`,
+    // `op_helper` and `op_offset`.
     let x = small(37, 6);
     let mut out = dev.zeros((37,))?;
     kernels::shared_helper(&dev.tensor_from(&x, (37,))?, &mut out)?;

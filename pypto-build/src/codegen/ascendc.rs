@@ -580,8 +580,8 @@ const STD_HEADERS: &[&str] = &[
 /// anonymous namespace, so that its classes cannot meet another source's
 /// of the same name at link time), its entry and its other C-linkage names
 /// (which no namespace makes internal) renamed to symbols of the kernel's
-/// own, and the host shim and NPU stub passing tensors and scalars in spec
-/// order.
+/// own and undefined again after it, and the host shim and NPU stub passing
+/// tensors and scalars in spec order.
 fn assemble_source(
     plan: &Plan<'_>,
     index: usize,
@@ -637,7 +637,7 @@ fn assemble_source(
     let _ = writeln!(
         out,
         "#line {next} {}\n#if defined(PYPTO_HOST_BACKEND)\n}} // namespace\n#endif\n\
-         // The code below does not use the source's C-linkage names.",
+         // The code below names the renamed symbols itself.\n#undef {entry}",
         lines::c_string(file_name)
     );
     for name in &k.c_names {

@@ -4,8 +4,8 @@ use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::TemplateRef;
 use super::cpp::{self, Scan};
+use super::{TemplateRef, source};
 use crate::contract::{self, Contract};
 use crate::diag::{Diagnostic, Sink, display_path, path_problem};
 use crate::library;
@@ -49,8 +49,15 @@ impl Templates {
                 // A source has no contract: the spec declares everything.
                 TemplateRef::Source(path) => match read_template(path) {
                     Ok(text) => {
-                        self.scans.insert(path.clone(), cpp::scan(&text));
-                        Ok(None)
+                        let scan = cpp::scan(&text);
+                        let problems = source::check_names(path, &text, &scan);
+                        if problems.is_empty() {
+                            self.scans.insert(path.clone(), scan);
+                            Ok(None)
+                        } else {
+                            self.problems.extend(problems);
+                            Err(())
+                        }
                     }
                     Err(why) => {
                         let pos = k.source.as_ref().map_or(k.name.pos, |t| t.pos);
