@@ -8,7 +8,7 @@
 //! The same kernels on the fake NPU: tests/npu_fake.rs.
 
 use half::f16;
-use pypto_rt::{Device, Error, last_launch, with_host_blocks};
+use pypto_rt::{Const, Device, Error, last_launch, with_host_blocks};
 use pypto_tests::{data, kernels};
 
 fn add_reference(x: &[f16], y: &[f16]) -> Vec<f16> {
@@ -223,6 +223,33 @@ fn a_mixed_source_declared_vector_says_to_declare_it_mixed() {
     }
 }
 
+#[test]
+fn kernels_sharing_a_source_with_c_linkage_names_and_an_entry_named_launch_run() {
+    // tests/kernels/byok/shared_helper.cpp: the entry is `launch`, the name
+    // of the generated shim's own parameter, and `op_helper` and
+    // `op_offset` have C linkage, so every compiled copy (shared_helper,
+    // and shared_helper_static in two sizes) would define them again; each
+    // copy renames them, and this binary links.
+    let dev = Device::host();
+    let reference = |x: &[f32]| x.iter().map(|v| 2.0 * v + 1.0).collect::<Vec<f32>>();
+    for n in [1usize, 7, 1000] {
+        let x = data(n, 5);
+        let mut out = dev.zeros((n,)).unwrap();
+        kernels::shared_helper(&dev.tensor_from(&x, (n,)).unwrap(), &mut out).unwrap();
+        assert_eq!(out.to_vec().unwrap(), reference(&x), "n = {n}");
+        assert_eq!(last_launch().unwrap().blocks, 4);
+    }
+    let x = data(8, 6);
+    let mut out = dev.zeros((Const::<8>,)).unwrap();
+    kernels::shared_helper_static(&dev.tensor_from(&x, (Const::<8>,)).unwrap(), &mut out).unwrap();
+    assert_eq!(out.to_vec().unwrap(), reference(&x));
+    let x = data(16, 7);
+    let mut out = dev.zeros((Const::<16>,)).unwrap();
+    kernels::shared_helper_static(&dev.tensor_from(&x, (Const::<16>,)).unwrap(), &mut out).unwrap();
+    assert_eq!(out.to_vec().unwrap(), reference(&x));
+    assert_eq!(last_launch().unwrap().blocks, 2);
+}
+
 /// The scratch crate's program: each brought kernel on the default device
 /// (the fake NPU when its runtime is found), checked against plain Rust.
 const FAKE_NPU_MAIN: &str = r#"pypto_rt::include_kernels!();
@@ -271,6 +298,20 @@ fn main() -> Result<()> {
         }
     }
     println!("matmul_relu ok");
+
+    // One source, three compiled copies, each with its own `launch`,
+    // `op_helper` and `op_offset`.
+    let x = small(37, 6);
+    let mut out = dev.zeros((37,))?;
+    kernels::shared_helper(&dev.tensor_from(&x, (37,))?, &mut out)?;
+    let want: Vec<f32> = x.iter().map(|v| 2.0 * v + 1.0).collect();
+    assert_eq!(out.to_vec()?, want, "shared_helper");
+    let x = small(16, 7);
+    let mut out = dev.zeros((pypto_rt::Const::<16>,))?;
+    kernels::shared_helper_static(&dev.tensor_from(&x, (pypto_rt::Const::<16>,))?, &mut out)?;
+    let want: Vec<f32> = x.iter().map(|v| 2.0 * v + 1.0).collect();
+    assert_eq!(out.to_vec()?, want, "shared_helper_static");
+    println!("shared_helper ok");
     Ok(())
 }
 "#;
@@ -329,6 +370,8 @@ fn brought_kernels_run_unchanged_on_the_fake_npu() {
         "matmul_relu",
         "cross_core",
         "cross_core_vector",
+        "shared_helper",
+        "shared_helper_static",
     ] {
         for arch in ["dav2201", "dav3510"] {
             let rendered = format!("out/pypto/src/npu-{arch}/{kernel}_s0.cpp");
@@ -344,7 +387,7 @@ fn brought_kernels_run_unchanged_on_the_fake_npu() {
         .bisheng_log()
         .into_iter()
         .partition(|l| l.starts_with("-shared "));
-    assert!(compiles.len() <= 10, "{compiles:#?}");
+    assert!(compiles.len() <= 16, "{compiles:#?}");
     assert!(links.len() <= 2, "{links:#?}");
 
     for device in ["npu", "host"] {
@@ -368,7 +411,9 @@ fn brought_kernels_run_unchanged_on_the_fake_npu() {
         };
         assert_eq!(
             stdout,
-            format!("device: {shown}\nadd_custom ok\nleaky_rows ok\nmatmul_relu ok\n")
+            format!(
+                "device: {shown}\nadd_custom ok\nleaky_rows ok\nmatmul_relu ok\nshared_helper ok\n"
+            )
         );
     }
 }

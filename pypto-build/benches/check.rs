@@ -29,7 +29,7 @@ fn spec_file(index: usize) -> String {
                 "  {name}:\n    template: builtin/attention\n    params:\n      q:   {{ dtype: DT_FP16, shape: [B{index}, DYNAMIC, HIDDEN] }}\n      k:   {{ dtype: DT_FP16, shape: [B{index}, DYNAMIC, HIDDEN] }}\n      v:   {{ dtype: DT_FP16, shape: [B{index}, DYNAMIC, HIDDEN] }}\n      out: {{ dtype: DT_FP16, shape: [B{index}, DYNAMIC, HIDDEN], output: true }}\n"
             ),
             2 => format!(
-                "  {name}:\n    template: builtin/add\n    targets: [A2, A3]\n    params:\n      a:   {{ dtype: DT_BF16, shape: [H{index}, DYNAMIC, 64] }}\n      b:   {{ dtype: DT_BF16, shape: [H{index}, DYNAMIC, 64] }}\n      out: {{ dtype: DT_BF16, shape: [H{index}, DYN, ...], rank: 3, output: true }}\n    static: {{ H{index}: [1, 2, 4, 8] }}\n"
+                "  {name}:\n    template: builtin/add\n    targets: [A2, A3]\n    params:\n      a:   {{ dtype: DT_BF16, shape: [H{index}, DYNAMIC, 64] }}\n      b:   {{ dtype: DT_BF16, shape: [H{index}, DYNAMIC, 64] }}\n      out: {{ dtype: DT_BF16, shape: [H{index}, DYN, 64], output: true }}\n    static: {{ H{index}: [1, 2, 4, 8] }}\n"
             ),
             _ => format!(
                 "  {name}:\n    template: builtin/relu\n    params:\n      x: {{ dtype: DT_FP32, shape: [DYNAMIC, STATIC, STATIC] }}\n      y: {{ dtype: DT_FP32, shape: [DYNAMIC, STATIC, STATIC], output: true }}\n    static:\n      x.1: [2, 4]\n      x.2: [32, 64, 128]\n"

@@ -24,7 +24,7 @@
 
 use std::path::Path;
 
-use crate::diag::{Diagnostic, Pos, Sink, clip};
+use crate::diag::{Diagnostic, Pos, Sink, clip, display_path};
 use crate::names::{did_you_mean, identifier_problem};
 use crate::spec::one_of;
 use crate::tables::DType;
@@ -133,10 +133,14 @@ pub struct Contract {
     /// The params in call order; `None` when the contract does not declare
     /// them (roles are then the spec's names and no relation can be given).
     pub params: Option<Vec<RoleSpec>>,
-    /// Pairs of params (by position) whose shapes are identical.
-    pub same_shape: Vec<(usize, usize)>,
-    /// Pairs of (param, axis) that are one dim.
-    pub same_axis: Vec<(ParamAxis, ParamAxis)>,
+    /// The relations as written, in order: what the entries below point
+    /// into by index, for messages.
+    pub relations: Vec<Relation>,
+    /// Pairs of params (by position) whose shapes are identical, and the
+    /// relation that says so.
+    pub same_shape: Vec<(usize, usize, usize)>,
+    /// Pairs of (param, axis) that are one dim, and the relation.
+    pub same_axis: Vec<(ParamAxis, ParamAxis, usize)>,
     /// The dtypes the template is written for; all tensors share one.
     /// Empty: any dtypes, mixed freely.
     pub dtypes: Vec<DType>,
@@ -148,10 +152,29 @@ pub struct Contract {
     pub divisible_by_option: Vec<(ParamAxis, String)>,
     /// Axes whose size must be a multiple of a constant, and why.
     pub multiple_of: Vec<(ParamAxis, u64, String)>,
-    /// `(big, small)`: the small param has the big one's leading axes and
-    /// half its last axis (swiglu's split).
-    pub halved_last: Option<(usize, usize)>,
+    /// `(big, small, relation)`: the small param has the big one's leading
+    /// axes and half its last axis (swiglu's split).
+    pub halved_last: Option<(usize, usize, usize)>,
     pub cores: CoreKind,
+}
+
+/// One entry of a contract's `relations`, as its template writes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Relation {
+    /// The entry in YAML flow style, e.g. `same_shape: [q, k, v, out]`.
+    pub text: String,
+    /// Where it is written: `TEMPLATE:LINE:COL`.
+    pub at: String,
+    /// Every axis it names by index (`x.2`; not `x.last`), which a spec's
+    /// param must have.
+    pub axes: Vec<ParamAxis>,
+}
+
+impl Relation {
+    /// `` `same_dim: [x.2, w.0]` (t.hbs:6:5) ``, for messages.
+    pub fn describe(&self) -> String {
+        format!("`{}` ({})", self.text, self.at)
+    }
 }
 
 impl Contract {
@@ -831,8 +854,20 @@ impl Reader<'_, '_> {
                 }
                 continue;
             }
-            let (kind, _, value) = entries[0];
+            let (kind, key, value) = entries[0];
             let what = format!("`{kind}`");
+            let relation = c.relations.len();
+            c.relations.push(Relation {
+                text: format!("{kind}: {}", flow(value)),
+                at: format!("{}:{}", display_path(self.sink.path()), key.pos),
+                axes: Vec::new(),
+            });
+            let named = |c: &mut Contract, axis: Option<ParamAxis>| {
+                if let Some(a @ (_, AxisRef::Index(_))) = axis {
+                    c.relations[relation].axes.push(a);
+                }
+                axis
+            };
             match kind {
                 "same_shape" | "same_dim" | "halved_last" => {
                     let items = self.seq(value, &what);
@@ -851,11 +886,16 @@ impl Reader<'_, '_> {
                         continue;
                     }
                     if kind == "same_dim" {
-                        let axes: Vec<Option<ParamAxis>> =
-                            items.iter().map(|n| self.axis_ref(n, c, &what)).collect();
+                        let axes: Vec<Option<ParamAxis>> = items
+                            .iter()
+                            .map(|n| {
+                                let axis = self.axis_ref(n, c, &what);
+                                named(c, axis)
+                            })
+                            .collect();
                         if let Some(Some(first)) = axes.first().copied() {
                             for other in axes.into_iter().skip(1).flatten() {
-                                c.same_axis.push((first, other));
+                                c.same_axis.push((first, other, relation));
                             }
                         }
                         continue;
@@ -883,9 +923,9 @@ impl Reader<'_, '_> {
                             if c.halved_last.is_some() {
                                 self.error(item.pos, "`halved_last` is given twice");
                             }
-                            c.halved_last = Some((first, other));
+                            c.halved_last = Some((first, other, relation));
                         } else {
-                            c.same_shape.push((first, other));
+                            c.same_shape.push((first, other, relation));
                         }
                     }
                 }
@@ -902,6 +942,7 @@ impl Reader<'_, '_> {
                         continue;
                     };
                     let axis = self.axis_ref(axis, c, &format!("{what}, `axis`"));
+                    let axis = named(c, axis);
                     let of = self.int(of, &format!("{what}, `of`"), 1, i128::from(u32::MAX));
                     let why = match get("why") {
                         Some(n) => self.string(n, &format!("{what}, `why`")),
@@ -919,6 +960,7 @@ impl Reader<'_, '_> {
                         continue;
                     };
                     let axis = self.axis_ref(axis, c, &format!("{what}, `axis`"));
+                    let axis = named(c, axis);
                     let option = self.factor_option(option, c, &format!("{what}, `option`"));
                     if let (Some(axis), Some(option)) = (axis, option) {
                         c.divisible_by_option.push((axis, option));
@@ -1001,6 +1043,28 @@ impl Reader<'_, '_> {
                 })
             }
         }
+    }
+}
+
+/// A YAML value in flow style on one line, as messages quote relations.
+fn flow(node: &Node) -> String {
+    match &node.value {
+        Value::Seq(items) => {
+            let items: Vec<String> = items.iter().map(flow).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::Map(pairs) => {
+            let pairs: Vec<String> = pairs
+                .iter()
+                .map(|(k, v)| format!("{}: {}", flow(k), flow(v)))
+                .collect();
+            format!("{{ {} }}", pairs.join(", "))
+        }
+        Value::Str(s) => clip(s, 40).into_owned(),
+        Value::Int(i) => i.to_string(),
+        Value::Float { raw } => raw.clone(),
+        Value::Bool(b) => b.to_string(),
+        Value::Null => "~".to_owned(),
     }
 }
 

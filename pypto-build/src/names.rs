@@ -123,7 +123,55 @@ const CPP_KEYWORDS: &[&str] = &[
     "AscendC",
 ];
 
-/// Why a name cannot be used as an identifier, or `None` if it can.
+/// Identifiers of the code pypto-build generates after a brought source (the
+/// host launch shim and the NPU launch stub), besides generated symbols,
+/// `pypto_`/`Pypto`/`PYPTO_` names and scalar types: a macro of one of
+/// these names that the source leaves defined would change that code. A
+/// unit test (`model::source`) checks the list against the generated code.
+pub(crate) const AFTER_SOURCE: &[&str] = &[
+    "GM_ADDR",
+    "HostLaunch",
+    "args",
+    "block_num",
+    "const",
+    "const_cast",
+    "defined",
+    "extern",
+    "launch",
+    "next_launch_cores",
+    "nullptr",
+    "reinterpret_cast",
+    "return",
+    "run_block",
+    "run_cube_block",
+    "run_mixed_block",
+    "scalar",
+    "static_cast",
+    "stream",
+    "tiling",
+    "void",
+    "int32_t",
+    "uint8_t",
+    "uint32_t",
+];
+
+/// Whether `name` belongs to pypto-build's generated code: `pypto_` and
+/// `Pypto` names (its symbols, `PyptoTiling`, `pypto_load_tiling`) and
+/// `PYPTO_` macros.
+pub(crate) fn generated_prefix(name: &str) -> bool {
+    name.starts_with("pypto_") || name.starts_with("Pypto") || name.starts_with("PYPTO_")
+}
+
+/// Whether a macro named `name`, left defined by a brought source, would
+/// change the code generated after it.
+pub(crate) fn used_after_source(name: &str) -> bool {
+    generated_prefix(name)
+        || AFTER_SOURCE.contains(&name)
+        || crate::tables::DType::ALL
+            .iter()
+            .any(|d| d.cpp_type() == name)
+}
+
 /// Why `name` cannot name a C++ function (an Ascend C kernel entry), or
 /// `None`. Laxer than [`identifier_problem`]: the name never reaches Rust.
 pub(crate) fn c_identifier_problem(name: &str) -> Option<String> {

@@ -145,15 +145,84 @@ fn specialisations_are_the_product_of_static_dims() {
     );
 }
 
+// ---- relations never change a marker ---------------------------------------
+
 #[test]
-fn static_axis_tied_to_a_fixed_one_is_fixed() {
-    // PyPTO's add_bias: x.1 is STATIC but equals bias.0, fixed at 128.
-    let m = model(
-        "dims:\n  HIDDEN_SIZE: 128\nkernels:\n  add_bias:\n    template: builtin/add_bias\n    params:\n      x:    { dtype: DT_FP32, shape: [DYNAMIC, STATIC] }\n      bias: { dtype: DT_FP32, shape: [HIDDEN_SIZE] }\n      out:  { dtype: DT_FP32, shape: [DYNAMIC, ...], rank: 2, output: true }\n",
+fn a_dynamic_dim_tied_to_a_fixed_axis_is_an_error_naming_the_relation() {
+    // The reproducer: attention ties q, k, v and out axis by axis,
+    // so `S` would have become fixed at 1 and `k` a `Const<1>` in Rust.
+    let src = "dims:\n  B: DYNAMIC\n  S: DYNAMIC\nkernels:\n  attn:\n    template: builtin/attention\n    params:\n      q: { dtype: DT_FP32, shape: [B, 1, 256] }\n      k: { dtype: DT_FP32, shape: [B, S, 256] }\n      v: { dtype: DT_FP32, shape: [B, S, 256] }\n      out: { dtype: DT_FP32, shape: [B, 1, 256], output: true }\n";
+    assert_eq!(
+        errors(src),
+        [
+            "9:39: kernel `attn`: `k.1` (the dim `S`) is declared DYNAMIC, but builtin/attention makes it one dim with `q.1`, which is fixed at 1: `same_shape: [q, k, v, out]` (builtin/attention.hbs:20:5) ties `k.1` to `q.1`; a template's relations cannot change how the spec declares an axis, so declare both alike"
+        ]
     );
-    let k = &m.kernels[0];
+    // An unnamed DYNAMIC axis the same way.
+    let src = relu("[DYNAMIC, 4]", "[8, 4]", "");
+    assert_eq!(
+        errors(&src),
+        [
+            "5:36: kernel `k`: `x.0` is declared DYNAMIC, but builtin/relu makes it one dim with `y.0`, which is fixed at 8: `same_shape: [x, out]` (builtin/relu.hbs:7:5) ties `x.0` to `y.0`; a template's relations cannot change how the spec declares an axis, so declare both alike"
+        ]
+    );
+}
+
+#[test]
+fn a_static_axis_tied_to_a_fixed_one_is_an_error() {
+    // PyPTO's add_bias as PyPTO writes it: x.1 is STATIC but is bias.0,
+    // fixed at 128, and out's `...` too.
+    let src = "dims:\n  HIDDEN_SIZE: 128\nkernels:\n  add_bias:\n    template: builtin/add_bias\n    params:\n      x:    { dtype: DT_FP32, shape: [DYNAMIC, STATIC] }\n      bias: { dtype: DT_FP32, shape: [HIDDEN_SIZE] }\n      out:  { dtype: DT_FP32, shape: [DYNAMIC, ...], rank: 2, output: true }\n    static: { x.1: [128] }\n";
+    assert_eq!(
+        errors(src),
+        [
+            "7:48: kernel `add_bias`: `x.1` is declared STATIC, but builtin/add_bias makes it one dim with `bias.0` (the dim `HIDDEN_SIZE`), which is fixed at 128: `same_dim: [bias.0, x.last]` (builtin/add_bias.hbs:9:5) ties `x.1` to `bias.0`; a template's relations cannot change how the spec declares an axis, so declare both alike"
+        ]
+    );
+    // Written as what they are, the axes are one fixed dim.
+    let src = src
+        .replace("[DYNAMIC, STATIC]", "[DYNAMIC, HIDDEN_SIZE]")
+        .replace("[DYNAMIC, ...], rank: 2", "[DYNAMIC, HIDDEN_SIZE]")
+        .replace("    static: { x.1: [128] }\n", "");
+    let k = &model(&src).kernels[0];
     assert_eq!(k.dims[1].size, DimSize::Fixed(128));
     assert_eq!(k.dims[1].axes, [(0, 1), (1, 0), (2, 1)]);
+    // `...` is STATIC, and says so.
+    let src =
+        relu("[DYNAMIC, 4]", "[DYNAMIC, ...]", "").replace("output: true", "rank: 2, output: true");
+    assert_eq!(
+        errors(&src),
+        [
+            "6:45: kernel `k`: `y.1` is declared STATIC (by `...`), but builtin/relu makes it one dim with `x.1`, which is fixed at 4: `same_shape: [x, out]` (builtin/relu.hbs:7:5) ties `y.1` to `x.1`; a template's relations cannot change how the spec declares an axis, so declare both alike"
+        ]
+    );
+}
+
+#[test]
+fn a_static_axis_tied_to_a_dynamic_one_is_an_error() {
+    // Either way round: the first axis of the dim sets what the rest must be.
+    let src = relu(
+        "[DYNAMIC, STATIC]",
+        "[DYNAMIC, DYN]",
+        "    static: { x.1: [8] }\n",
+    );
+    assert_eq!(
+        errors(&src),
+        [
+            "6:45: kernel `k`: `y.1` is declared DYNAMIC, but builtin/relu makes it one dim with `x.1`, which is declared STATIC: `same_shape: [x, out]` (builtin/relu.hbs:7:5) ties `y.1` to `x.1`; a template's relations cannot change how the spec declares an axis, so declare both alike"
+        ]
+    );
+    let src = relu(
+        "[DYNAMIC, DYNAMIC]",
+        "[DYNAMIC, STATIC]",
+        "    static: { y.1: [8] }\n",
+    );
+    assert_eq!(
+        errors(&src),
+        [
+            "6:45: kernel `k`: `y.1` is declared STATIC, but builtin/relu makes it one dim with `x.1`, which is declared DYNAMIC: `same_shape: [x, out]` (builtin/relu.hbs:7:5) ties `y.1` to `x.1`; a template's relations cannot change how the spec declares an axis, so declare both alike"
+        ]
+    );
 }
 
 #[test]
@@ -500,12 +569,14 @@ fn template_contracts_are_enforced() {
 }
 
 #[test]
-fn named_dim_with_two_fixed_sizes_through_a_template() {
+fn static_sizes_of_a_dim_tied_to_a_fixed_axis_are_not_checked_twice() {
+    // y.1 is STATIC and tied to x.1, fixed at 7: one error, at y.1, rather
+    // than one per listed size as well.
     let src = "kernels:\n  k:\n    template: builtin/relu\n    params:\n      x: { dtype: DT_FP32, shape: [STATIC, 7] }\n      y: { dtype: DT_FP32, shape: [STATIC, STATIC], output: true }\n    static: { x.0: [1], y.1: [7, 8] }\n";
     assert_eq!(
         errors(src),
         [
-            "7:34: kernel `k`, `static` entry `y.1`: 8 cannot be built: this dim must equal `x.1`, which is fixed at 7"
+            "6:44: kernel `k`: `y.1` is declared STATIC, but builtin/relu makes it one dim with `x.1`, which is fixed at 7: `same_shape: [x, out]` (builtin/relu.hbs:7:5) ties `y.1` to `x.1`; a template's relations cannot change how the spec declares an axis, so declare both alike"
         ]
     );
 }

@@ -220,3 +220,81 @@ fn a_template_without_front_matter_keeps_the_default_contract() {
     );
     assert!(k.multiples.is_empty() && k.halves.is_empty());
 }
+
+#[test]
+fn a_marker_changed_through_several_ties_names_each() {
+    // a.0 is the dim N, as is b.0; the contract ties b.0 to a.1, and a.1 to
+    // c.1, fixed at 8: N would be fixed through three ties.
+    let dir = with_template(CONTRACT);
+    let t = pypto_build::display_path(&dir.join("t.hbs"));
+    let src = format!(
+        "dims:\n  N: DYNAMIC\n{}",
+        spec("[N, DYNAMIC]", "[N]", "[DYNAMIC, 8]", "{}")
+    );
+    assert_eq!(
+        check(&dir, &src).unwrap_err(),
+        [format!(
+            "k.yaml:8:36: kernel `k`: `a.0` (the dim `N`) is declared DYNAMIC, but {t} makes it one \
+             dim with `c.1`, which is fixed at 8: `a.0` and `b.0` are the dim `N`, `same_dim: \
+             [w.0, x.last]` ({t}:12:5) ties `b.0` to `a.1`, `same_shape: [x, out]` ({t}:11:5) ties \
+             `a.1` to `c.1`; a template's relations cannot change how the spec declares an axis, \
+             so declare both alike"
+        )]
+    );
+}
+
+#[test]
+fn a_relation_past_a_params_rank_is_an_error_at_the_spec() {
+    // No `rank` in the contract, so `x.2` and `x.3` are valid axes there;
+    // the spec's rank-2 `a` has neither, and the relations would tie and
+    // check nothing, at build time or at run time.
+    let dir = with_template(
+        "---\nparams:\n  - { name: x }\n  - { name: w }\n  - { name: out, output: true }\n\
+         relations:\n  - same_dim: [x.2, w.0]\n  - multiple_of: { axis: x.3, of: 4 }\n---\n",
+    );
+    let t = pypto_build::display_path(&dir.join("t.hbs"));
+    assert_eq!(
+        check(
+            &dir,
+            &spec(
+                "[DYNAMIC, DYNAMIC]",
+                "[DYNAMIC]",
+                "[DYNAMIC, DYNAMIC]",
+                "{}"
+            )
+        )
+        .unwrap_err(),
+        [
+            format!(
+                "k.yaml:6:35: kernel `k`, param `a`: {t}'s relation `same_dim: [x.2, w.0]` \
+                 ({t}:7:5) names axis 2 of `x` (this param), which has rank 2 here, so the \
+                 relation would check nothing; give the param at least 3 axes"
+            ),
+            format!(
+                "k.yaml:6:35: kernel `k`, param `a`: {t}'s relation `multiple_of: {{ axis: x.3, \
+                 of: 4 }}` ({t}:8:5) names axis 3 of `x` (this param), which has rank 2 here, so \
+                 the relation would check nothing; give the param at least 4 axes"
+            ),
+        ]
+    );
+    // With the axes, the relations hold: a.2 and b.0 are one dim, and a.3
+    // is checked at run time.
+    let k = &check(
+        &dir,
+        &spec(
+            "[DYNAMIC, DYNAMIC, DYNAMIC, DYNAMIC]",
+            "[DYNAMIC]",
+            "[DYNAMIC, DYNAMIC]",
+            "{}",
+        ),
+    )
+    .unwrap()
+    .kernels[0];
+    assert!(k.dims.iter().any(|d| d.axes == [(0, 2), (1, 0)]));
+    let multiples: Vec<(usize, usize, u32)> = k
+        .multiples
+        .iter()
+        .map(|m| (m.param, m.axis, m.of))
+        .collect();
+    assert_eq!(multiples, [(0, 3, 4)]);
+}

@@ -577,10 +577,11 @@ const STD_HEADERS: &[&str] = &[
 ];
 
 /// A `source:` kernel's file: the source included unchanged from where it
-/// is (on the host inside an anonymous namespace, so that its classes cannot meet another source's
-/// of the same name at link time), its entry renamed to the kernel's
-/// symbol, and the host shim and NPU stub passing tensors and scalars in
-/// spec order.
+/// is (on the host inside an anonymous namespace, so that its classes cannot
+/// meet another source's of the same name at link time), its entry and its
+/// other C-linkage names (which no namespace makes internal) renamed to
+/// symbols of the kernel's own and undefined again after it, and the host
+/// shim and NPU stub passing tensors and scalars in spec order.
 fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path) -> String {
     let k = plan.kernel;
     let entry = k.entry.as_deref().unwrap_or_default();
@@ -612,13 +613,29 @@ fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path) -> String {
     let _ = writeln!(
         out,
         "// The source's entry, renamed so that no two kernels share a symbol.\n\
-         #define {entry} {}\n#if defined(PYPTO_HOST_BACKEND)\nnamespace {{\n#endif\n\
+         #define {entry} {}",
+        plan.entry_symbol(index)
+    );
+    if !k.c_names.is_empty() {
+        out.push_str(
+            "// Its other names of C linkage, renamed too: no namespace makes them internal.\n",
+        );
+        for name in &k.c_names {
+            let _ = writeln!(out, "#define {name} {}", plan.c_symbol(index, name));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "#if defined(PYPTO_HOST_BACKEND)\nnamespace {{\n#endif\n\
          // ---- source {} ----\n#include \"{}\"\n\
-         #if defined(PYPTO_HOST_BACKEND)\n}} // namespace\n#endif",
-        plan.entry_symbol(index),
+         #if defined(PYPTO_HOST_BACKEND)\n}} // namespace\n#endif\n\
+         // The code below names the renamed symbols itself.\n#undef {entry}",
         k.template,
         real.display()
     );
+    for name in &k.c_names {
+        let _ = writeln!(out, "#undef {name}");
+    }
     let mut tensor = 0usize;
     let mut scalar = 0usize;
     let mut host_args = Vec::new();
@@ -758,7 +775,11 @@ fn assemble(
 /// to their per-architecture symbols.
 pub fn for_arch(plan: &Plan<'_>, index: usize, arch: crate::tables::Arch, source: &str) -> String {
     let mut out = String::new();
-    for symbol in [plan.entry_symbol(index), plan.npu_symbol(index)] {
+    let helpers = plan.kernel.c_names.iter().map(|n| plan.c_symbol(index, n));
+    for symbol in [plan.entry_symbol(index), plan.npu_symbol(index)]
+        .into_iter()
+        .chain(helpers)
+    {
         let _ = writeln!(out, "#define {symbol} {}", Plan::for_arch(&symbol, arch));
     }
     out.push_str(source);

@@ -131,6 +131,14 @@ impl<'k> Plan<'k> {
         format!("{}_s{index}", self.symbol_base)
     }
 
+    /// What a `source:` kernel's C-linkage name `name` (a helper besides
+    /// its entry, [`Kernel::c_names`]) is renamed to in specialisation
+    /// `index`: `_c_s<i>_` follows the length-delimited base, so it meets no
+    /// other symbol.
+    pub fn c_symbol(&self, index: usize, name: &str) -> String {
+        format!("{}_c_s{index}_{name}", self.symbol_base)
+    }
+
     /// The host-backend shim of specialisation `index`.
     pub fn host_symbol(&self, index: usize) -> String {
         format!("{}_host_s{index}", self.symbol_base)

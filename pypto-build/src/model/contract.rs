@@ -6,7 +6,7 @@ use super::{
     BlockRule, Dim, DimSize, Draft, Halves, Multiple, OptionValue, Param, ParamKind,
     Specialisation, TemplateRef,
 };
-use crate::contract::{AxisRef, Blocks, Contract, OptionKind, Role};
+use crate::contract::{AxisRef, Blocks, Contract, OptionKind, Role, RoleSpec};
 use crate::diag::Sink;
 use crate::names::{did_you_mean, identifier_problem};
 use crate::spec::{self, KernelSpec};
@@ -305,7 +305,10 @@ pub(super) fn check_params(
     if !roles_match {
         return false;
     }
-    if let Some((big, small)) = contract.halved_last {
+    if !check_relation_axes(contract, roles, t, drafts, ctx, sink) {
+        return false;
+    }
+    if let Some((big, small, _)) = contract.halved_last {
         let rank = |i: usize| rank_of(&drafts[i]);
         if rank(big) != rank(small) {
             let d = &drafts[small];
@@ -322,7 +325,7 @@ pub(super) fn check_params(
             );
         }
     }
-    for &(a, b) in &contract.same_shape {
+    for &(a, b, _) in &contract.same_shape {
         let rank = |i: usize| rank_of(&drafts[i]);
         if rank(a) != rank(b) {
             let d = &drafts[b];
@@ -341,6 +344,47 @@ pub(super) fn check_params(
         }
     }
     true
+}
+
+/// Every axis a relation names by index must be an axis of the spec's
+/// param: a relation past a param's rank would tie or check nothing. (A
+/// param the contract gives a `rank` has the axes, or a rank error.)
+fn check_relation_axes(
+    contract: &Contract,
+    roles: &[RoleSpec],
+    t: &str,
+    drafts: &[Draft<'_>],
+    ctx: &str,
+    sink: &mut Sink<'_>,
+) -> bool {
+    let mut ok = true;
+    for relation in &contract.relations {
+        let mut reported: Vec<usize> = Vec::new();
+        for &(p, axis) in &relation.axes {
+            let AxisRef::Index(i) = axis else { continue };
+            let rank = rank_of(&drafts[p]);
+            if i < rank || roles[p].rank.is_some() || reported.contains(&p) {
+                continue;
+            }
+            reported.push(p);
+            ok = false;
+            let d = &drafts[p];
+            let pos = d.spec.shape.as_ref().map_or(d.spec.name.pos, |s| s.pos);
+            sink.error(
+                pos,
+                format!(
+                    "{ctx}, param `{}`: {t}'s relation {} names axis {i} of `{}` (this \
+                     param), which has rank {rank} here, so the relation would check nothing; \
+                     give the param at least {} axes",
+                    d.spec.name.value,
+                    relation.describe(),
+                    roles[p].name,
+                    i + 1
+                ),
+            );
+        }
+    }
+    ok
 }
 
 /// A contract's `dtypes`: every tensor in the list, all in one of them.
@@ -397,23 +441,23 @@ fn rank_of(draft: &Draft<'_>) -> usize {
 /// params matched the contract.
 pub(super) fn tie_axes(contract: &Contract, drafts: &[Draft<'_>], sets: &mut AxisSets<'_>) {
     let rank = |i: usize| rank_of(&drafts[i]);
-    for &(a, b) in &contract.same_shape {
+    for &(a, b, r) in &contract.same_shape {
         if rank(a) == rank(b) {
             for ax in 0..rank(a) {
-                sets.tie((a, ax), (b, ax));
+                sets.tie((a, ax), (b, ax), r);
             }
         }
     }
-    for &((pa, xa), (pb, xb)) in &contract.same_axis {
+    for &((pa, xa), (pb, xb), r) in &contract.same_axis {
         if let (Some(a), Some(b)) = (axis_index(xa, rank(pa)), axis_index(xb, rank(pb))) {
-            sets.tie((pa, a), (pb, b));
+            sets.tie((pa, a), (pb, b), r);
         }
     }
-    if let Some((big, small)) = contract.halved_last
+    if let Some((big, small, r)) = contract.halved_last
         && rank(big) == rank(small)
     {
         for ax in 0..rank(big).saturating_sub(1) {
-            sets.tie((big, ax), (small, ax));
+            sets.tie((big, ax), (small, ax), r);
         }
     }
 }
@@ -431,7 +475,7 @@ pub(super) fn check_halved(
     specialisations: &[Specialisation],
     sink: &mut Sink<'_>,
 ) {
-    let Some((big, small)) = contract.halved_last else {
+    let Some((big, small, _)) = contract.halved_last else {
         return;
     };
     let last_dim = |p: usize| -> Option<usize> {
@@ -570,7 +614,7 @@ pub(super) fn resolve(
                 why,
             });
         }
-        if let Some((big, small)) = c.halved_last
+        if let Some((big, small, _)) = c.halved_last
             && let (Some((ab, db)), Some((small_axis, ds))) = (last_dim(big), last_dim(small))
             && (dims[db].size == DimSize::Dynamic || dims[ds].size == DimSize::Dynamic)
         {

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use super::{
     Axis, AxisKind, Dim, DimSize, Draft, MAX_SIZE, MAX_SPECIALISATIONS, ParamKind, Specialisation,
 };
+use crate::contract::Relation;
 use crate::diag::{Pos, Sink, clip};
 use crate::names::{did_you_mean, identifier_problem};
 use crate::spec::{KernelSpec, QUOTED, Sp, SpecFile};
@@ -343,6 +344,18 @@ pub(super) fn enumerate_specialisations(
     out
 }
 
+/// Why two axes are one dim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Tie<'d> {
+    /// Both name this module-level dim.
+    Name(&'d str),
+    /// The contract's relation of this index ties them.
+    Relation(usize),
+}
+
+/// One tie between two slots, and why.
+pub(super) type Step<'d> = (usize, usize, Tie<'d>);
+
 /// Every tensor axis of a kernel as a slot, and the sets of slots that
 /// must have one size: axes sharing a name, then axes a contract ties.
 pub(super) struct AxisSets<'d> {
@@ -352,6 +365,8 @@ pub(super) struct AxisSets<'d> {
     /// The first slot naming each module-level dim.
     pub first_use: BTreeMap<&'d str, usize>,
     pub uf: UnionFind,
+    /// Every merge and its reason, to explain a dim in messages.
+    pub ties: Vec<Step<'d>>,
 }
 
 impl<'d> AxisSets<'d> {
@@ -369,13 +384,17 @@ impl<'d> AxisSets<'d> {
         }
         let mut uf = UnionFind::new(slots.len());
         let mut first_use: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut ties = Vec::new();
         for (pi, d) in drafts.iter().enumerate() {
             if let ParamKind::Tensor { axes, .. } = &d.kind {
                 for (ai, axis) in axes.iter().enumerate() {
                     if let Some(n) = &axis.name {
                         let slot = slot_of[&(pi, ai)];
                         match first_use.get(n.as_str()) {
-                            Some(&first) => uf.union(first, slot),
+                            Some(&first) => {
+                                uf.union(first, slot);
+                                ties.push((first, slot, Tie::Name(n.as_str())));
+                            }
                             None => {
                                 first_use.insert(n, slot);
                             }
@@ -389,32 +408,71 @@ impl<'d> AxisSets<'d> {
             slot_of,
             first_use,
             uf,
+            ties,
         }
     }
 
-    /// Merges the sets of two axes.
-    pub fn tie(&mut self, a: (usize, usize), b: (usize, usize)) {
-        self.uf.union(self.slot_of[&a], self.slot_of[&b]);
+    /// Merges the sets of two axes, which the contract's relation of index
+    /// `relation` ties.
+    pub fn tie(&mut self, a: (usize, usize), b: (usize, usize), relation: usize) {
+        let (a, b) = (self.slot_of[&a], self.slot_of[&b]);
+        self.uf.union(a, b);
+        self.ties.push((a, b, Tie::Relation(relation)));
+    }
+
+    /// The shortest chain of ties from slot `from` to a slot for which
+    /// `wanted` holds: that slot, and each step as (slot, slot, tie).
+    fn path(&self, from: usize, wanted: impl Fn(usize) -> bool) -> Option<(usize, Vec<Step<'d>>)> {
+        let mut next: Vec<Vec<(usize, Tie<'d>)>> = vec![Vec::new(); self.slots.len()];
+        for &(a, b, why) in &self.ties {
+            next[a].push((b, why));
+            next[b].push((a, why));
+        }
+        let mut came_from: Vec<Option<(usize, Tie<'d>)>> = vec![None; self.slots.len()];
+        let mut seen = vec![false; self.slots.len()];
+        seen[from] = true;
+        let mut queue = std::collections::VecDeque::from([from]);
+        while let Some(slot) = queue.pop_front() {
+            if slot != from && wanted(slot) {
+                let mut steps = Vec::new();
+                let mut at = slot;
+                while let Some((prev, why)) = came_from[at] {
+                    steps.push((prev, at, why));
+                    at = prev;
+                }
+                steps.reverse();
+                return Some((slot, steps));
+            }
+            for &(other, why) in &next[slot] {
+                if !seen[other] {
+                    seen[other] = true;
+                    came_from[other] = Some((slot, why));
+                    queue.push_back(other);
+                }
+            }
+        }
+        None
     }
 }
 
 /// Resolves each set of axes into one dim, in order of first appearance:
-/// fixed sizes must agree, STATIC ones need sizes listed. `tied_by` names
-/// the template whose contract tied axes, for messages.
+/// fixed sizes must agree, STATIC ones need sizes listed, and a contract's
+/// relations may tie only axes declared alike (DYNAMIC with DYNAMIC,
+/// STATIC with STATIC, a size with that size), so that every axis keeps
+/// the marker the spec gives it. `tied_by` names the template whose
+/// contract tied axes, and its relations, for messages.
 pub(super) fn resolve(
     ctx: &str,
     drafts: &[Draft<'_>],
     sets: &mut AxisSets<'_>,
     statics: &BTreeMap<usize, StaticValues>,
-    tied_by: Option<&str>,
+    tied_by: Option<(&str, &[Relation])>,
     sink: &mut Sink<'_>,
 ) -> Vec<Dim> {
-    let slots = &sets.slots;
-    let uf = &mut sets.uf;
     let mut dim_of_root: BTreeMap<usize, usize> = BTreeMap::new();
     let mut members: Vec<Vec<usize>> = Vec::new();
-    for slot in 0..slots.len() {
-        let root = uf.find(slot);
+    for slot in 0..sets.slots.len() {
+        let root = sets.uf.find(slot);
         let next = members.len();
         let dim = *dim_of_root.entry(root).or_insert(next);
         if dim == members.len() {
@@ -422,6 +480,7 @@ pub(super) fn resolve(
         }
         members[dim].push(slot);
     }
+    let slots = &sets.slots;
     let axis_of = |slot: usize| -> Option<(&Axis, Pos)> {
         let (pi, ai) = slots[slot];
         match &drafts[pi].kind {
@@ -429,13 +488,14 @@ pub(super) fn resolve(
             ParamKind::Scalar(_) => None,
         }
     };
+    let kind_of = |slot: usize| axis_of(slot).map(|(a, _)| a.kind);
     let label = |slot: usize| {
         let (pi, ai) = slots[slot];
         format!("{}.{ai}", drafts[pi].spec.name.value)
     };
     let mut kernel_dims = Vec::with_capacity(members.len());
     for class in &members {
-        let root = uf.find(class[0]);
+        let root = sets.uf.find(class[0]);
         let mut fixed: Option<(u64, usize)> = None;
         let mut any_static = false;
         let mut name = None;
@@ -455,7 +515,7 @@ pub(super) fn resolve(
                             "{ctx}: `{}` is fixed at {n} but must equal `{}`, fixed at {m}{}",
                             label(slot),
                             label(first),
-                            why_tied(&axis.name, tied_by)
+                            why_tied(&axis.name, tied_by.map(|(t, _)| t))
                         ),
                     ),
                     Some(_) => {}
@@ -464,24 +524,20 @@ pub(super) fn resolve(
                 AxisKind::Dynamic => {}
             }
         }
+        if let Some(mixed) = mixed_kinds(class, &kind_of, fixed.is_some(), sets) {
+            report_mixed(ctx, mixed, &axis_of, &label, tied_by, sink);
+            kernel_dims.push(Dim {
+                name,
+                size: DimSize::Dynamic,
+                axes: class.iter().map(|&s| slots[s]).collect(),
+            });
+            continue;
+        }
         let values = statics.get(&root);
+        // Sizes are listed only for STATIC axes, so a fixed dim with sizes
+        // listed was reported as mixed above.
         let size = match (fixed, values) {
-            (Some((n, first)), Some(v)) => {
-                if let Some(bad) = v.values.iter().find(|x| x.value != n) {
-                    sink.error(
-                        bad.pos,
-                        format!(
-                            "{ctx}, `static` entry `{}`: {} cannot be built: this dim must \
-                             equal `{}`, which is fixed at {n}",
-                            v.key,
-                            bad.value,
-                            label(first)
-                        ),
-                    );
-                }
-                DimSize::Fixed(n)
-            }
-            (Some((n, _)), None) => DimSize::Fixed(n),
+            (Some((n, _)), _) => DimSize::Fixed(n),
             (None, Some(v)) => DimSize::Static(v.values.iter().map(|x| x.value).collect()),
             (None, None) if any_static => {
                 let slot = class
@@ -511,6 +567,89 @@ pub(super) fn resolve(
         });
     }
     kernel_dims
+}
+
+/// An axis of a dim declared unlike another of its axes: the first such
+/// axis, the nearest axis it disagrees with, and the ties between them.
+struct Mixed<'d> {
+    axis: usize,
+    other: usize,
+    steps: Vec<Step<'d>>,
+}
+
+/// Whether the axes of `class` are declared alike. When one is fixed, every
+/// DYNAMIC or STATIC axis disagrees (it would become fixed); else a STATIC
+/// and a DYNAMIC axis disagree (one would become the other).
+fn mixed_kinds<'d>(
+    class: &[usize],
+    kind_of: &impl Fn(usize) -> Option<AxisKind>,
+    has_fixed: bool,
+    sets: &AxisSets<'d>,
+) -> Option<Mixed<'d>> {
+    let is_fixed = |slot: usize| matches!(kind_of(slot), Some(AxisKind::Fixed(_)));
+    let first = kind_of(class[0]);
+    // Unlike the reported axis: fixed, or declared as the dim's first axis.
+    let unlike = |s: usize| {
+        if has_fixed {
+            is_fixed(s)
+        } else {
+            kind_of(s) == first
+        }
+    };
+    let axis = class.iter().copied().find(|&s| !unlike(s))?;
+    let (other, steps) = sets.path(axis, unlike)?;
+    Some(Mixed { axis, other, steps })
+}
+
+fn report_mixed<'a>(
+    ctx: &str,
+    mixed: Mixed<'_>,
+    axis_of: &impl Fn(usize) -> Option<(&'a Axis, Pos)>,
+    label: &impl Fn(usize) -> String,
+    tied_by: Option<(&str, &[Relation])>,
+    sink: &mut Sink<'_>,
+) {
+    let Some((axis, pos)) = axis_of(mixed.axis) else {
+        return;
+    };
+    let Some((other, _)) = axis_of(mixed.other) else {
+        return;
+    };
+    let shown = |slot: usize, a: &Axis| match &a.name {
+        Some(n) => format!("`{}` (the dim `{n}`)", label(slot)),
+        None => format!("`{}`", label(slot)),
+    };
+    let declared = |a: &Axis| match a.kind {
+        AxisKind::Dynamic => "declared DYNAMIC".to_owned(),
+        AxisKind::Static if a.written == "..." => "declared STATIC (by `...`)".to_owned(),
+        AxisKind::Static => "declared STATIC".to_owned(),
+        AxisKind::Fixed(n) => format!("fixed at {n}"),
+    };
+    let (template, relations) = tied_by.unwrap_or(("its template", &[]));
+    let steps: Vec<String> = mixed
+        .steps
+        .iter()
+        .map(|&(a, b, why)| match why {
+            Tie::Name(n) => format!("`{}` and `{}` are the dim `{n}`", label(a), label(b)),
+            Tie::Relation(i) => match relations.get(i) {
+                Some(r) => format!("{} ties `{}` to `{}`", r.describe(), label(a), label(b)),
+                None => format!("a relation ties `{}` to `{}`", label(a), label(b)),
+            },
+        })
+        .collect();
+    sink.error(
+        pos,
+        format!(
+            "{ctx}: {} is {}, but {template} makes it one dim with {}, which is {}: {}; a \
+             template's relations cannot change how the spec declares an axis, so declare \
+             both alike",
+            shown(mixed.axis, axis),
+            declared(axis),
+            shown(mixed.other, other),
+            declared(other),
+            steps.join(", ")
+        ),
+    );
 }
 
 fn why_tied(name: &Option<String>, tied_by: Option<&str>) -> String {

@@ -10,6 +10,7 @@
 //! - `contract`: the contract applied to the kernel.
 
 mod contract;
+mod cpp;
 mod dims;
 mod params;
 mod source;
@@ -193,6 +194,10 @@ pub struct Kernel {
     pub halves: Vec<Halves>,
     /// A `source:` kernel's entry function, as its source names it.
     pub entry: Option<String>,
+    /// The other functions and variables of C linkage a `source:` kernel's
+    /// source defines (a C-linkage name is one symbol program-wide): each
+    /// compiled copy renames them, as it renames the entry.
+    pub c_names: Vec<String>,
     /// Scalar params whose value is a size of the call (`value:`): passed
     /// to the kernel, not asked of the caller.
     pub bound: Vec<Bound>,
@@ -399,7 +404,7 @@ fn check_kernel(
         contract::tie_axes(c, &drafts, &mut sets);
     }
     let statics = dims::check_statics(k, &ctx, &drafts, dims, &mut sets, sink);
-    let tied_by = applied.map(|(_, t)| t);
+    let tied_by = applied.map(|(c, t)| (t, c.relations.as_slice()));
     let kernel_dims = dims::resolve(&ctx, &drafts, &mut sets, &statics, tied_by, sink);
     let specialisations = dims::enumerate_specialisations(k, &ctx, &kernel_dims, &drafts, sink);
     if let Some((c, t)) = applied {
@@ -438,8 +443,14 @@ fn check_kernel(
         sink,
     )?;
 
+    let mut c_names = Vec::new();
     let (entry, blocks, cores) = match (&template, source_parts) {
-        (TemplateRef::Source(_), Some(parts)) => (Some(parts.entry), parts.blocks, parts.cores),
+        (TemplateRef::Source(path), Some(parts)) => {
+            if let Some(scan) = templates.scan(path) {
+                c_names = source::c_linkage_names(scan, &parts.entry);
+            }
+            (Some(parts.entry), parts.blocks, parts.cores)
+        }
         (TemplateRef::Source(_), None) => return None,
         _ => (
             None,
@@ -463,6 +474,7 @@ fn check_kernel(
         multiples: resolved.multiples,
         halves: resolved.halves,
         entry,
+        c_names,
         bound,
     })
 }

@@ -3,10 +3,13 @@
 //! kind (`cores:`). Scalars bound to sizes (`value: x.numel`) are checked
 //! here too, for every kernel.
 
+use std::path::Path;
+
+use super::cpp::{DefKind, Macro, Scan};
 use super::{BlockRule, Draft, ParamKind, SizeOf, TemplateRef};
 use crate::contract::CoreKind;
-use crate::diag::{Sink, clip, display_path};
-use crate::names::{c_identifier_problem, did_you_mean};
+use crate::diag::{Diagnostic, Sink, clip, display_path};
+use crate::names::{c_identifier_problem, did_you_mean, generated_prefix, used_after_source};
 use crate::spec::{KernelSpec, QUOTED};
 use crate::yaml::Value;
 
@@ -265,6 +268,80 @@ fn size_expr(text: &str, drafts: &[Draft<'_>]) -> Result<SizeOf, String> {
     Ok(of)
 }
 
+/// Problems with the names a brought source declares, located in the
+/// source: names that would meet the program's or the generated code's.
+/// (Its other C-linkage names are renamed per compiled copy; see
+/// [`c_linkage_names`].)
+pub(super) fn check_names(path: &Path, text: &str, scan: &Scan) -> Vec<Diagnostic> {
+    let mut sink = Sink::new(path, text);
+    for d in &scan.defs {
+        if d.name == "main" && d.kind == DefKind::Function && (d.global || d.c_linkage) {
+            sink.error(
+                d.pos,
+                "`main` is defined here, but a brought source is compiled into the Rust \
+                 program, which has its own `main`; remove it from the kernel's source (a \
+                 test program's `main` belongs in a file of its own)",
+            );
+        } else if generated_prefix(&d.name) {
+            sink.error(
+                d.pos,
+                format!(
+                    "`{}` is declared here, but names starting with `pypto_`, `Pypto` or \
+                     `PYPTO_` belong to the code pypto-build generates around the source \
+                     (`PyptoTiling`, `pypto_load_tiling`, the kernels' symbols); rename it",
+                    d.name
+                ),
+            );
+        }
+    }
+    // A macro still defined where the source ends reaches the generated
+    // launch code; undefining one of pypto-build's or the emulation's
+    // macros takes it away from that code.
+    let mut last: Vec<&Macro> = Vec::new();
+    for m in &scan.macros {
+        last.retain(|l| l.name != m.name);
+        last.push(m);
+        if !m.define && (generated_prefix(&m.name) || m.name == "GM_ADDR") {
+            sink.error(
+                m.pos,
+                format!(
+                    "`#undef {}`: the launch code pypto-build generates after the source \
+                     needs `{}`",
+                    m.name, m.name
+                ),
+            );
+        }
+    }
+    for m in last {
+        if m.define && used_after_source(&m.name) {
+            sink.error(
+                m.pos,
+                format!(
+                    "the macro `{}` is still defined where the source ends, and the launch \
+                     code pypto-build generates after the source uses `{}`; rename the macro, \
+                     or `#undef` it at the end of the source",
+                    m.name, m.name
+                ),
+            );
+        }
+    }
+    sink.finish()
+}
+
+/// The names of C linkage a brought source defines besides `entry`, in
+/// order: each compiled copy of the source renames them, as it renames the
+/// entry, so that two kernels (or two specialisations) sharing the source
+/// never define one symbol twice, nor one of the program's.
+pub(super) fn c_linkage_names(scan: &Scan, entry: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for d in &scan.defs {
+        if d.c_linkage && d.kind != DefKind::Type && d.name != entry && !names.contains(&d.name) {
+            names.push(d.name.clone());
+        }
+    }
+    names
+}
+
 /// Whether `word` occurs in `text` as a whole identifier.
 fn contains_word(text: &str, word: &str) -> bool {
     let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
@@ -278,6 +355,71 @@ fn contains_word(text: &str, word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every identifier of the code generated after a brought source is one
+    /// a macro left defined by the source is refused for (or a directive's
+    /// word): so [`crate::names::AFTER_SOURCE`] stays complete as that code
+    /// changes.
+    #[test]
+    fn the_names_used_after_a_source_are_all_guarded() {
+        use crate::codegen::{Plan, SymbolScope, ascendc};
+        for cores in ["vector", "cube", "mixed"] {
+            let spec = format!(
+                "kernels:\n  k:\n    source: ../templates/brought.cpp\n    entry: scale_kernel\n    \
+                 blocks: x.0\n    cores: {cores}\n    params:\n      \
+                 x: {{ dtype: DT_FP32, shape: [DYNAMIC] }}\n      \
+                 y: {{ dtype: DT_FP32, shape: [DYNAMIC], output: true }}\n      \
+                 n: {{ scalar: DT_UINT32, value: x.numel }}\n      s: {{ scalar: DT_FP32 }}\n"
+            );
+            let model = crate::check_source(Path::new("tests/specs/valid/generated.yaml"), &spec)
+                .unwrap_or_else(|e| panic!("{}", e.render()));
+            let plans: Vec<Plan<'_>> = model
+                .kernels
+                .iter()
+                .map(|k| Plan::new(k, &SymbolScope::Prefix("t".to_owned())).with_npu())
+                .collect();
+            let mut read = |p: &Path| {
+                std::fs::read_to_string(p).map_err(|source| crate::Error::Io {
+                    path: p.to_path_buf(),
+                    source,
+                })
+            };
+            let sources = ascendc::render(&plans, &mut read).unwrap();
+            let text = &sources[0].text;
+            let after = &text[text.find("#line 1 ").unwrap()..];
+            let after = &after[after.find("\n#line ").unwrap()..];
+            // Code only: no comments, no strings.
+            let code: String = after
+                .lines()
+                .map(|l| l.split("//").next().unwrap_or(""))
+                .map(|l| {
+                    let mut out = String::new();
+                    for (i, part) in l.split('"').enumerate() {
+                        if i % 2 == 0 {
+                            out.push_str(part);
+                        }
+                    }
+                    out
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            let words = code
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .filter(|w| {
+                    w.chars()
+                        .next()
+                        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                });
+            let directives = ["line", "if", "endif", "undef", "scale_kernel"];
+            let unguarded: Vec<&str> = words
+                .filter(|w| !used_after_source(w) && !directives.contains(w))
+                .collect();
+            assert!(
+                unguarded.is_empty(),
+                "{cores}: add {unguarded:?} to names::AFTER_SOURCE:\n{after}"
+            );
+        }
+    }
 
     #[test]
     fn words_are_whole_identifiers() {

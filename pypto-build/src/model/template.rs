@@ -4,7 +4,8 @@ use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::TemplateRef;
+use super::cpp::{self, Scan};
+use super::{TemplateRef, source};
 use crate::contract::{self, Contract};
 use crate::diag::{Diagnostic, Sink, display_path, path_problem};
 use crate::library;
@@ -20,6 +21,8 @@ pub const MAX_TEMPLATE_BYTES: u64 = 1 << 20;
 pub(crate) struct Templates {
     /// `Err` when reading or parsing failed (already reported).
     read: HashMap<TemplateRef, Result<Option<Contract>, ()>>,
+    /// What each brought source declares, for those read without problems.
+    scans: HashMap<PathBuf, Scan>,
     /// Problems inside templates' front matter, located in the template.
     pub problems: Vec<Diagnostic>,
 }
@@ -45,7 +48,17 @@ impl Templates {
                 }
                 // A source has no contract: the spec declares everything.
                 TemplateRef::Source(path) => match read_template(path) {
-                    Ok(_) => Ok(None),
+                    Ok(text) => {
+                        let scan = cpp::scan(&text);
+                        let problems = source::check_names(path, &text, &scan);
+                        if problems.is_empty() {
+                            self.scans.insert(path.clone(), scan);
+                            Ok(None)
+                        } else {
+                            self.problems.extend(problems);
+                            Err(())
+                        }
+                    }
                     Err(why) => {
                         let pos = k.source.as_ref().map_or(k.name.pos, |t| t.pos);
                         sink.error(pos, format!("{ctx}, `source`: {why}"));
@@ -67,6 +80,12 @@ impl Templates {
             Some(Ok(c)) => Ok(c.as_ref()),
             _ => Err(()),
         }
+    }
+
+    /// What the brought source at `path` declares, once read without
+    /// problems by [`Templates::contract`].
+    pub(super) fn scan(&self, path: &Path) -> Option<&Scan> {
+        self.scans.get(path)
     }
 
     fn parse(&mut self, path: &Path, text: &str) -> Result<Option<Contract>, ()> {

@@ -34,9 +34,9 @@ mod __pypto_npu {
 ///
 /// | param | kind | dtype | shape in the spec |
 /// |---|---|---|---|
-/// | `x` | input | `DT_FP32` | `[DYNAMIC, STATIC]` |
+/// | `x` | input | `DT_FP32` | `[DYNAMIC, HIDDEN_SIZE]` |
 /// | `bias` | input | `DT_FP32` | `[HIDDEN_SIZE]` |
-/// | `out` | output | `DT_FP32` | `[DYNAMIC, ...]` |
+/// | `out` | output | `DT_FP32` | `[DYNAMIC, HIDDEN_SIZE]` |
 ///
 /// Dims (axes that are one size):
 ///
