@@ -206,6 +206,31 @@ fn a_cross_core_wait_no_core_can_satisfy_is_an_error_not_a_hang() {
 }
 
 #[test]
+fn a_cross_core_waits_mode_is_ignored_and_mode_0_across_blocks_is_a_gap() {
+    // Atlas A2/A3 ignore a wait's mode: the cube core's mode-1 wait takes
+    // what both vector cores' mode-2 sets raised.
+    assert_eq!(cross_core(5).unwrap(), [1, 2, 112, 101, 202, 312]);
+    let error = |which| match cross_core(which) {
+        Err(Error::Kernel { block, message, .. }) => {
+            assert_eq!(block, 0, "scenario {which}");
+            message
+        }
+        other => panic!("scenario {which}: expected a kernel error, got {other:?}"),
+    };
+    assert_eq!(
+        error(3),
+        "vector core 0 (AIV): CrossCoreSetFlag<0>(4): mode 0 synchronises the vector cores (AIV) \
+         of all 2 blocks; a barrier across blocks is not emulated on the host"
+    );
+    assert_eq!(
+        error(4),
+        "synccheck: CrossCoreSetFlag<2>(6) from the cube core (AIC) is pending 1 time(s) with no \
+         CrossCoreWaitFlag(6) on vector core 0 (AIV) when the block ended; CrossCoreSetFlag and \
+         CrossCoreWaitFlag must be paired: add the wait, or remove the CrossCoreSetFlag"
+    );
+}
+
+#[test]
 fn a_mixed_source_declared_vector_says_to_declare_it_mixed() {
     let dev = Device::host();
     let mut out = dev.zeros((pypto_rt::Const::<6>,)).unwrap();

@@ -2,12 +2,14 @@
 //! (tests/kernels/api_sync/): global `PIPE_`/`EVENT_ID` names,
 //! `InitSocState`, static tensors from `LocalMemAllocator`, event IDs from
 //! the `TPipe`, `SetFlag`/`WaitFlag`, `SetAtomicAdd` accumulation from
-//! several blocks, `printf` with the block index, and the errors the
-//! emulation reports when a documented rule is broken.
+//! several blocks, `printf` with the block index, a mixed kernel's cube
+//! core handing off to default-mode `CrossCoreWaitFlag`s, a second `TPipe`
+//! reusing the buffers of one `Destroy`ed, and the errors the emulation
+//! reports when a documented rule is broken.
 
 use std::process::Command;
 
-use pypto_rt::{Const, Device, Error, last_launch};
+use pypto_rt::{Const, Device, Error, last_launch, with_host_blocks};
 use pypto_tests::{data, kernels};
 
 #[test]
@@ -108,6 +110,112 @@ fn half_atomic_add_rounds_each_addition() {
     assert_eq!(y.to_vec().unwrap(), vec![half::f16::from_f32(2048.0); 16]);
 }
 
+/// Small whole numbers as half: every product and sum of the matmul is
+/// exact in f32, whatever the order.
+fn small_halves(n: usize, seed: u64) -> Vec<half::f16> {
+    data(n, seed)
+        .iter()
+        .map(|v| half::f16::from_f32(v.round()))
+        .collect()
+}
+
+#[test]
+fn a_cube_cores_mode_2_set_satisfies_default_mode_waits() {
+    // The vendor samples' hand-off: CrossCoreSetFlag<0x2, PIPE_FIX> on the
+    // cube core, CrossCoreWaitFlag(id) (mode 0 by default, which Atlas
+    // A2/A3 ignore) on the vector cores, and back; blocks: 2 in the spec,
+    // then one, three and four.
+    let dev = Device::host();
+    for (m, k, n, blocks) in [
+        (32usize, 16usize, 16usize, None),
+        (64, 32, 48, None),
+        (256, 128, 128, None),
+        (16, 16, 32, Some(1)),
+        (48, 64, 16, Some(3)),
+        (128, 32, 64, Some(4)),
+    ] {
+        let (a, b) = (small_halves(m * k, 1), small_halves(k * n, 2));
+        let mut want_c = vec![0.0f32; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                want_c[i * n + j] = (0..k)
+                    .map(|t| a[i * k + t].to_f32() * b[t * n + j].to_f32())
+                    .sum();
+            }
+        }
+        let want_out: Vec<f32> = want_c
+            .iter()
+            .map(|&v| if v >= 0.0 { v } else { v * 0.25 })
+            .collect();
+        let at = dev.tensor_from(&a, (m, k)).unwrap();
+        let bt = dev.tensor_from(&b, (k, n)).unwrap();
+        let mut c = dev.zeros((m, n)).unwrap();
+        let mut out = dev.zeros((m, n)).unwrap();
+        let mut run = || kernels::cube_leaky(&at, &bt, &mut c, &mut out, 0.25);
+        match blocks {
+            None => run().unwrap(),
+            Some(blocks) => with_host_blocks(blocks, run).unwrap().unwrap(),
+        };
+        let what = format!("{m}x{k}x{n}, {blocks:?} blocks");
+        assert_eq!(last_launch().unwrap().blocks, blocks.unwrap_or(2), "{what}");
+        assert_eq!(c.to_vec().unwrap(), want_c, "c, {what}");
+        assert_eq!(out.to_vec().unwrap(), want_out, "out, {what}");
+        assert!(
+            want_out.iter().any(|v| *v < 0.0),
+            "{what}: no negative value tried"
+        );
+    }
+}
+
+/// two_pipes scenario `which` on n elements (`blocks` host blocks, or the
+/// spec's 2): the result, and whether y is exactly 2x + 1.
+fn two_pipes(n: usize, which: i32, blocks: Option<u32>) -> (Result<(), Error>, bool) {
+    let dev = Device::host();
+    let a = data(n, 4);
+    let x = dev.tensor_from(&a, (n,)).unwrap();
+    let mut y = dev.zeros((n,)).unwrap();
+    let result = match blocks {
+        None => kernels::two_pipes(&x, &mut y, which).map(|_| ()),
+        Some(blocks) => with_host_blocks(blocks, || kernels::two_pipes(&x, &mut y, which))
+            .unwrap()
+            .map(|_| ()),
+    };
+    let want: Vec<f32> = a.iter().map(|v| 2.0 * v + 1.0).collect();
+    (result, y.to_vec().unwrap() == want)
+}
+
+#[test]
+fn tpipe_destroy_orders_a_second_pipes_reuse_of_its_buffers() {
+    // 0: Destroy; 2: DestroyWithoutPipeAll plus PipeBarrier<PIPE_ALL> by
+    // hand; 3: the first pipe's destructor. One tile, a tail, tiles dealt
+    // to both blocks (the second stage reads back what the first wrote).
+    for which in [0, 2, 3] {
+        for (n, blocks) in [(8, None), (256, Some(1)), (1000, Some(1)), (3000, None)] {
+            let (result, exact) = two_pipes(n, which, blocks);
+            result.unwrap_or_else(|e| panic!("which {which}, n {n}: {e}"));
+            assert!(exact, "which {which}, n {n}");
+        }
+    }
+    // DestroyWithoutPipeAll alone leaves the pipes unordered, as its page
+    // says: the second pipe's first copy in overwrites bytes the first
+    // pipe's last Muls (its 232-element tail tile) still reads.
+    match two_pipes(1000, 1, Some(1)).0 {
+        Err(Error::Kernel { block, message, .. }) => {
+            assert_eq!(block, 0);
+            assert_eq!(
+                message,
+                "racecheck: MTE2 writes UB bytes [0, 928) (DataCopy(GM->local), \
+                 two_pipes.cpp:66), still being read by V (Muls, two_pipes.cpp:38) with no \
+                 synchronisation between them; insert SetFlag<HardEvent::V_MTE2>(id) after the \
+                 Muls and WaitFlag<HardEvent::V_MTE2>(id) before the DataCopy(GM->local), or let \
+                 a TQue order it (FreeTensor after the Muls, AllocTensor before the \
+                 DataCopy(GM->local))"
+            );
+        }
+        other => panic!("expected a racecheck error, got {other:?}"),
+    }
+}
+
 fn misuse(which: i32) -> String {
     let dev = Device::host();
     let x = dev.tensor_from(&data(8, 1), (8,)).unwrap();
@@ -165,9 +273,9 @@ fn broken_rules_are_errors_with_their_reason() {
     );
     assert_eq!(
         misuse(8),
-        "CrossCoreWaitFlag<2>(3): waits for the other core kind of a mixed kernel, but this \
-         kernel runs one core kind; declare it `cores: mixed` (its spec or template contract) so \
-         that its cube and vector cores run paired"
+        "CrossCoreSetFlag<2>(3): signals the other core kind of a mixed kernel, but this kernel \
+         runs one core kind; declare it `cores: mixed` (its spec or template contract) so that \
+         its cube and vector cores run paired"
     );
     assert_eq!(
         misuse(9),

@@ -177,11 +177,12 @@ fn render_each(
                 // Read for Cargo's reruns; the source is included, not copied.
                 Ok(_) => {
                     for index in 0..k.specialisations.len() {
+                        let file_name = format!("{stem}_s{index}.cpp");
                         sources.push(Source {
                             kernel: k.name.clone(),
                             specialisation: index,
-                            text: assemble_source(plan, index, path),
-                            file_name: format!("{stem}_s{index}.cpp"),
+                            text: assemble_source(plan, index, path, &file_name),
+                            file_name,
                         });
                     }
                 }
@@ -582,7 +583,7 @@ const STD_HEADERS: &[&str] = &[
 /// other C-linkage names (which no namespace makes internal) renamed to
 /// symbols of the kernel's own and undefined again after it, and the host
 /// shim and NPU stub passing tensors and scalars in spec order.
-fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path) -> String {
+fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path, file_name: &str) -> String {
     let k = plan.kernel;
     let entry = k.entry.as_deref().unwrap_or_default();
     let mut out = String::new();
@@ -636,6 +637,7 @@ fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path) -> String {
     for name in &k.c_names {
         let _ = writeln!(out, "#undef {name}");
     }
+    entry_check(&mut out, plan, index, file_name);
     let mut tensor = 0usize;
     let mut scalar = 0usize;
     let mut host_args = Vec::new();
@@ -664,7 +666,7 @@ fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path) -> String {
          extern \"C\" int32_t {}(pypto_emu::HostLaunch* launch)\n{{\n    \
          return pypto_emu::{}(launch, [&] {{\n        PyptoTiling pypto_tiling;\n        \
          pypto_load_tiling(pypto_tiling, reinterpret_cast<GM_ADDR>(const_cast<uint8_t*>(launch->tiling)));\n        \
-         (void)pypto_tiling;\n        {}({});\n    }});\n}}\n#endif",
+         (void)pypto_tiling;\n        pypto_emu::EntryCall<pypto_entry_ok>::call(&{}, {});\n    }});\n}}\n#endif",
         plan.host_symbol(index),
         block_runner(plan),
         plan.entry_symbol(index),
@@ -685,6 +687,139 @@ fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path) -> String {
         device_args.join(", ")
     );
     out
+}
+
+/// What a rejected entry parameter is named by, at the index
+/// `pypto_emu::entry_type_index` gives it (templates/include/pypto_emu/types.h);
+/// the last for any other type.
+const ENTRY_TYPE_NAMES: [(i32, &str); 24] = [
+    (0, "bool"),
+    (1, "int8_t"),
+    (2, "uint8_t"),
+    (3, "int16_t"),
+    (4, "uint16_t"),
+    (5, "int32_t"),
+    (6, "uint32_t"),
+    (7, "int64_t"),
+    (8, "uint64_t"),
+    (9, "float"),
+    (10, "half"),
+    (11, "bfloat16_t"),
+    (12, "fp8_e4m3fn_t"),
+    (13, "fp8_e5m2_t"),
+    (14, "GM_ADDR"),
+    (15, "char"),
+    (16, "long"),
+    (17, "unsigned long"),
+    (18, "long long"),
+    (19, "unsigned long long"),
+    (20, "double"),
+    (21, "another pointer type"),
+    (22, "a reference"),
+    (-1, "a type no spec dtype is passed as"),
+];
+
+/// On the host backend, after a brought source: compile-time checks that
+/// its entry takes the spec's params, in number and type, each mismatch
+/// one error located at the spec (the kernel's name for the count, the
+/// param's dtype word for a type) that names the param, the spec's dtype
+/// and the entry's C++ type; and `pypto_entry_ok`, which the shim's call
+/// depends on, so that a rejected entry gives no second error from the call.
+fn entry_check(out: &mut String, plan: &Plan<'_>, index: usize, file_name: &str) {
+    let k = plan.kernel;
+    let entry = k.entry.as_deref().unwrap_or_default();
+    let symbol = plan.entry_symbol(index);
+    let spec = lines::c_string(&display_path(&k.origin.path));
+    // `static_assert(cond, message)` with `cond`, a single name, at `pos` of
+    // the spec: the compiler reports a failed assertion at its condition.
+    let at = |out: &mut String, pos: Pos, cond: &str, message: &str| {
+        let _ = writeln!(
+            out,
+            "static_assert(\n#line {} {spec}\n{:indent$}{cond}, {message});",
+            pos.line,
+            "",
+            indent = pos.column.saturating_sub(1) as usize
+        );
+    };
+    let wanted: Vec<String> = k
+        .params
+        .iter()
+        .map(|p| match &p.kind {
+            ParamKind::Tensor { .. } => format!("{} (GM_ADDR)", p.name),
+            ParamKind::Scalar(dtype) => format!("{} ({}, {dtype})", p.name, dtype.cpp_type()),
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "\n// ---- the entry's parameters checked against the spec ----\n\
+         #if defined(PYPTO_HOST_BACKEND)\nnamespace {{\n\
+         using pypto_entry = decltype({symbol});\n\
+         constexpr bool pypto_entry_arity = pypto_emu::entry_arity<pypto_entry>() == {};",
+        k.params.len()
+    );
+    let arity = lines::c_string(&format!(
+        "kernel `{}`: entry `{entry}` does not take {} parameters; the spec's params pass, in \
+         order: {}",
+        k.name,
+        k.params.len(),
+        wanted.join(", ")
+    ));
+    at(out, k.origin.pos, "pypto_entry_arity", &arity);
+    let mut oks = vec!["pypto_entry_arity".to_owned()];
+    for (i, p) in k.params.iter().enumerate() {
+        let ty = format!("pypto_entry_p{i}");
+        let ok = format!("pypto_entry_ok{i}");
+        let (test, said, fix) = match &p.kind {
+            ParamKind::Tensor { dtype, .. } => (
+                format!("pypto_emu::entry_gm_ok<{ty}>()"),
+                format!("a tensor ({dtype}) as GM_ADDR"),
+                "take it as GM_ADDR".to_owned(),
+            ),
+            ParamKind::Scalar(dtype) => (
+                format!("pypto_emu::entry_scalar_ok<{}, {ty}>()", dtype.cpp_type()),
+                format!("{dtype} ({})", dtype.cpp_type()),
+                format!(
+                    "declare the entry's parameter as {}, or change the spec's `scalar:` to \
+                     the dtype the entry takes",
+                    dtype.cpp_type()
+                ),
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "#line {} {}\nusing {ty} = pypto_emu::entry_param_t<pypto_entry, {i}>;\n\
+             constexpr bool {ok} = !pypto_entry_arity || {test};",
+            out.lines().count() + 2,
+            lines::c_string(file_name)
+        );
+        for (c, (n, name)) in ENTRY_TYPE_NAMES.iter().enumerate() {
+            let cond = format!("pypto_c{i}_{c}");
+            let _ = writeln!(
+                out,
+                "constexpr bool {cond} = {ok} || pypto_emu::entry_type_index<{ty}>() != {n};"
+            );
+            let message = lines::c_string(&format!(
+                "kernel `{}`, param `{}`: the spec passes {said}, but entry `{entry}` takes \
+                 {name}; {fix}",
+                k.name, p.name
+            ));
+            at(out, p.pos, &cond, &message);
+            let _ = writeln!(
+                out,
+                "#line {} {}",
+                out.lines().count() + 2,
+                lines::c_string(file_name)
+            );
+        }
+        oks.push(ok);
+    }
+    let _ = writeln!(
+        out,
+        "#line {} {}\nconstexpr bool pypto_entry_ok = {};\n}} // namespace\n#endif",
+        out.lines().count() + 2,
+        lines::c_string(file_name),
+        oks.join(" && ")
+    );
 }
 
 /// For the test toolkit's fake NPU only: the core kind of the next launch,

@@ -118,6 +118,9 @@ pub struct Param {
     pub name: String,
     /// Scalar or tensor, with its dtype and axes.
     pub kind: ParamKind,
+    /// Where its dtype is written in the spec (the `scalar:` or `dtype:`
+    /// word; the name when neither is there), in the kernel's spec file.
+    pub pos: Pos,
 }
 
 /// What one dim resolved to once all its axes are taken together.
@@ -421,6 +424,12 @@ fn check_kernel(
         .map(|d| Param {
             name: d.spec.name.value.clone(),
             kind: d.kind.clone(),
+            pos: d
+                .spec
+                .scalar
+                .as_ref()
+                .or(d.spec.dtype.as_ref())
+                .map_or(d.spec.name.pos, |w| w.pos),
         })
         .collect();
     for (di, dim) in kernel_dims.iter().enumerate() {

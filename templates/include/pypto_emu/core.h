@@ -240,11 +240,14 @@ struct BlockState {
     volatile sig_atomic_t in_kernel = 0; // the fault handler's cue
     // Synchronisation and SoC state (sync.h): a bit per event ID of each
     // HardEvent set by SetFlag and not yet consumed by WaitFlag; the DMA
-    // atomic mode; CrossCoreSetFlag counters per mode and flag ID.
+    // atomic mode; outside mixed kernels, the core's cross-core flag
+    // counters (what CrossCoreWaitFlag takes, whatever its mode) and the
+    // mode of the set that last raised each.
     uint8_t flags[64] = {};
     uint8_t atomic_op = 0;   // AtomicOp: none, add, max, min
     uint8_t atomic_type = 0; // AtomicType of the elements
-    uint8_t cross_core[5][32] = {};
+    uint8_t cross_core[16] = {};
+    uint8_t cross_core_mode[16] = {};
     void* pipe = nullptr;     // the live AscendC::TPipe (GetTPipePtr)
     uint32_t allocators = 0;  // a bit per Hardware with a live LocalMemAllocator
     bool aic = false;         // runs as a cube core (ASCEND_IS_AIC)
@@ -283,15 +286,17 @@ struct CoreGroup {
     bool stuck = false; // every core is waiting or finished: waits fail
     int first_failed = -1;
     uint8_t* waiting_on[3] = {}; // per core: the counter it waits on
-    // Mode 2 (cube <-> both vector cores): sets from the cube core waiting
-    // to be consumed by each vector core; sets by each vector core not yet
-    // matched by the other's; matched pairs waiting for the cube core.
-    uint8_t to_aiv[2][16] = {};
+    // Each core's counter per flag ID ([0] the cube core, [1] and [2] the
+    // vector cores): what its CrossCoreWaitFlag takes, whatever the wait's
+    // mode (Atlas A2/A3 ignore it), and the mode of the set that last
+    // raised it.
+    uint8_t counter[3][16] = {};
+    uint8_t counter_mode[3][16] = {};
+    // Sets that count only once both vector cores made them: mode 2 (then
+    // the cube core's counter goes up) and modes 0 and 1 (then both vector
+    // cores' counters do), per vector core.
     uint8_t from_aiv[2][16] = {};
-    uint8_t to_aic[16] = {};
-    // Mode 1 (the two vector cores), and mode 0 within one AI core.
-    uint8_t pair_sets[2][2][16] = {};  // [mode 0/1][vector core][flag]
-    uint8_t pair_ready[2][2][16] = {};
+    uint8_t pair_sets[2][2][16] = {}; // [mode 0/1][vector core][flag]
 };
 
 inline thread_local BlockState block;

@@ -1682,10 +1682,12 @@ public:
         ++pypto_emu::pipe_epoch();
     }
 
+    // A live TPipe going out of scope runs Destroy: PIPE_ALL included.
     ~TPipe()
     {
         if (alive_) {
             note_leaks("when the block ended");
+            pipe_all();
         }
         if (alive_) {
             --pypto_emu::block.live_pipes;
@@ -1783,7 +1785,20 @@ public:
         }
     }
 
+    // Releases every buffer and event ID, after a PipeBarrier<PIPE_ALL>
+    // (the DestroyWithoutPipeAll page: that form is Destroy without it), so
+    // a later TPipe's buffers may reuse the bytes with no further
+    // synchronisation.
     void Destroy()
+    {
+        if (alive_) {
+            pipe_all();
+        }
+        DestroyWithoutPipeAll();
+    }
+
+    // As Destroy, without the PIPE_ALL: the kernel orders the pipes itself.
+    void DestroyWithoutPipeAll()
     {
         if (alive_) {
             note_event_leaks("when TPipe::Destroy ran");
@@ -1797,9 +1812,6 @@ public:
             pypto_emu::block.pipe = nullptr;
         }
     }
-
-    // As Destroy (the host has no pipes to synchronise).
-    void DestroyWithoutPipeAll() { Destroy(); }
 
     void Init()
     {
@@ -1871,6 +1883,14 @@ private:
     friend class TBufPool;
     template <int32_t>
     friend class QueueOps;
+
+    // The PipeBarrier<PIPE_ALL> that Destroy ends with (racecheck).
+    static void pipe_all()
+    {
+        if (pypto_emu::sanitizing(pypto_emu::SANITIZE_RACE)) {
+            pypto_emu::race_barrier(PIPE_ALL);
+        }
+    }
 
     void note_queue_leaks(const char* when)
     {

@@ -233,14 +233,25 @@ inline void SetAtomicNone()
 
 inline void DisableDmaAtomic() { SetAtomicNone(); }
 
-// Cross-core flags (mixed cube/vector kernels). Each flag ID is a counter:
-// CrossCoreSetFlag counts up, CrossCoreWaitFlag waits until every core it
-// waits for has set it. A mixed kernel's block runs its cube core and two
-// vector cores at once (core.h, run_mixed_block), so waits between them
-// block as on the NPU; a wait no running core can satisfy any more is an
-// error, not a hang. Kernels that are not mixed run one core per block:
-// there a wait is satisfied only by the block's own earlier set (mode 0
-// with one block, mode 1), and modes 2 and 4 are errors.
+// Cross-core flags. Each core has a counter per flag ID (0-15).
+// CrossCoreWaitFlag waits until the core's counter is non-zero and takes
+// one from it; on Atlas A2/A3 its modeId and pipe have no effect (the
+// CrossCoreWaitFlag page), so a default-mode wait is satisfied by a set of
+// any mode that raises this core's counter. The set's mode says whose
+// counters go up, and when: mode 2 on the cube core raises both vector
+// cores' counters; mode 2 on both vector cores raises the cube core's;
+// mode 1 (and mode 0 with one block) on both vector cores raises both of
+// theirs; mode 0 with one block on the cube core raises its own. A mixed
+// kernel's block runs its cube core and two vector cores at once (core.h,
+// run_mixed_block), so waits between them block as on the NPU; a wait no
+// running core can satisfy any more is an error, not a hang. Kernels that
+// are not mixed run one core per block: there a wait is satisfied only by
+// the core's own earlier set (mode 0 with one block, mode 1), and a set of
+// mode 2 or 4 (to the other core kind) is an error. Mode 0 with several
+// blocks synchronises every block's cores: not emulated (an error at the
+// set). Ascend 950 (PYPTO_TARGET_950) documents its wait's mode as taking
+// effect; the host treats modes 0-2 alike there too (they share the flag
+// IDs), and mode 4 is not emulated.
 } // namespace AscendC
 
 namespace pypto_emu {
@@ -250,6 +261,17 @@ PYPTO_RUNTIME const char* cross_core_stuck()
 {
     return ": no core of this AI core can set the flag any more (the others are waiting or have "
            "finished); on the NPU this core would wait for ever";
+}
+#else
+;
+#endif
+
+PYPTO_RUNTIME const char* cross_core_not_mixed()
+#if PYPTO_RUNTIME_BODY
+{
+    return "the other core kind of a mixed kernel, but this kernel runs one core kind; declare it "
+           "`cores: mixed` (its spec or template contract) so that its cube and vector cores run "
+           "paired";
 }
 #else
 ;
@@ -311,6 +333,13 @@ PYPTO_RUNTIME void group_add(const std::string& what, uint8_t& counter)
 ;
 #endif
 
+// Raises core `c`'s counter of `flag` in group `g` (its lock held) by a set of `mode`.
+inline void group_raise(const std::string& what, CoreGroup& g, int c, uint16_t flag, uint8_t mode)
+{
+    group_add(what, g.counter[c][flag]);
+    g.counter_mode[c][flag] = mode;
+}
+
 } // namespace pypto_emu
 
 namespace AscendC {
@@ -337,48 +366,59 @@ inline void CrossCoreSetFlag(uint16_t flagId)
     }
     pypto_emu::BlockState& b = pypto_emu::block;
     pypto_emu::CoreGroup* g = b.group;
-    bool paired = g != nullptr && (modeId == 1 || modeId == 2 || (modeId == 0 && b.num == 1));
-    if (!paired) {
-        if (g != nullptr && modeId == 4) {
-            pypto_emu::fail(what, ": mode 4 (Ascend 950) is not emulated");
-        }
-        pypto_emu::group_add(what, b.cross_core[modeId][flagId]);
+    if (g == nullptr && (modeId == 2 || modeId == 4)) {
+        pypto_emu::fail(what, ": signals ", pypto_emu::cross_core_not_mixed());
+    }
+    if (g != nullptr && modeId == 4) {
+        pypto_emu::fail(what, ": mode 4 (Ascend 950) is not emulated");
+    }
+    if (modeId == 0 && b.num > 1) {
+        pypto_emu::fail(what, ": mode 0 synchronises the ", b.aic ? "cube cores (AIC)" : "vector cores (AIV)",
+                        " of all ", b.num, " blocks; a barrier across blocks is not emulated on the host");
+    }
+    if (g != nullptr && modeId == 1 && b.aic) {
+        pypto_emu::fail(what, ": mode 1 synchronises the two vector cores of an AI core; the "
+                              "cube core cannot take part");
+    }
+    if (g == nullptr) {
+        // One core kind: mode 0 with one block (this core is all of its
+        // kind) or mode 1 raise this core's own counter.
+        pypto_emu::group_add(what, b.cross_core[flagId]);
+        b.cross_core_mode[flagId] = modeId;
         return;
     }
     std::lock_guard<std::mutex> hold(g->lock);
-    if (modeId == 2) {
-        if (b.aic) {
-            pypto_emu::group_add(what, g->to_aiv[0][flagId]);
-            pypto_emu::group_add(what, g->to_aiv[1][flagId]);
+    if (b.aic) {
+        if (modeId == 2) {
+            pypto_emu::group_raise(what, *g, 1, flagId, modeId);
+            pypto_emu::group_raise(what, *g, 2, flagId, modeId);
         } else {
-            pypto_emu::group_add(what, g->from_aiv[b.sub][flagId]);
-            if (g->from_aiv[0][flagId] > 0 && g->from_aiv[1][flagId] > 0) {
-                --g->from_aiv[0][flagId];
-                --g->from_aiv[1][flagId];
-                pypto_emu::group_add(what, g->to_aic[flagId]);
-            }
+            // Mode 0 with one AI core: the only cube core is this one.
+            pypto_emu::group_raise(what, *g, 0, flagId, modeId);
         }
-    } else if (b.aic) {
-        if (modeId == 1) {
-            pypto_emu::fail(what, ": mode 1 synchronises the two vector cores of an AI core; the "
-                                  "cube core cannot take part");
+    } else if (modeId == 2) {
+        pypto_emu::group_add(what, g->from_aiv[b.sub][flagId]);
+        if (g->from_aiv[0][flagId] > 0 && g->from_aiv[1][flagId] > 0) {
+            --g->from_aiv[0][flagId];
+            --g->from_aiv[1][flagId];
+            pypto_emu::group_raise(what, *g, 0, flagId, modeId);
         }
-        // Mode 0 with one AI core: the only cube core is this one.
-        pypto_emu::group_add(what, b.cross_core[0][flagId]);
-        return;
     } else {
-        int m = modeId == 1 ? 1 : 0;
-        pypto_emu::group_add(what, g->pair_sets[m][b.sub][flagId]);
-        if (g->pair_sets[m][0][flagId] > 0 && g->pair_sets[m][1][flagId] > 0) {
-            --g->pair_sets[m][0][flagId];
-            --g->pair_sets[m][1][flagId];
-            pypto_emu::group_add(what, g->pair_ready[m][0][flagId]);
-            pypto_emu::group_add(what, g->pair_ready[m][1][flagId]);
+        uint8_t (&sets)[2][16] = g->pair_sets[modeId == 1 ? 1 : 0];
+        pypto_emu::group_add(what, sets[b.sub][flagId]);
+        if (sets[0][flagId] > 0 && sets[1][flagId] > 0) {
+            --sets[0][flagId];
+            --sets[1][flagId];
+            pypto_emu::group_raise(what, *g, 1, flagId, modeId);
+            pypto_emu::group_raise(what, *g, 2, flagId, modeId);
         }
     }
     g->changed.notify_all();
 }
 
+// Waits for this core's counter of flagId. On Atlas A2/A3 modeId and pipe
+// have no effect (the default mode 0 is what vendor kernels write after a
+// cube core's CrossCoreSetFlag<2>); mode 4 (Ascend 950) is not emulated.
 template <uint8_t modeId = 0, pipe_t pipe = PIPE_S>
 inline void CrossCoreWaitFlag(uint16_t flagId)
 {
@@ -391,36 +431,25 @@ inline void CrossCoreWaitFlag(uint16_t flagId)
     }
     pypto_emu::BlockState& b = pypto_emu::block;
     pypto_emu::CoreGroup* g = b.group;
-    if (g == nullptr && (modeId == 2 || modeId == 4)) {
-        pypto_emu::fail(what, ": waits for the other core kind of a mixed kernel, but this "
-                              "kernel runs one core kind; declare it `cores: mixed` (its spec or "
-                              "template contract) so that its cube and vector cores run paired");
-    }
-    if (modeId == 0 && b.num > 1) {
-        pypto_emu::fail(what, ": waits for all ", b.num,
-                        " blocks; a barrier across blocks is not emulated on the host");
-    }
-    if (g != nullptr && modeId == 4) {
+    if (modeId == 4) {
+        if (g == nullptr) {
+            pypto_emu::fail(what, ": waits for ", pypto_emu::cross_core_not_mixed());
+        }
         pypto_emu::fail(what, ": mode 4 (Ascend 950) is not emulated");
     }
-    if (g != nullptr && modeId == 1 && b.aic) {
-        pypto_emu::fail(what, ": mode 1 synchronises the two vector cores of an AI core; the "
-                              "cube core cannot take part");
-    }
-    if (g == nullptr || (b.aic && modeId == 0)) {
-        uint8_t& count = b.cross_core[modeId][flagId];
+    if (g == nullptr) {
+        uint8_t& count = b.cross_core[flagId];
         if (count == 0) {
+            if (modeId == 2) {
+                pypto_emu::fail(what, ": waits for ", pypto_emu::cross_core_not_mixed());
+            }
             pypto_emu::fail(what, ": no CrossCoreSetFlag with this ID is pending; on the NPU the "
                                   "core would wait for ever");
         }
         --count;
         return;
     }
-    if (modeId == 2) {
-        pypto_emu::group_take(what, b.aic ? g->to_aic[flagId] : g->to_aiv[b.sub][flagId]);
-    } else {
-        pypto_emu::group_take(what, g->pair_ready[modeId == 1 ? 1 : 0][b.sub][flagId]);
-    }
+    pypto_emu::group_take(what, g->counter[pypto_emu::group_core()][flagId]);
 }
 
 } // namespace AscendC
@@ -450,15 +479,13 @@ PYPTO_RUNTIME void sync_check_end()
     if (!block.sync_leak.empty()) {
         fail(block.sync_leak);
     }
-    for (int mode = 0; mode < 5; ++mode) {
-        for (int f = 0; f < 32; ++f) {
-            if (block.cross_core[mode][f] != 0) {
-                fail("synccheck: CrossCoreSetFlag<", mode, ">(", f, ") is pending ",
-                     static_cast<int>(block.cross_core[mode][f]),
-                     " time(s) with no CrossCoreWaitFlag when the block ended; CrossCoreSetFlag "
-                     "and CrossCoreWaitFlag must be paired: add CrossCoreWaitFlag<", mode, ">(", f,
-                     ") where the set is consumed, or remove the CrossCoreSetFlag");
-            }
+    for (int f = 0; f < 16; ++f) {
+        if (block.cross_core[f] != 0) {
+            fail("synccheck: CrossCoreSetFlag<", static_cast<int>(block.cross_core_mode[f]), ">(", f,
+                 ") is pending ", static_cast<int>(block.cross_core[f]),
+                 " time(s) with no CrossCoreWaitFlag when the block ended; CrossCoreSetFlag "
+                 "and CrossCoreWaitFlag must be paired: add CrossCoreWaitFlag(", f,
+                 ") where the set is consumed, or remove the CrossCoreSetFlag");
         }
     }
 }
@@ -471,34 +498,35 @@ PYPTO_RUNTIME void sync_check_end()
 PYPTO_RUNTIME std::string group_sync_check(const CoreGroup& g)
 #if PYPTO_RUNTIME_BODY
 {
-    auto pending = [](int mode, int f, const char* from, const char* to, int n) {
+    auto pending = [](int mode, int f, const char* from, int n, const std::string& missing) {
         return concat("synccheck: CrossCoreSetFlag<", mode, ">(", f, ") from ", from,
-                      " is pending ", n, " time(s) with no CrossCoreWaitFlag<", mode, ">(", f,
-                      ") on ", to, " when the block ended; CrossCoreSetFlag and CrossCoreWaitFlag "
+                      " is pending ", n, " time(s) with no ", missing,
+                      " when the block ended; CrossCoreSetFlag and CrossCoreWaitFlag "
                       "must be paired: add the wait, or remove the CrossCoreSetFlag");
     };
-    const char* vec[2] = {"vector core 0 (AIV)", "vector core 1 (AIV)"};
+    const char* core[3] = {"the cube core (AIC)", "vector core 0 (AIV)", "vector core 1 (AIV)"};
     for (int f = 0; f < 16; ++f) {
+        for (int c = 0; c < 3; ++c) {
+            int n = g.counter[c][f];
+            if (n != 0) {
+                int mode = g.counter_mode[c][f];
+                // Who raised it: the cube core (mode 2 to a vector core, or
+                // mode 0 on the cube core itself) or both vector cores.
+                const char* from = (c == 0) == (mode == 2) ? "both vector cores" : core[0];
+                return pending(mode, f, from, n, concat("CrossCoreWaitFlag(", f, ") on ", core[c]));
+            }
+        }
         for (int v = 0; v < 2; ++v) {
-            if (g.to_aiv[v][f] != 0) {
-                return pending(2, f, "the cube core (AIC)", vec[v], g.to_aiv[v][f]);
-            }
             if (g.from_aiv[v][f] != 0) {
-                return pending(2, f, vec[v], "the cube core (AIC), which waits for both vector cores",
-                               g.from_aiv[v][f]);
+                return pending(2, f, core[1 + v], g.from_aiv[v][f],
+                               concat("CrossCoreSetFlag<2>(", f, ") from the other vector core (the "
+                                      "cube core's counter goes up when both have set it)"));
             }
-        }
-        if (g.to_aic[f] != 0) {
-            return pending(2, f, "both vector cores", "the cube core (AIC)", g.to_aic[f]);
-        }
-        for (int m = 0; m < 2; ++m) {
-            for (int v = 0; v < 2; ++v) {
+            for (int m = 0; m < 2; ++m) {
                 if (g.pair_sets[m][v][f] != 0) {
-                    return pending(m, f, vec[v], "the other vector core, which must set it too",
-                                   g.pair_sets[m][v][f]);
-                }
-                if (g.pair_ready[m][v][f] != 0) {
-                    return pending(m, f, "both vector cores", vec[v], g.pair_ready[m][v][f]);
+                    return pending(m, f, core[1 + v], g.pair_sets[m][v][f],
+                                   concat("CrossCoreSetFlag<", m, ">(", f, ") from the other vector "
+                                          "core (the counters go up when both have set it)"));
                 }
             }
         }

@@ -9,7 +9,7 @@
 // control and barriers inside a core have nothing to do; they check their
 // documented arguments. Blocks run on a thread pool, not all at once, so a
 // wait for another block cannot be honoured: such waits are errors (as
-// CrossCoreWaitFlag mode 0 with several blocks, sync.h), while the same
+// CrossCoreSetFlag mode 0 with several blocks, sync.h), while the same
 // calls in a launch of one block behave as on the NPU.
 #pragma once
 

@@ -3,6 +3,7 @@
 // what one correctly rounded hardware operation computes.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -200,3 +201,119 @@ private:
 } // namespace pypto_emu
 
 static_assert(sizeof(half) == 2 && sizeof(bfloat16_t) == 2, "narrow floats are 2 bytes");
+
+// What a brought kernel's generated host shim checks of its entry
+// (pypto-build, codegen/ascendc.rs) before calling it: the entry's
+// parameter count and types against the spec's params, so that a spec
+// scalar never reaches the kernel through an implicit conversion (a
+// DT_INT64 size into a uint16_t, a DT_FP32 into a uint32_t).
+namespace pypto_emu {
+
+template <typename F>
+struct EntryParams;
+template <typename R, typename... A>
+struct EntryParams<R(A...)> {
+    static constexpr std::size_t count = sizeof...(A);
+};
+template <typename R, typename... A>
+struct EntryParams<R(A...) noexcept> : EntryParams<R(A...)> {};
+
+template <std::size_t I, typename... A>
+struct NthParam {
+    using type = void; // past the last parameter
+};
+template <typename H, typename... T>
+struct NthParam<0, H, T...> {
+    using type = H;
+};
+template <std::size_t I, typename H, typename... T>
+struct NthParam<I, H, T...> : NthParam<I - 1, T...> {};
+
+template <typename F, std::size_t I>
+struct EntryParam;
+template <typename R, typename... A, std::size_t I>
+struct EntryParam<R(A...), I> : NthParam<I, A...> {};
+template <typename R, typename... A, std::size_t I>
+struct EntryParam<R(A...) noexcept, I> : NthParam<I, A...> {};
+
+// The entry's parameter count, and its I-th parameter's type (void past the last).
+template <typename F>
+constexpr std::size_t entry_arity() { return EntryParams<F>::count; }
+template <typename F, std::size_t I>
+using entry_param_t = typename EntryParam<F, I>::type;
+
+// A spec scalar of C++ type S may be passed to a parameter of type P: the
+// same type, or integers of one size and signedness (long and long long,
+// int8_t and a signed char): the bits arrive unchanged.
+template <typename S, typename P>
+constexpr bool entry_scalar_ok()
+{
+    if constexpr (std::is_same<S, P>::value) {
+        return true;
+    } else if constexpr (std::is_integral<S>::value && std::is_integral<P>::value &&
+                         !std::is_same<S, bool>::value && !std::is_same<P, bool>::value) {
+        return sizeof(S) == sizeof(P) && std::is_signed<S>::value == std::is_signed<P>::value;
+    } else {
+        return false;
+    }
+}
+
+// A tensor, passed as GM_ADDR, may go to a pointer parameter GM_ADDR converts to.
+template <typename P>
+constexpr bool entry_gm_ok()
+{
+    return std::is_pointer<P>::value && std::is_convertible<uint8_t*, P>::value;
+}
+
+// The index of T among the types a rejection names (pypto-build keeps the
+// same list: ENTRY_TYPE_NAMES in codegen/ascendc.rs), the first that is T;
+// -1 for any other type.
+template <typename T>
+constexpr int entry_type_index()
+{
+    using U = uint8_t*;
+    return std::is_same<T, bool>::value                 ? 0
+           : std::is_same<T, int8_t>::value             ? 1
+           : std::is_same<T, uint8_t>::value            ? 2
+           : std::is_same<T, int16_t>::value            ? 3
+           : std::is_same<T, uint16_t>::value           ? 4
+           : std::is_same<T, int32_t>::value            ? 5
+           : std::is_same<T, uint32_t>::value           ? 6
+           : std::is_same<T, int64_t>::value            ? 7
+           : std::is_same<T, uint64_t>::value           ? 8
+           : std::is_same<T, float>::value              ? 9
+           : std::is_same<T, half>::value               ? 10
+           : std::is_same<T, bfloat16_t>::value         ? 11
+           : std::is_same<T, fp8_e4m3fn_t>::value       ? 12
+           : std::is_same<T, fp8_e5m2_t>::value         ? 13
+           : std::is_same<T, U>::value                  ? 14
+           : std::is_same<T, char>::value               ? 15
+           : std::is_same<T, long>::value               ? 16
+           : std::is_same<T, unsigned long>::value      ? 17
+           : std::is_same<T, long long>::value          ? 18
+           : std::is_same<T, unsigned long long>::value ? 19
+           : std::is_same<T, double>::value             ? 20
+           : std::is_pointer<T>::value                  ? 21
+           : std::is_reference<T>::value                ? 22
+                                                        : -1;
+}
+
+// Calls the entry when its parameters passed the checks; otherwise only
+// the failed check is reported (no second error from the call itself).
+template <bool Ok>
+struct EntryCall {
+    template <typename F, typename... A>
+    static void call(F* entry, A... args)
+    {
+        entry(args...);
+    }
+};
+template <>
+struct EntryCall<false> {
+    template <typename F, typename... A>
+    static void call(F*, A...)
+    {
+    }
+};
+
+} // namespace pypto_emu

@@ -5,7 +5,12 @@
 //   0: the cube core and both vector cores hand a flag round (mode 2 both
 //      ways, mode 1 between the vector cores);
 //   1: the cube core waits for a mode-2 flag only vector core 0 sets;
-//   2: vector core 1 waits for a mode-1 flag no core sets.
+//   2: vector core 1 waits for a mode-1 flag no core sets;
+//   3: vector core 0 sets a mode-0 flag (a barrier across every block's
+//      vector cores);
+//   4: the cube core sets a mode-2 flag no vector core waits for;
+//   5: the vector cores set a mode-2 flag and the cube core waits for it
+//      with mode 1 (Atlas A2/A3 ignore a wait's mode).
 #include "kernel_operator.h"
 
 using namespace AscendC;
@@ -38,6 +43,22 @@ extern "C" __global__ __aicore__ void cross_core(GM_ADDR out, int32_t which)
     } else if (which == 2) {
         if (ASCEND_IS_AIV && GetSubBlockIdx() == 1) {
             CrossCoreWaitFlag<1, PIPE_V>(2);
+        }
+    } else if (which == 3) {
+        if (ASCEND_IS_AIV && GetSubBlockIdx() == 0) {
+            CrossCoreSetFlag<0, PIPE_V>(4);
+            CrossCoreWaitFlag(4);
+        }
+    } else if (which == 4) {
+        if ASCEND_IS_AIC {
+            CrossCoreSetFlag<2, PIPE_FIX>(6);
+        }
+    } else if (which == 5) {
+        if ASCEND_IS_AIV {
+            CrossCoreSetFlag<2, PIPE_MTE3>(9);
+        }
+        if ASCEND_IS_AIC {
+            CrossCoreWaitFlag<1, PIPE_FIX>(9);
         }
     }
 }
