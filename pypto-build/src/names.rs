@@ -153,6 +153,19 @@ pub(crate) const AFTER_SOURCE: &[&str] = &[
     "int32_t",
     "uint8_t",
     "uint32_t",
+    // The entry's parameter check (`entry_check` in codegen/ascendc.rs).
+    "EntryCall",
+    "call",
+    "constexpr",
+    "decltype",
+    "entry_arity",
+    "entry_gm_ok",
+    "entry_param_t",
+    "entry_scalar_ok",
+    "entry_type_index",
+    "namespace",
+    "static_assert",
+    "using",
 ];
 
 /// Whether `name` belongs to pypto-build's generated code: `pypto_` and

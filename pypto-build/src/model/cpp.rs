@@ -297,10 +297,14 @@ pub(super) fn scan(text: &str) -> Scan {
         at: 0,
         defs: Vec::new(),
     };
-    parser.scope(false, true);
+    parser.scope(false, true, 0);
     scan.defs = parser.defs;
     scan
 }
+
+/// Namespaces and linkage blocks nested deeper are not looked into (the
+/// scan recurses once per level).
+const MAX_NESTING: usize = 64;
 
 struct Parser<'t, 'a> {
     toks: &'t [Token<'a>],
@@ -340,8 +344,8 @@ impl<'a> Parser<'_, 'a> {
     }
 
     /// The declarations of a namespace-level scope, up to its `}` (or the
-    /// end of the text).
-    fn scope(&mut self, c_linkage: bool, global: bool) {
+    /// end of the text); at the top (`depth` 0) a stray `}` is passed over.
+    fn scope(&mut self, c_linkage: bool, global: bool, depth: usize) {
         let mut decl: Vec<Piece<'a>> = Vec::new();
         let mut parens = 0usize;
         while let Some(t) = self.next() {
@@ -362,7 +366,8 @@ impl<'a> Parser<'_, 'a> {
                     self.declaration(&decl, c_linkage, global);
                     decl.clear();
                 }
-                Tok::Punct('}') if parens == 0 => return,
+                Tok::Punct('}') if parens == 0 && depth > 0 => return,
+                Tok::Punct('}') if parens == 0 => decl.clear(),
                 Tok::Punct('{') => {
                     let words: Vec<&str> = decl
                         .iter()
@@ -388,11 +393,12 @@ impl<'a> Parser<'_, 'a> {
                     );
                     let is_namespace = words.first() == Some(&"namespace")
                         || words.starts_with(&["inline", "namespace"]);
-                    if is_c_block {
-                        self.scope(true, global);
+                    let nests = depth < MAX_NESTING;
+                    if is_c_block && nests {
+                        self.scope(true, global, depth + 1);
                         decl.clear();
-                    } else if is_namespace && !decl.iter().any(|p| is_punct(p, '=')) {
-                        self.scope(c_linkage, false);
+                    } else if is_namespace && nests && !decl.iter().any(|p| is_punct(p, '=')) {
+                        self.scope(c_linkage, false, depth + 1);
                         decl.clear();
                     } else if is_function_head(&decl) {
                         self.function(&decl, c_linkage, global);
@@ -846,6 +852,17 @@ extern "C++" int cxx(int v) { return v; }
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn stray_braces_and_deep_nesting_stop_nothing() {
+        // A `}` too many at the top, then a definition: still found.
+        let src = "}\nextern \"C\" int after() { return 0; }\n";
+        assert_eq!(c_names(src), ["after"]);
+        // Nesting past the limit is skipped whole, without recursing.
+        let deep = "namespace a { ".repeat(100_000) + &"}".repeat(100_000);
+        let src = format!("{deep}\nextern \"C\" int last() {{ return 0; }}\n");
+        assert_eq!(c_names(&src), ["last"]);
     }
 
     #[test]

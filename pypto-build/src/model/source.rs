@@ -386,8 +386,9 @@ mod tests {
             };
             let sources = ascendc::render(&plans, &mut read).unwrap();
             let text = &sources[0].text;
-            let after = &text[text.find("#line 1 ").unwrap()..];
-            let after = &after[after.find("\n#line ").unwrap()..];
+            // What follows the `#include` of the source itself.
+            let after = &text[text.find("// ---- source ").unwrap()..];
+            let after = &after[after.find("\n#if").unwrap()..];
             // Code only: no comments, no strings.
             let code: String = after
                 .lines()
