@@ -45,8 +45,9 @@ fn writing_an_input_through_the_api_is_an_error() {
 
 #[test]
 fn writing_an_input_through_a_raw_pointer_is_an_error() {
-    if !pypto_tests::read_only_inputs() {
-        eprintln!("skipped: read-only inputs are off in this build");
+    if pypto_tests::child::ran_with_read_only_inputs(
+        "writing_an_input_through_a_raw_pointer_is_an_error",
+    ) {
         return;
     }
     let (err, x, _) = run(|a0, a1| kernels::writes_input_raw(a0, a1));

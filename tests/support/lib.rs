@@ -3,6 +3,7 @@
 use std::path::Path;
 
 pub mod bench;
+pub mod child;
 pub mod fake_cann;
 pub mod mask_model;
 
@@ -12,7 +13,9 @@ pub use reference::{attention_reference, data, max_abs_diff};
 
 /// Whether host launches make their inputs read-only, so that a kernel's
 /// raw write to one faults: `PYPTO_READONLY_INPUTS`, or on in debug builds
-/// (pypto-rt's own default).
+/// (pypto-rt's own default). Tests that need them call
+/// [`child::ran_with_read_only_inputs`], which turns them on in a child
+/// process when they are off here.
 pub fn read_only_inputs() -> bool {
     std::env::var(pypto_rt::READONLY_INPUTS_VAR).map_or(cfg!(debug_assertions), |v| v == "1")
 }
