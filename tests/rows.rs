@@ -259,6 +259,19 @@ fn gelu_and_silu_in_every_dtype() {
     check_unary::<half::bf16>("silu", |a0, a1| kernels::silu_bf16(a0, a1), silu);
 }
 
+/// silu(a) · b for rows [a, b] of two halves of `half` elements.
+fn swiglu_ref(x: &[f64], half: usize) -> Vec<f64> {
+    x.chunks(2 * half.max(1))
+        .flat_map(|row| {
+            let (a, b) = row.split_at(half);
+            a.iter()
+                .zip(b)
+                .map(|(a, b)| silu(*a) * b)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 fn check_swiglu<T: Float>(kernel: fn(&Matrix<T>, &mut Matrix<T>) -> Result<(), Error>) {
     let dev = Device::host();
     for (r, h) in grid() {
@@ -268,17 +281,7 @@ fn check_swiglu<T: Float>(kernel: fn(&Matrix<T>, &mut Matrix<T>) -> Result<(), E
             .collect();
         let mut out = dev.zeros((r, h)).unwrap();
         kernel(&dev.tensor_from(&x, (r, 2 * h)).unwrap(), &mut out).unwrap();
-        let wide = widen(&x);
-        let want: Vec<f64> = wide
-            .chunks(2 * h.max(1))
-            .flat_map(|row| {
-                let (a, b) = row.split_at(h);
-                a.iter()
-                    .zip(b)
-                    .map(|(a, b)| silu(*a) * b)
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+        let want = swiglu_ref(&widen(&x), h);
         let got: Vec<f32> = out.to_vec().unwrap().iter().map(|v| v.to_f32()).collect();
         assert_close(
             &got,
@@ -306,11 +309,21 @@ fn swiglu_halves_are_checked() {
         "kernel `swiglu_f32`: `x.1` is 10, but it must be twice `out.1` (6) because \
          builtin/swiglu splits it into two halves"
     );
+    // Fixed halves: [3, 2048] into [3, 1024].
+    let input = data_as::<f32>(3 * 2048, 1);
     let x = dev
-        .tensor_from(&data_as::<f32>(3 * 2048, 1), (3, pypto_rt::Const::<2048>))
+        .tensor_from(&input, (3, pypto_rt::Const::<2048>))
         .unwrap();
-    let mut out = dev.zeros((3, pypto_rt::Const::<1024>)).unwrap();
+    let mut out = dev
+        .tensor_from(&[f32::NAN; 3 * 1024], (3, pypto_rt::Const::<1024>))
+        .unwrap();
     kernels::swiglu_fixed(&x, &mut out).unwrap();
+    assert_close(
+        &out.to_vec().unwrap(),
+        &swiglu_ref(&widen(&input), 1024),
+        tol::<f32>(),
+        "swiglu_fixed 3x1024",
+    );
 }
 
 /// Every row kernel at every block count 1 to 48: 7 rows of 33 (7 blocks
@@ -368,16 +381,7 @@ fn every_count_rows<T: Float>(
         swiglu(&xs_t, &mut out).unwrap();
         out.to_vec().unwrap()
     });
-    let want: Vec<f64> = widen(&xs)
-        .chunks(2 * h)
-        .flat_map(|row| {
-            let (a, b) = row.split_at(h);
-            a.iter()
-                .zip(b)
-                .map(|(a, b)| silu(*a) * b)
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let want = swiglu_ref(&widen(&xs), h);
     assert_close(&to_f32(got), &want, tol::<T>(), &what("swiglu"));
 }
 
