@@ -6,6 +6,7 @@ pub mod bench;
 pub mod child;
 pub mod fake_cann;
 pub mod mask_model;
+pub mod mutants;
 
 #[path = "../../examples/common/reference.rs"]
 mod reference;
@@ -34,6 +35,12 @@ pypto_rt::include_kernels!();
 /// conversions the references need.
 pub trait Float: pypto_rt::DType {
     const NAME: &'static str;
+    /// Bits of the significand after the leading one (fp32 23, fp16 10,
+    /// bf16 7).
+    const MANTISSA_BITS: i32;
+    /// The exponent of the smallest normal value (fp32 and bf16 -126, fp16
+    /// -14).
+    const MIN_EXP: i32;
     fn from_f32(v: f32) -> Self;
     fn to_f32(self) -> f32;
     /// The value's bits, for comparisons that tell `-0.0` from `0.0` and
@@ -43,6 +50,8 @@ pub trait Float: pypto_rt::DType {
 
 impl Float for f32 {
     const NAME: &'static str = "f32";
+    const MANTISSA_BITS: i32 = 23;
+    const MIN_EXP: i32 = -126;
     fn from_f32(v: f32) -> Self {
         v
     }
@@ -56,6 +65,8 @@ impl Float for f32 {
 
 impl Float for half::f16 {
     const NAME: &'static str = "f16";
+    const MANTISSA_BITS: i32 = 10;
+    const MIN_EXP: i32 = -14;
     fn from_f32(v: f32) -> Self {
         half::f16::from_f32(v)
     }
@@ -69,6 +80,8 @@ impl Float for half::f16 {
 
 impl Float for half::bf16 {
     const NAME: &'static str = "bf16";
+    const MANTISSA_BITS: i32 = 7;
+    const MIN_EXP: i32 = -126;
     fn from_f32(v: f32) -> Self {
         half::bf16::from_f32(v)
     }
@@ -117,6 +130,73 @@ pub fn same_bits_at_every_block_count<T: Float>(
 /// `data` rounded to `T`.
 pub fn data_as<T: Float>(n: usize, seed: u64) -> Vec<T> {
     data(n, seed).into_iter().map(T::from_f32).collect()
+}
+
+/// The unit roundoff of fp32, 2⁻²⁴: one fp32 operation on exact operands
+/// is within `U·|result|` of the exact result (the kernels compute in fp32
+/// whatever their dtype).
+pub const U: f64 = 1.0 / 16_777_216.0;
+
+/// Results smaller than this, 2⁻¹²⁰ (about 7.5e-37), may come back as
+/// zero: fp32 intermediates lose them. exp(z) is inf past z = 88.72, so
+/// `x / (1 + exp(-x))` is -0 below x = -88.72, where the true value is at
+/// most 88.72·e^-88.72, about 2.5e-37.
+pub const FLUSHED: f64 = 1.0 / 1_329_227_995_784_915_872_903_807_060_280_344_576.0;
+
+/// The spacing of `T`'s values at `v`: one unit in the last place of a `T`
+/// of magnitude |v| (the subnormal spacing below the normal range).
+pub fn ulp<T: Float>(v: f64) -> f64 {
+    let exponent = if v == 0.0 || !v.is_finite() {
+        T::MIN_EXP
+    } else {
+        // The binary exponent of |v|: exact, unlike log2.
+        let biased = ((v.abs().to_bits() >> 52) & 0x7ff) as i32;
+        (biased - 1023).max(T::MIN_EXP)
+    };
+    2f64.powi(exponent - T::MANTISSA_BITS)
+}
+
+/// Compares a kernel's output with an f64 reference element by element,
+/// each with a tolerance of its own: element `i` passes when
+/// `|got - want| <= err(i) + ulp_T(want) + FLUSHED`, where `err(i)` bounds
+/// the error the kernel's fp32 arithmetic may make at that element and
+/// `ulp_T(want)` is the final rounding to `T` (none for fp32, where `err`
+/// covers the last operation). The message names the first element out of
+/// tolerance, its error in units of `T`'s last place and the allowance.
+pub fn within<T: Float>(
+    got: &[T],
+    want: &[f64],
+    err: impl Fn(usize) -> f64,
+    what: &str,
+) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!(
+            "{what}: {} elements, expected {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    let narrow = T::MANTISSA_BITS < 23;
+    for (i, (g, &w)) in got.iter().zip(want).enumerate() {
+        let g = f64::from(g.to_f32());
+        if g == w || (g.is_nan() && w.is_nan()) {
+            continue;
+        }
+        let unit = ulp::<T>(w);
+        let allowed = err(i) + if narrow { unit } else { 0.0 } + FLUSHED;
+        let off = (g - w).abs();
+        // A NaN where a number was expected fails.
+        if off.is_nan() || off > allowed {
+            return Err(format!(
+                "{what}: element {i} is {g:e}, expected {w:e}: off by {:.1} ulps of {}, {:.1} \
+                 allowed",
+                off / unit,
+                T::NAME,
+                allowed / unit
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// An absolute and a relative tolerance: `|got - want| <= abs + rel·|want|`.
