@@ -270,23 +270,28 @@ fn every_count_relu<T: Float>(kernel: Unary<T>) {
     assert_eq!(got, want, "relu {}", T::NAME);
 }
 
+/// add_bias at every block count: rows of one column tile (7 x 33: 7 blocks
+/// naturally, up to 41 with no row; 50 x 40: more rows than blocks), whose
+/// bias each block loads once, and of two (5 x 4100: 4096 + 4 columns),
+/// whose bias is loaded per tile.
 fn every_count_add_bias<T: Float>(kernel: BiasKernel<T>) {
     let dev = Device::host();
-    // 7 rows: 7 blocks naturally, up to 41 blocks with no row.
-    let (b, h) = (7, 33);
-    let x = data_as::<T>(b * h, 11);
-    let bias = data_as::<T>(h, 12);
-    let (x_t, bias_t) = (
-        dev.tensor_from(&x, (b, h)).unwrap(),
-        dev.tensor_from(&bias, (h,)).unwrap(),
-    );
-    let got = same_bits_at_every_block_count(&format!("add_bias {}", T::NAME), || {
-        let nan = vec![T::from_f32(f32::NAN); b * h];
-        let mut out = dev.tensor_from(&nan, (b, h)).unwrap();
-        kernel(&x_t, &bias_t, &mut out).unwrap();
-        out.to_vec().unwrap()
-    });
-    assert_eq!(got, add_bias_reference(&x, &bias), "add_bias {}", T::NAME);
+    for (b, h) in [(7, 33), (50, 40), (5, 4100)] {
+        let x = data_as::<T>(b * h, 11);
+        let bias = data_as::<T>(h, 12);
+        let (x_t, bias_t) = (
+            dev.tensor_from(&x, (b, h)).unwrap(),
+            dev.tensor_from(&bias, (h,)).unwrap(),
+        );
+        let what = format!("add_bias {} {b}x{h}", T::NAME);
+        let got = same_bits_at_every_block_count(&what, || {
+            let nan = vec![T::from_f32(f32::NAN); b * h];
+            let mut out = dev.tensor_from(&nan, (b, h)).unwrap();
+            kernel(&x_t, &bias_t, &mut out).unwrap();
+            out.to_vec().unwrap()
+        });
+        assert_eq!(got, add_bias_reference(&x, &bias), "{what}");
+    }
 }
 
 #[test]

@@ -634,10 +634,14 @@ fn broken_builtins_fail_the_checks() {
     assert_eq!(checked, all, "every mutant is checked");
 }
 
-/// Every row kernel at every block count 1 to 48: 7 rows of 33 (7 blocks
-/// naturally, so up to 41 blocks have no row), and 20000 elements for gelu
-/// and silu (3 blocks naturally); bit-identical to the natural count, and
-/// within tolerance of the references.
+/// Every row kernel at every block count 1 to 48, in rows of one column
+/// tile (7 x 33: 7 blocks naturally, so up to 41 blocks have no row; 50 x 40:
+/// more rows than blocks, so every count splits them differently) and of
+/// three (5 x 4100: 2048 + 2048 + 4 columns, where rms_norm and layer_norm
+/// load their weights per tile and softmax rescales its running sum);
+/// swiglu on halves of one tile (20, 40) and of two (2100 = 2048 + 52).
+/// Bit-identical to the natural count, and within tolerance of the
+/// references.
 fn every_count_rows<T: Float>(
     softmax: Rows<T>,
     rms_norm: RmsNorm<T>,
@@ -645,52 +649,61 @@ fn every_count_rows<T: Float>(
     swiglu: Rows<T>,
 ) {
     let dev = Device::host();
-    let (r, c) = (7, 33);
     let nan = |len: usize| vec![T::from_f32(f32::NAN); len];
-    let matrix = |v: &[T], cols: usize| dev.tensor_from(v, (r, cols)).unwrap();
-    let vector = |v: &[T]| dev.tensor_from(v, (v.len(),)).unwrap();
-    let x: Vec<T> = inputs(r * c, 5, |v| v);
-    let w: Vec<T> = inputs(c, 6, |v| v);
-    let b: Vec<T> = inputs(c, 7, |v| v);
-    let (x_t, w_t, b_t) = (matrix(&x, c), vector(&w), vector(&b));
-    let what = |k: &str| format!("{k} {}", T::NAME);
+    for (r, c) in [(7, 33), (50, 40), (5, 4100)] {
+        let matrix = |v: &[T], cols: usize| dev.tensor_from(v, (r, cols)).unwrap();
+        let vector = |v: &[T]| dev.tensor_from(v, (v.len(),)).unwrap();
+        let x: Vec<T> = inputs(r * c, 5, |v| v);
+        let w: Vec<T> = inputs(c, 6, |v| v);
+        let b: Vec<T> = inputs(c, 7, |v| v);
+        let (x_t, w_t, b_t) = (matrix(&x, c), vector(&w), vector(&b));
+        let what = |k: &str| format!("{k} {} {r}x{c}", T::NAME);
 
-    let got = same_bits_at_every_block_count(&what("softmax"), || {
-        let mut out = matrix(&nan(r * c), c);
-        softmax(&x_t, &mut out).unwrap();
-        out.to_vec().unwrap()
-    });
-    let (want, err) = softmax_expected(&widen(&x), c);
-    within(&got, &want, |i| err[i], &what("softmax")).unwrap();
+        let got = same_bits_at_every_block_count(&what("softmax"), || {
+            let mut out = matrix(&nan(r * c), c);
+            softmax(&x_t, &mut out).unwrap();
+            out.to_vec().unwrap()
+        });
+        let (want, err) = softmax_expected(&widen(&x), c);
+        within(&got, &want, |i| err[i], &what("softmax")).unwrap();
 
-    let got = same_bits_at_every_block_count(&what("rms_norm"), || {
-        let mut out = matrix(&nan(r * c), c);
-        rms_norm(&x_t, &w_t, EPS, &mut out).unwrap();
-        out.to_vec().unwrap()
-    });
-    let (want, err) = rms_expected(&widen(&x), &widen(&w), f64::from(EPS));
-    within(&got, &want, |i| err[i], &what("rms_norm")).unwrap();
+        let got = same_bits_at_every_block_count(&what("rms_norm"), || {
+            let mut out = matrix(&nan(r * c), c);
+            rms_norm(&x_t, &w_t, EPS, &mut out).unwrap();
+            out.to_vec().unwrap()
+        });
+        let (want, err) = rms_expected(&widen(&x), &widen(&w), f64::from(EPS));
+        within(&got, &want, |i| err[i], &what("rms_norm")).unwrap();
 
-    let got = same_bits_at_every_block_count(&what("layer_norm"), || {
-        let mut out = matrix(&nan(r * c), c);
-        layer_norm(&x_t, &w_t, &b_t, EPS, &mut out).unwrap();
-        out.to_vec().unwrap()
-    });
-    let (want, err) = layer_expected(&widen(&x), &widen(&w), &widen(&b), f64::from(EPS));
-    within(&got, &want, |i| err[i], &what("layer_norm")).unwrap();
+        let got = same_bits_at_every_block_count(&what("layer_norm"), || {
+            let mut out = matrix(&nan(r * c), c);
+            layer_norm(&x_t, &w_t, &b_t, EPS, &mut out).unwrap();
+            out.to_vec().unwrap()
+        });
+        let (want, err) = layer_expected(&widen(&x), &widen(&w), &widen(&b), f64::from(EPS));
+        within(&got, &want, |i| err[i], &what("layer_norm")).unwrap();
 
-    let h = 20;
-    let xs: Vec<T> = inputs(r * 2 * h, 8, |v| v);
-    let xs_t = matrix(&xs, 2 * h);
-    let got = same_bits_at_every_block_count(&what("swiglu"), || {
-        let mut out = matrix(&nan(r * h), h);
-        swiglu(&xs_t, &mut out).unwrap();
-        out.to_vec().unwrap()
-    });
-    let (want, err) = swiglu_expected(&widen(&xs), h);
-    within(&got, &want, |i| err[i], &what("swiglu")).unwrap();
+        let h = match c {
+            33 => 20,
+            40 => 40,
+            _ => 2100,
+        };
+        let xs: Vec<T> = inputs(r * 2 * h, 8, |v| v);
+        let xs_t = matrix(&xs, 2 * h);
+        let what = format!("swiglu {} {r}x{h}", T::NAME);
+        let got = same_bits_at_every_block_count(&what, || {
+            let mut out = matrix(&nan(r * h), h);
+            swiglu(&xs_t, &mut out).unwrap();
+            out.to_vec().unwrap()
+        });
+        let (want, err) = swiglu_expected(&widen(&xs), h);
+        within(&got, &want, |i| err[i], &what).unwrap();
+    }
 }
 
+/// gelu and silu at every block count, on 20000 elements: 3 blocks of
+/// 8192 naturally, tiles of 4096 (one block: 4 whole and a partial one;
+/// 48 blocks: 416 or 417 elements each, one partial tile).
 fn every_count_unary<T: Float>(name: &str, kernel: Unary<T>, f: fn(f64) -> (f64, f64)) {
     let dev = Device::host();
     let n = 20_000;

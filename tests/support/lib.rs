@@ -101,8 +101,33 @@ impl Float for half::bf16 {
 /// each count from 1 to [`pypto_rt::MAX_BLOCKS`] forced with
 /// [`pypto_rt::with_host_blocks`]; every output must match the first bit
 /// for bit. Returns the first output, for a check against a reference.
-pub fn same_bits_at_every_block_count<T: Float>(
+pub fn same_bits_at_every_block_count<T: Float>(what: &str, run: impl FnMut() -> Vec<T>) -> Vec<T> {
+    let every: Vec<u32> = (1..=pypto_rt::MAX_BLOCKS).collect();
+    same_bits_at_block_counts(what, &every, run)
+}
+
+/// The block counts that split `units` work units (rows; (batch, head)
+/// pairs) in distinct ways: 1 to `units + 1`, and
+/// [`pypto_rt::MAX_BLOCKS`]. The builtins give block `b` of `n` the units
+/// from `b·(units / n) + min(b, units % n)`, `units / n` of them plus one
+/// for the first `units % n` blocks; from `n = units` on, block `b` has unit
+/// `b` alone and the blocks past `units` none, so larger counts only add
+/// idle blocks (`units + 1` and the maximum stand for them).
+pub fn distinct_splits(units: usize) -> Vec<u32> {
+    let max = pypto_rt::MAX_BLOCKS;
+    let last = u32::try_from(units + 1).unwrap_or(max).min(max);
+    let mut counts: Vec<u32> = (1..=last).collect();
+    if last < max {
+        counts.push(max);
+    }
+    counts
+}
+
+/// [`same_bits_at_every_block_count`] at the block counts `counts` only,
+/// for calls too slow to make 48 times (see [`distinct_splits`]).
+pub fn same_bits_at_block_counts<T: Float>(
     what: &str,
+    counts: &[u32],
     mut run: impl FnMut() -> Vec<T>,
 ) -> Vec<T> {
     let natural = run();
@@ -113,7 +138,7 @@ pub fn same_bits_at_every_block_count<T: Float>(
     );
     let bits = |v: &[T]| -> Vec<u32> { v.iter().map(|x| x.bits()).collect() };
     let want = bits(&natural);
-    for n in 1..=pypto_rt::MAX_BLOCKS {
+    for &n in counts {
         let got = bits(&pypto_rt::with_host_blocks(n, &mut run).unwrap());
         assert_eq!(pypto_rt::last_launch().unwrap().blocks, n, "{what}");
         assert_eq!(got.len(), want.len(), "{what}: {n} blocks");
