@@ -11,7 +11,8 @@
 
 use pypto_rt::{Const, Device, Error, Tensor};
 use pypto_tests::{
-    Float, attention_reference, data, kernels, max_abs_diff, same_bits_at_every_block_count,
+    Float, attention_reference, data, distinct_splits, kernels, max_abs_diff,
+    same_bits_at_block_counts, same_bits_at_every_block_count,
 };
 
 type Shape<const H: usize> = (usize, usize, Const<H>);
@@ -235,6 +236,105 @@ fn every_block_count_gives_the_same_numbers() {
         |a0, a1, a2, a3| kernels::attn_bf16(a0, a1, a2, a3),
         (4, 5),
         4,
+        true,
+        1.6e-2,
+    );
+}
+
+type Dynamic = (usize, usize, usize);
+type AnyHidden<T> = fn(
+    &Tensor<T, Dynamic>,
+    &Tensor<T, Dynamic>,
+    &Tensor<T, Dynamic>,
+    &mut Tensor<T, Dynamic>,
+) -> Result<(), Error>;
+
+/// Attention in every dtype, causal or not (two heads, any hidden size), at
+/// every block count that splits its (batch, head) pairs differently
+/// (`distinct_splits`), on the key-tile paths of builtin/attention: keys
+/// stream through tiles of at most 64 (`kMaxKeyTile`), fewer when two tiles
+/// of rows would pass the 96 KiB budget (`kKeyValueBudget`).
+/// - 2 x 70, heads of 24: key tiles of 64 and 6, rows padded to 32 bytes in
+///   fp16 and bf16 (24 elements, 48 bytes).
+/// - 1 x 50, heads of 520: tiles of 23 keys in fp32 (23, 23, 4) and 46 in
+///   fp16 and bf16 (46, 4).
+///
+/// Bit-identical to the natural count, and within the tolerances above of
+/// the reference.
+#[test]
+fn every_block_count_on_every_key_tile_path_in_every_dtype() {
+    fn check<T: Float>(name: &str, kernel: AnyHidden<T>, causal: bool, tolerance: f32) {
+        let dev = Device::host();
+        let heads = 2;
+        for (batch, seq, d) in [(2usize, 70usize, 24usize), (1, 50, 520)] {
+            let shape = (batch, seq, heads * d);
+            let n = batch * seq * heads * d;
+            let inputs: Vec<Vec<T>> = [31u64, 32, 33]
+                .iter()
+                .map(|&s| data(n, s).iter().map(|x| T::from_f32(x / 4.0)).collect())
+                .collect();
+            let t: Vec<Tensor<T, Dynamic>> = inputs
+                .iter()
+                .map(|v| dev.tensor_from(v, shape).unwrap())
+                .collect();
+            let what = format!("{name} {batch}x{seq}, heads of {d}");
+            let counts = distinct_splits(batch * heads);
+            let got = same_bits_at_block_counts(&what, &counts, || {
+                let nan = vec![T::from_f32(f32::NAN); n];
+                let mut out = dev.tensor_from(&nan, shape).unwrap();
+                kernel(&t[0], &t[1], &t[2], &mut out).unwrap();
+                out.to_vec().unwrap()
+            });
+            let wide: Vec<Vec<f32>> = inputs
+                .iter()
+                .map(|v| v.iter().map(|x| x.to_f32()).collect())
+                .collect();
+            let want = attention_reference(
+                &wide[0],
+                &wide[1],
+                &wide[2],
+                (batch, seq, heads * d),
+                heads,
+                causal,
+            );
+            let got: Vec<f32> = got.iter().map(|x| x.to_f32()).collect();
+            let err = max_abs_diff(&got, &want);
+            assert!(err <= tolerance, "{what}: max error {err}");
+        }
+    }
+    check::<f32>(
+        "attention f32",
+        |a0, a1, a2, a3| kernels::attn_heads2_f32(a0, a1, a2, a3),
+        false,
+        1e-4,
+    );
+    check::<f32>(
+        "attention f32 causal",
+        |a0, a1, a2, a3| kernels::attn_heads2_causal_f32(a0, a1, a2, a3),
+        true,
+        1e-4,
+    );
+    check::<half::f16>(
+        "attention f16",
+        |a0, a1, a2, a3| kernels::attn_heads2_f16(a0, a1, a2, a3),
+        false,
+        2e-3,
+    );
+    check::<half::f16>(
+        "attention f16 causal",
+        |a0, a1, a2, a3| kernels::attn_heads2_causal_f16(a0, a1, a2, a3),
+        true,
+        2e-3,
+    );
+    check::<half::bf16>(
+        "attention bf16",
+        |a0, a1, a2, a3| kernels::attn_heads2_bf16(a0, a1, a2, a3),
+        false,
+        1.6e-2,
+    );
+    check::<half::bf16>(
+        "attention bf16 causal",
+        |a0, a1, a2, a3| kernels::attn_heads2_causal_bf16(a0, a1, a2, a3),
         true,
         1.6e-2,
     );

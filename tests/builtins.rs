@@ -270,23 +270,28 @@ fn every_count_relu<T: Float>(kernel: Unary<T>) {
     assert_eq!(got, want, "relu {}", T::NAME);
 }
 
+/// add_bias at every block count: rows of one column tile (7 x 33: 7 blocks
+/// naturally, up to 41 with no row; 50 x 40: more rows than blocks), whose
+/// bias each block loads once, and of two (5 x 4100: 4096 + 4 columns),
+/// whose bias is loaded per tile.
 fn every_count_add_bias<T: Float>(kernel: BiasKernel<T>) {
     let dev = Device::host();
-    // 7 rows: 7 blocks naturally, up to 41 blocks with no row.
-    let (b, h) = (7, 33);
-    let x = data_as::<T>(b * h, 11);
-    let bias = data_as::<T>(h, 12);
-    let (x_t, bias_t) = (
-        dev.tensor_from(&x, (b, h)).unwrap(),
-        dev.tensor_from(&bias, (h,)).unwrap(),
-    );
-    let got = same_bits_at_every_block_count(&format!("add_bias {}", T::NAME), || {
-        let nan = vec![T::from_f32(f32::NAN); b * h];
-        let mut out = dev.tensor_from(&nan, (b, h)).unwrap();
-        kernel(&x_t, &bias_t, &mut out).unwrap();
-        out.to_vec().unwrap()
-    });
-    assert_eq!(got, add_bias_reference(&x, &bias), "add_bias {}", T::NAME);
+    for (b, h) in [(7, 33), (50, 40), (5, 4100)] {
+        let x = data_as::<T>(b * h, 11);
+        let bias = data_as::<T>(h, 12);
+        let (x_t, bias_t) = (
+            dev.tensor_from(&x, (b, h)).unwrap(),
+            dev.tensor_from(&bias, (h,)).unwrap(),
+        );
+        let what = format!("add_bias {} {b}x{h}", T::NAME);
+        let got = same_bits_at_every_block_count(&what, || {
+            let nan = vec![T::from_f32(f32::NAN); b * h];
+            let mut out = dev.tensor_from(&nan, (b, h)).unwrap();
+            kernel(&x_t, &bias_t, &mut out).unwrap();
+            out.to_vec().unwrap()
+        });
+        assert_eq!(got, add_bias_reference(&x, &bias), "{what}");
+    }
 }
 
 #[test]
@@ -362,27 +367,12 @@ fn forced_block_counts_outside_1_to_48_are_errors() {
     }
 }
 
-/// Runs this binary again with `PYPTO_BLOCKS=value`; returns what
-/// [`pypto_blocks_child`] printed.
+/// Runs [`pypto_blocks_child`] in a child process with
+/// `PYPTO_BLOCKS=value`; returns what it printed.
 fn with_pypto_blocks(value: &str) -> String {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "pypto_blocks_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("PYPTO_BLOCKS_CHILD", "1")
-        .env(pypto_rt::BLOCKS_VAR, value)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        // libtest's "test pypto_blocks_child ... " may start the first line.
-        .filter_map(|l| l.split_once("child: ").map(|(_, printed)| printed))
-        .collect::<Vec<_>>()
-        .join("\n")
+    let child = pypto_tests::child::run("pypto_blocks_child", &[(pypto_rt::BLOCKS_VAR, value)]);
+    assert!(child.passed(), "{child:#?}");
+    child.printed("child: ").join("\n")
 }
 
 /// As a child of [`pypto_blocks_is_read_from_the_environment`]: three
@@ -390,10 +380,9 @@ fn with_pypto_blocks(value: &str) -> String {
 /// inside `with_host_blocks(2, ..)`), each printed as its result and block
 /// count.
 #[test]
+#[ignore = "a child process of pypto_blocks_is_read_from_the_environment"]
 fn pypto_blocks_child() {
-    if std::env::var_os("PYPTO_BLOCKS_CHILD").is_none() {
-        return;
-    }
+    pypto_tests::child::enter("pypto_blocks_child");
     let dev = Device::host();
     for (n, forced) in [(20_000, None), (0, None), (20_000, Some(2))] {
         let a = vec1(&dev, &data(n, 1));

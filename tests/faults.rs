@@ -4,9 +4,8 @@
 //! the kernel, block and param; a fault that cannot be recovered from (a
 //! null store) and a kernel that never ends are reported on stderr before
 //! the process ends. Those last run in a child process: this test binary,
-//! started again with `PYPTO_FAULT_CHILD` naming the scenario.
-
-use std::process::Command;
+//! started again to run the ignored `child_scenario` with
+//! `PYPTO_FAULT_CHILD` naming the scenario.
 
 use pypto_rt::{Const, Device, Error};
 use pypto_tests::{data, kernels};
@@ -45,11 +44,13 @@ fn writing_an_input_through_the_api_is_an_error() {
 
 #[test]
 fn writing_an_input_through_a_raw_pointer_is_an_error() {
-    if !pypto_tests::read_only_inputs() {
-        eprintln!("skipped: read-only inputs are off in this build");
+    if pypto_tests::child::ran_with_read_only_inputs(
+        "writing_an_input_through_a_raw_pointer_is_an_error",
+    ) {
         return;
     }
     let (err, x, _) = run(|a0, a1| kernels::writes_input_raw(a0, a1));
+    let first = err.clone();
     assert_eq!(
         kernel_message(err),
         "writes input `x` at byte offset 8 through a raw pointer; inputs are read-only to a \
@@ -60,7 +61,8 @@ fn writing_an_input_through_a_raw_pointer_is_an_error() {
     let dev = Device::host();
     let mut x = dev.tensor_from(&data(8, 1), (8,)).unwrap();
     let mut y = dev.zeros((8,)).unwrap();
-    assert!(kernels::writes_input_raw(&x, &mut y).is_err());
+    // A second fault is reported the same way.
+    assert_eq!(kernels::writes_input_raw(&x, &mut y).unwrap_err(), first);
     kernels::relu_f32(&y, &mut x).unwrap();
     assert_eq!(x.to_vec().unwrap(), vec![0.0; 8]);
 }
@@ -180,32 +182,21 @@ fn impossible_allocations_are_errors() {
     assert!(matches!(err, Error::OutOfMemory { .. }), "{err:?}");
 }
 
-/// Runs this binary again with the scenario `name`; returns its stderr
-/// after checking it did not exit cleanly.
+/// Runs [`child_scenario`] in a child process with the scenario `name`;
+/// returns its exit code and stderr.
 fn child(name: &str, env: &[(&str, &str)]) -> (Option<i32>, String) {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_scenario",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("PYPTO_FAULT_CHILD", name)
-        .envs(env.iter().copied())
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let mut env = env.to_vec();
+    env.push(("PYPTO_FAULT_CHILD", name));
+    let child = pypto_tests::child::run("child_scenario", &env);
+    (child.code, child.stderr)
 }
 
-/// The scenarios, when this binary is a child; a no-op otherwise.
+/// The scenarios, run only as a child of the tests below.
 #[test]
+#[ignore = "a child process of the fault tests below"]
 fn child_scenario() {
-    let Ok(name) = std::env::var("PYPTO_FAULT_CHILD") else {
-        return;
-    };
+    pypto_tests::child::enter("child_scenario");
+    let name = std::env::var("PYPTO_FAULT_CHILD").expect("a scenario");
     let dev = Device::host();
     let one = dev.tensor_from(&[1.0f32], (1,)).unwrap();
     let x = dev.tensor_from(&data(8, 1), (8,)).unwrap();
@@ -219,17 +210,20 @@ fn child_scenario() {
     eprintln!("child result: {result:?}");
 }
 
+/// What the child prints first, on entering its scenario.
+const ENTERED: &str = "pypto-tests child: entered child_scenario\n";
+
 #[test]
 fn a_null_store_is_reported_before_the_process_ends() {
     let (code, stderr) = child("null_store", &[]);
     assert_eq!(code, None, "killed by a signal: {stderr}");
-    assert!(
-        stderr.contains(
-            "pypto-rt: kernel `null_store`, block 0: fatal SIGSEGV (invalid memory access) at \
-             address 0x0 (a null pointer), outside every tensor of the launch; a raw GM_ADDR or \
-             pointer went astray. The process cannot continue.\n"
-        ),
-        "{stderr}"
+    assert_eq!(
+        stderr,
+        format!(
+            "{ENTERED}pypto-rt: kernel `null_store`, block 0: fatal SIGSEGV (invalid memory \
+             access) at address 0x0 (a null pointer), outside every tensor of the launch; a raw \
+             GM_ADDR or pointer went astray. The process cannot continue.\n"
+        )
     );
 }
 
@@ -237,13 +231,13 @@ fn a_null_store_is_reported_before_the_process_ends() {
 fn a_kernel_past_its_timeout_is_stopped_at_its_next_api_call() {
     let (code, stderr) = child("spins_polling", &[("PYPTO_KERNEL_TIMEOUT", "0.5")]);
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(
-        stderr.contains(
-            "child result: Err(Kernel { kernel: \"spins\", block: 0, message: \
+    assert_eq!(
+        stderr,
+        format!(
+            "{ENTERED}child result: Err(Kernel {{ kernel: \"spins\", block: 0, message: \
              \"GlobalTensor::GetValue: the launch did not finish within 500 ms \
-             (PYPTO_KERNEL_TIMEOUT); this block was stopped here\" })"
-        ),
-        "{stderr}"
+             (PYPTO_KERNEL_TIMEOUT); this block was stopped here\" }})\n"
+        )
     );
 }
 
@@ -251,12 +245,12 @@ fn a_kernel_past_its_timeout_is_stopped_at_its_next_api_call() {
 fn a_kernel_that_cannot_be_stopped_ends_the_process_with_its_name() {
     let (code, stderr) = child("spins_silent", &[("PYPTO_KERNEL_TIMEOUT", "0.5")]);
     assert_eq!(code, None, "aborted: {stderr}");
-    assert!(
-        stderr.contains(
-            "pypto-rt: kernel `spins` did not finish within 500 ms (PYPTO_KERNEL_TIMEOUT); block 0 \
-             did not stop when asked, so it makes no Ascend C API call (an endless loop?); \
-             ending the process\n"
-        ),
-        "{stderr}"
+    assert_eq!(
+        stderr,
+        format!(
+            "{ENTERED}pypto-rt: kernel `spins` did not finish within 500 ms \
+             (PYPTO_KERNEL_TIMEOUT); block 0 did not stop when asked, so it makes no Ascend C \
+             API call (an endless loop?); ending the process\n"
+        )
     );
 }

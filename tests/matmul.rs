@@ -9,8 +9,10 @@
 //! inputs: products and sums rounded in fp32, rel and abs 1e-5.
 
 use pypto_rt::{Const, Device};
+use pypto_rt::{Error, Tensor};
 use pypto_tests::{
-    Float, Tolerance, assert_close, data_as, kernels, same_bits_at_every_block_count,
+    Float, Tolerance, assert_close, data_as, kernels, same_bits_at_block_counts,
+    same_bits_at_every_block_count,
 };
 
 fn tol<T: Float>() -> Tolerance {
@@ -266,4 +268,87 @@ fn every_block_count_gives_the_same_numbers() {
     });
     let want = reference(&a, &b, (batch, m, 40, 32));
     assert_close(&to_f32(got), &want, tol::<half::f16>(), "batch_matmul f16");
+}
+
+type Matmul<T> = fn(
+    &Tensor<T, (usize, Const<200>)>,
+    &Tensor<T, (Const<200>, Const<144>)>,
+    &mut Tensor<T, (usize, Const<144>)>,
+) -> Result<(), Error>;
+type BatchMatmul<T> = fn(
+    &Tensor<T, (usize, usize, Const<200>)>,
+    &Tensor<T, (usize, Const<200>, Const<144>)>,
+    &mut Tensor<T, (usize, usize, Const<144>)>,
+) -> Result<(), Error>;
+
+/// Block counts for the cube kernels' larger shapes, whose rows outnumber
+/// the blocks at every count: one block (M tiles of 128 and a partial
+/// one), two and three (a block's rows cross a batch), counts that split
+/// the rows unevenly, and the maximum.
+const CUBE_COUNTS: [u32; 7] = [1, 2, 3, 5, 16, 47, 48];
+
+/// matmul and batch_matmul in every dtype on every tiling path of
+/// builtin/partials/cube_matmul.hbs: K = 200 (K tiles of 128 and 72, a
+/// partial 16-row slab for fp32's B), N = 144 (N tiles of 128 and 16), and
+/// 130 rows (M tiles of 128 and 2 when one block has them all);
+/// batch_matmul over 2 batches of 70 rows, so that a block's rows cross
+/// from one batch to the next. Bit-identical at each count of [`CUBE_COUNTS`], and within
+/// tolerance of the reference.
+#[test]
+fn every_block_count_over_m_k_and_n_tiles_in_every_dtype() {
+    fn matmul<T: Float>(kernel: Matmul<T>) {
+        let dev = Device::host();
+        let m = 130;
+        let a = inputs::<T>(m * 200, 9);
+        let b = inputs::<T>(200 * 144, 10);
+        let (a_t, b_t) = (
+            dev.tensor_from(&a, (m, Const::<200>)).unwrap(),
+            dev.tensor_from(&b, (Const::<200>, Const::<144>)).unwrap(),
+        );
+        let what = format!("matmul {} {m}x200x144", T::NAME);
+        let got = same_bits_at_block_counts(&what, &CUBE_COUNTS, || {
+            let nan = vec![T::from_f32(f32::NAN); m * 144];
+            let mut out = dev.tensor_from(&nan, (m, Const::<144>)).unwrap();
+            kernel(&a_t, &b_t, &mut out).unwrap();
+            out.to_vec().unwrap()
+        });
+        let got: Vec<f32> = got.iter().map(|v| v.to_f32()).collect();
+        assert_close(
+            &got,
+            &reference(&a, &b, (1, m, 200, 144)),
+            tol::<T>(),
+            &what,
+        );
+    }
+    fn batch_matmul<T: Float>(kernel: BatchMatmul<T>) {
+        let dev = Device::host();
+        let (batch, m) = (2, 70);
+        let a = inputs::<T>(batch * m * 200, 11);
+        let b = inputs::<T>(batch * 200 * 144, 12);
+        let (a_t, b_t) = (
+            dev.tensor_from(&a, (batch, m, Const::<200>)).unwrap(),
+            dev.tensor_from(&b, (batch, Const::<200>, Const::<144>))
+                .unwrap(),
+        );
+        let what = format!("batch_matmul {} {batch}x{m}x200x144", T::NAME);
+        let got = same_bits_at_block_counts(&what, &CUBE_COUNTS, || {
+            let nan = vec![T::from_f32(f32::NAN); batch * m * 144];
+            let mut out = dev.tensor_from(&nan, (batch, m, Const::<144>)).unwrap();
+            kernel(&a_t, &b_t, &mut out).unwrap();
+            out.to_vec().unwrap()
+        });
+        let got: Vec<f32> = got.iter().map(|v| v.to_f32()).collect();
+        assert_close(
+            &got,
+            &reference(&a, &b, (batch, m, 200, 144)),
+            tol::<T>(),
+            &what,
+        );
+    }
+    matmul::<f32>(|a0, a1, a2| kernels::matmul_f32(a0, a1, a2));
+    matmul::<half::f16>(|a0, a1, a2| kernels::matmul_f16(a0, a1, a2));
+    matmul::<half::bf16>(|a0, a1, a2| kernels::matmul_bf16_tiles(a0, a1, a2));
+    batch_matmul::<f32>(|a0, a1, a2| kernels::batch_matmul_f32_tiles(a0, a1, a2));
+    batch_matmul::<half::f16>(|a0, a1, a2| kernels::batch_matmul_f16_tiles(a0, a1, a2));
+    batch_matmul::<half::bf16>(|a0, a1, a2| kernels::batch_matmul_bf16_tiles(a0, a1, a2));
 }

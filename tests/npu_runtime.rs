@@ -254,39 +254,33 @@ fn adopted_device_memory(npu: &Device, library: &Path) {
     .unwrap();
 }
 
-/// Runs this binary again as the ACL lifecycle scenario `name` over the
-/// fake runtime; returns the fake's call log.
-fn lifecycle(name: &str) -> String {
+/// Runs [`lifecycle_scenario`] in a child process as the ACL lifecycle
+/// scenario `name` over the fake runtime; returns the fake's call log and
+/// the child's stderr.
+fn lifecycle(name: &str) -> (String, String) {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fake-cann-{name}"));
     let fake = FakeCann::assemble(&dir, FakeVersion::Cann85).unwrap();
     let log = dir.join("acl.log");
     let _ = std::fs::remove_file(&log);
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "lifecycle_scenario",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("PYPTO_LIFECYCLE", name)
-        .env(pypto_rt::LIBRARY_VAR, fake.libascendcl())
-        .env("PYPTO_FAKE_ACL_LOG", &log)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let library = fake.libascendcl();
+    let child = pypto_tests::child::run(
+        "lifecycle_scenario",
+        &[
+            ("PYPTO_LIFECYCLE", name),
+            (pypto_rt::LIBRARY_VAR, library.to_str().unwrap()),
+            ("PYPTO_FAKE_ACL_LOG", log.to_str().unwrap()),
+        ],
     );
-    std::fs::read_to_string(&log).unwrap()
+    assert!(child.passed(), "{child:#?}");
+    (std::fs::read_to_string(&log).unwrap(), child.stderr)
 }
 
-/// The child side of [`lifecycle`]; a no-op in the normal test run.
+/// The child side of [`lifecycle`].
 #[test]
+#[ignore = "a child process of the acl_* lifecycle tests"]
 fn lifecycle_scenario() {
-    let Ok(name) = std::env::var("PYPTO_LIFECYCLE") else {
-        return;
-    };
+    pypto_tests::child::enter("lifecycle_scenario");
+    let name = std::env::var("PYPTO_LIFECYCLE").expect("a scenario");
     if name == "guest" {
         // Another component (think torch_npu) initialised ACL first and
         // finalises it at exit, after pypto-rt is done.
@@ -324,20 +318,28 @@ fn lifecycle_scenario() {
 
 #[test]
 fn acl_owner_releases_streams_and_devices_then_finalizes() {
+    let (log, stderr) = lifecycle("owner");
     assert_eq!(
-        lifecycle("owner"),
+        log,
         "aclInit 0 -> 0\naclrtCreateStream 0 -> 0\naclrtCreateStream 1 -> 0\n\
          aclrtDestroyStream 1 -> 0\naclrtDestroyStream 0 -> 0\n\
          aclrtResetDevice 1 -> 0\naclrtResetDevice 0 -> 0\naclFinalize 0 -> 0\n"
     );
+    assert_eq!(stderr, "pypto-tests child: entered lifecycle_scenario\n");
 }
 
 #[test]
 fn acl_guest_releases_its_own_and_leaves_finalize_to_the_owner() {
+    let (log, stderr) = lifecycle("guest");
     assert_eq!(
-        lifecycle("guest"),
+        log,
         "aclInit 0 -> 0\naclInit 0 -> 100002\naclrtCreateStream 0 -> 0\n\
          aclrtCreateStream 1 -> 0\naclrtDestroyStream 1 -> 0\naclrtDestroyStream 0 -> 0\n\
          aclrtResetDevice 1 -> 0\naclrtResetDevice 0 -> 0\naclFinalize 0 -> 0\n"
+    );
+    // The owner's own finalize, at exit after pypto-rt's release, succeeded.
+    assert_eq!(
+        stderr,
+        "pypto-tests child: entered lifecycle_scenario\nowner aclFinalize: 0\n"
     );
 }

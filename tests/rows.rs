@@ -1,42 +1,46 @@
-//! softmax, rms_norm, layer_norm (over the last axis), gelu and silu
+//! softmax, rms_norm, layer_norm (over the last axis), swiglu, gelu and silu
 //! against plain-Rust f64 references, at row counts and lengths around
-//! tiles (2048) and 32-byte boundaries, in each dtype.
+//! tiles (2048) and 32-byte boundaries, in each dtype, on inputs chosen to
+//! break the ways such kernels go wrong: rows whose exp overflows fp32
+//! unless the maximum is subtracted, rows where every element counts in the
+//! sum, rows where the mean swamps the variance or eps matters as much as
+//! the variance, and elementwise inputs past exp's overflow.
 //!
-//! Tolerances, `|got - want| <= abs + rel·|want|`; references use the same
-//! dtype-rounded inputs, so the budget is the kernel's fp32 arithmetic plus
-//! one final rounding to the output dtype:
-//! - fp32: rel 1e-5 (a handful of fp32 operations and a sum over up to 4097
-//!   terms), abs 1e-6 for results near zero.
-//! - fp16: rel 1e-3, one rounding to fp16 (spacing 2⁻¹⁰ relative), plus fp32
-//!   noise; abs 1e-4 for the fp16 subnormal range.
-//! - bf16: rel 8e-3, one rounding to bf16 (2⁻⁷ relative); abs 1e-3.
+//! Tolerances are per element, in units in the last place (ulps) of the
+//! output dtype at the expected value (`pypto_tests::within`): each check
+//! bounds the error its kernel's fp32 arithmetic may make at each element,
+//! in units of U = 2⁻²⁴ relative to the element's own scale, from the
+//! operations the kernel does (an fp32 operation contributes U; exp, which
+//! is within one fp32 ulp, 2U; a sum, U per addition on the longest path of
+//! its tree; an argument of exp rounded by U·|z| makes exp(z) off by U·|z|
+//! relative). Narrow dtypes add the final rounding, one ulp of the dtype.
+//! References use the same dtype-rounded inputs.
+//!
+//! Every check returns its failures rather than panicking, and runs as is on
+//! the deliberately broken builtins of tests/support/mutants.rs (no max
+//! subtraction, an off-by-one tile, a wrong epsilon, a dropped tail...):
+//! `broken_builtins_fail_the_checks` shows each fails, and on which inputs.
 
 use pypto_rt::{Device, Error, Tensor};
-use pypto_tests::{
-    Float, Tolerance, assert_close, data_as, kernels, same_bits_at_every_block_count,
-};
+use pypto_tests::{Float, U, data, kernels, same_bits_at_every_block_count, within};
 
-fn tol<T: Float>() -> Tolerance {
-    match T::NAME {
-        "f32" => Tolerance {
-            abs: 1e-6,
-            rel: 1e-5,
-        },
-        "f16" => Tolerance {
-            abs: 1e-4,
-            rel: 1e-3,
-        },
-        _ => Tolerance {
-            abs: 1e-3,
-            rel: 8e-3,
-        },
-    }
-}
+type Matrix<T> = Tensor<T, (usize, usize)>;
+type Vector<T> = Tensor<T, (usize,)>;
+type Rows<T> = fn(&Matrix<T>, &mut Matrix<T>) -> Result<(), Error>;
+type RmsNorm<T> = fn(&Matrix<T>, &Vector<T>, f32, &mut Matrix<T>) -> Result<(), Error>;
+type LayerNorm<T> =
+    fn(&Matrix<T>, &Vector<T>, &Vector<T>, f32, &mut Matrix<T>) -> Result<(), Error>;
+type Unary<T> = fn(&Vector<T>, &mut Vector<T>) -> Result<(), Error>;
 
-/// (rows, cols) pairs: a sampled grid over rows and row lengths.
+/// Columns of the row builtins' column tiles (`kTile` in
+/// builtin/partials/row_io.hbs and builtin/swiglu.hbs).
+const TILE: usize = 2048;
+
+/// (rows, cols) pairs: a sampled grid over rows and row lengths, with rows
+/// of one, two (a partial second), and three column tiles.
 fn grid() -> Vec<(usize, usize)> {
     let rows = [0usize, 1, 2, 7, 33];
-    let cols = [1usize, 2, 7, 31, 32, 33, 127, 1000, 2049, 4097];
+    let cols = [1usize, 2, 7, 31, 32, 33, 127, 1000, 2049, 3000, 4097];
     let mut out = vec![(3, 0)];
     for (i, &r) in rows.iter().enumerate() {
         for (j, &c) in cols.iter().enumerate() {
@@ -48,252 +52,461 @@ fn grid() -> Vec<(usize, usize)> {
     out
 }
 
+/// How one input set makes an element from a sample of `data` ([-4, 4)).
+type Scale = fn(f32) -> f32;
+
 fn widen<T: Float>(v: &[T]) -> Vec<f64> {
     v.iter().map(|x| f64::from(x.to_f32())).collect()
 }
 
-fn softmax_ref(x: &[f64], cols: usize) -> Vec<f64> {
-    x.chunks(cols.max(1))
-        .flat_map(|row| {
-            let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let sum: f64 = row.iter().map(|v| (v - max).exp()).sum();
-            row.iter()
-                .map(move |v| (v - max).exp() / sum)
-                .collect::<Vec<_>>()
-        })
+/// `n` inputs of one set, rounded to `T`.
+fn inputs<T: Float>(n: usize, seed: u64, scale: Scale) -> Vec<T> {
+    data(n, seed)
+        .into_iter()
+        .map(|v| T::from_f32(scale(v)))
         .collect()
 }
 
-type Matrix<T> = Tensor<T, (usize, usize)>;
-type Vector<T> = Tensor<T, (usize,)>;
+/// The failures of one check: the input set and, per failing shape, the
+/// first element out of tolerance (or the launch's error).
+#[derive(Debug, Default)]
+struct Failures(Vec<(&'static str, String)>);
 
-fn check_softmax<T: Float>(kernel: fn(&Matrix<T>, &mut Matrix<T>) -> Result<(), Error>) {
-    let dev = Device::host();
-    for (r, c) in grid() {
-        // Scaled inputs give peaked rows, where max subtraction matters.
-        let x: Vec<T> = data_as::<f32>(r * c, (r * 31 + c) as u64)
-            .iter()
-            .map(|v| T::from_f32(v * 8.0))
-            .collect();
-        let mut out = dev.zeros((r, c)).unwrap();
-        kernel(&dev.tensor_from(&x, (r, c)).unwrap(), &mut out).unwrap();
-        let got: Vec<f32> = out.to_vec().unwrap().iter().map(|v| v.to_f32()).collect();
-        assert_close(
-            &got,
-            &softmax_ref(&widen(&x), c),
-            tol::<T>(),
-            &format!("softmax {} {r}x{c}", T::NAME),
-        );
+impl Failures {
+    /// Records `got` against `want` within `err`.
+    fn compare<T: Float>(
+        &mut self,
+        set: &'static str,
+        what: String,
+        got: Result<Vec<T>, Error>,
+        want: &[f64],
+        err: &[f64],
+    ) {
+        let result = got
+            .map_err(|e| format!("{what}: {e}"))
+            .and_then(|got| within(&got, want, |i| err[i], &what));
+        if let Err(message) = result {
+            self.0.push((set, message));
+        }
     }
+
+    fn into_result(self) -> Result<(), Failures> {
+        if self.0.is_empty() { Ok(()) } else { Err(self) }
+    }
+
+    /// The input sets with a failure, in order.
+    fn sets(&self) -> Vec<&'static str> {
+        let mut sets: Vec<&'static str> = self.0.iter().map(|(s, _)| *s).collect();
+        sets.dedup();
+        sets
+    }
+}
+
+impl std::fmt::Display for Failures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (set, message) in &self.0 {
+            writeln!(f, "[{set}] {message}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Panics with every failure.
+fn passes(result: Result<(), Failures>) {
+    if let Err(failures) = result {
+        panic!("{} failures:\n{failures}", failures.0.len());
+    }
+}
+
+/// A launch's output: the kernel runs on an output of NaNs, so that
+/// elements it does not write show.
+fn launch<T: Float>(
+    dev: &Device,
+    (r, c): (usize, usize),
+    run: impl FnOnce(&mut Matrix<T>) -> Result<(), Error>,
+) -> Result<Vec<T>, Error> {
+    let mut out = dev.tensor_from(&vec![T::from_f32(f32::NAN); r * c], (r, c))?;
+    run(&mut out)?;
+    out.to_vec()
+}
+
+/// Additions on the longest path of a ReduceSum over `len` fp32 values: a
+/// pairwise tree within each 64-element repeat, then the repeats in order
+/// (builtin emulation, templates/include/pypto_emu/reduce.h).
+fn reduce_depth(len: usize) -> f64 {
+    (6 + len.div_ceil(64).saturating_sub(1)) as f64
+}
+
+/// A row's column tiles: (tiles, the first tile's length).
+fn tiles(cols: usize) -> (f64, usize) {
+    (cols.div_ceil(TILE).max(1) as f64, cols.min(TILE))
+}
+
+/// softmax of each row of `cols`, and each element's error bound.
+///
+/// The kernel: d = fl(x - max) off by U·|d|, so exp(d) is off by U·|d| + 2U
+/// relative; the sum (its terms' weighted error, plus one U per addition on
+/// its longest path and four per merge of column tiles: a rescale by exp
+/// and an addition); 1/sum and the product, U each.
+fn softmax_expected(x: &[f64], cols: usize) -> (Vec<f64>, Vec<f64>) {
+    let (mut want, mut err) = (Vec::new(), Vec::new());
+    let (tiles, tile) = tiles(cols);
+    let sum_depth = reduce_depth(tile) + 4.0 * (tiles - 1.0);
+    for row in x.chunks(cols.max(1)) {
+        let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let sum: f64 = row.iter().map(|v| (v - max).exp()).sum();
+        let p: Vec<f64> = row.iter().map(|v| (v - max).exp() / sum).collect();
+        let terms: f64 = row.iter().zip(&p).map(|(v, p)| p * (max - v)).sum::<f64>() + 2.0;
+        for (v, p) in row.iter().zip(&p) {
+            want.push(*p);
+            err.push(U * p * ((max - v) + 2.0 + terms + sum_depth + 2.0));
+        }
+    }
+    (want, err)
+}
+
+/// softmax's input sets.
+const SOFTMAX_INPUTS: &[(&str, Scale)] = &[
+    // [-4, 4): every element counts in the sum.
+    ("spread", |v| v),
+    // [-32, 32): peaked rows.
+    ("peaked", |v| v * 8.0),
+    // [-200, 200): exp overflows fp32 past 88.7 without the max subtracted.
+    ("overflow", |v| v * 50.0),
+    // [996, 1004): every exp overflows without it.
+    ("offset", |v| v + 1000.0),
+];
+
+fn check_softmax<T: Float>(kernel: Rows<T>) -> Result<(), Failures> {
+    let dev = Device::host();
+    let mut failures = Failures::default();
+    for &(set, scale) in SOFTMAX_INPUTS {
+        for (r, c) in grid() {
+            let x: Vec<T> = inputs(r * c, (r * 31 + c) as u64, scale);
+            let got = launch(&dev, (r, c), |out| {
+                kernel(&dev.tensor_from(&x, (r, c))?, out)
+            });
+            let (want, err) = softmax_expected(&widen(&x), c);
+            failures.compare(
+                set,
+                format!("softmax {} {r}x{c}", T::NAME),
+                got,
+                &want,
+                &err,
+            );
+        }
+    }
+    failures.into_result()
 }
 
 #[test]
 fn softmax_in_every_dtype() {
-    check_softmax::<f32>(|a0, a1| kernels::softmax_f32(a0, a1));
-    check_softmax::<half::f16>(|a0, a1| kernels::softmax_f16(a0, a1));
-    check_softmax::<half::bf16>(|a0, a1| kernels::softmax_bf16(a0, a1));
+    passes(check_softmax::<f32>(|a0, a1| kernels::softmax_f32(a0, a1)));
+    passes(check_softmax::<half::f16>(|a0, a1| {
+        kernels::softmax_f16(a0, a1)
+    }));
+    passes(check_softmax::<half::bf16>(|a0, a1| {
+        kernels::softmax_bf16(a0, a1)
+    }));
 }
 
 #[test]
 fn softmax_over_leading_axes() {
     let dev = Device::host();
     let (a, b, c) = (3usize, 5usize, 40usize);
-    let x = data_as::<f32>(a * b * c, 4);
+    let x = data(a * b * c, 4);
     let mut out = dev.zeros((a, b, c)).unwrap();
     kernels::softmax_3d(&dev.tensor_from(&x, (a, b, c)).unwrap(), &mut out).unwrap();
-    assert_close(
-        &out.to_vec().unwrap(),
-        &softmax_ref(&widen(&x), c),
-        tol::<f32>(),
-        "softmax 3x5x40",
-    );
+    let (want, err) = softmax_expected(&widen(&x), c);
+    within(&out.to_vec().unwrap(), &want, |i| err[i], "softmax 3x5x40").unwrap();
 }
 
-fn rms_ref(x: &[f64], w: &[f64], eps: f64) -> Vec<f64> {
-    x.chunks(w.len().max(1))
-        .flat_map(|row| {
-            let ms = row.iter().map(|v| v * v).sum::<f64>() / row.len() as f64;
-            let r = 1.0 / (ms + eps).sqrt();
-            row.iter()
-                .zip(w)
-                .map(move |(v, w)| v * r * w)
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
+const EPS: f32 = 1e-5;
 
-type RmsNorm<T> = fn(&Matrix<T>, &Vector<T>, f32, &mut Matrix<T>) -> Result<(), Error>;
-
-fn check_rms<T: Float>(kernel: RmsNorm<T>) {
-    let dev = Device::host();
-    let eps = 1e-5f32;
-    for (r, c) in grid() {
-        let x = data_as::<T>(r * c, (r * 7 + c) as u64);
-        let w = data_as::<T>(c, c as u64 + 100);
-        let mut out = dev.zeros((r, c)).unwrap();
-        kernel(
-            &dev.tensor_from(&x, (r, c)).unwrap(),
-            &dev.tensor_from(&w, (c,)).unwrap(),
-            eps,
-            &mut out,
-        )
-        .unwrap();
-        let got: Vec<f32> = out.to_vec().unwrap().iter().map(|v| v.to_f32()).collect();
-        let want = rms_ref(&widen(&x), &widen(&w), f64::from(eps));
-        assert_close(
-            &got,
-            &want,
-            tol::<T>(),
-            &format!("rms_norm {} {r}x{c}", T::NAME),
-        );
+/// rms_norm of each row, and each element's error bound.
+///
+/// The kernel: the mean of squares (a square and the sum, one U per
+/// addition on its longest path and one per column tile; the division and
+/// eps, U each) goes through sqrt, which halves its error and adds U, and
+/// a reciprocal; then two products.
+fn rms_expected(x: &[f64], w: &[f64], eps: f64) -> (Vec<f64>, Vec<f64>) {
+    let (mut want, mut err) = (Vec::new(), Vec::new());
+    let (tiles, tile) = tiles(w.len());
+    let mean_square = 1.0 + reduce_depth(tile) + (tiles - 1.0) + 2.0;
+    let units = mean_square / 2.0 + 1.0 + 1.0 + 2.0;
+    for row in x.chunks(w.len().max(1)) {
+        let ms = row.iter().map(|v| v * v).sum::<f64>() / row.len() as f64;
+        let scale = 1.0 / (ms + eps).sqrt();
+        for (v, w) in row.iter().zip(w) {
+            want.push(v * scale * w);
+            err.push(U * units * (v * scale * w).abs());
+        }
     }
+    (want, err)
+}
+
+/// rms_norm's and layer_norm's input sets.
+const NORM_INPUTS: &[(&str, Scale)] = &[
+    ("unit", |v| v),
+    // Mean squares around 5e-6, as large as eps.
+    ("small", |v| v * 1e-3),
+    // [-4000, 4000).
+    ("large", |v| v * 1e3),
+    // [96, 104): the mean swamps the variance.
+    ("offset", |v| v + 100.0),
+];
+
+fn check_rms<T: Float>(kernel: RmsNorm<T>) -> Result<(), Failures> {
+    let dev = Device::host();
+    let mut failures = Failures::default();
+    for &(set, scale) in NORM_INPUTS {
+        for (r, c) in grid() {
+            let x: Vec<T> = inputs(r * c, (r * 7 + c) as u64, scale);
+            let w: Vec<T> = inputs(c, c as u64 + 100, |v| v);
+            let got = launch(&dev, (r, c), |out| {
+                kernel(
+                    &dev.tensor_from(&x, (r, c))?,
+                    &dev.tensor_from(&w, (c,))?,
+                    EPS,
+                    out,
+                )
+            });
+            let (want, err) = rms_expected(&widen(&x), &widen(&w), f64::from(EPS));
+            failures.compare(
+                set,
+                format!("rms_norm {} {r}x{c}", T::NAME),
+                got,
+                &want,
+                &err,
+            );
+        }
+    }
+    failures.into_result()
 }
 
 #[test]
 fn rms_norm_in_every_dtype() {
-    check_rms::<f32>(|a0, a1, a2, a3| kernels::rms_norm_f32(a0, a1, a2, a3));
-    check_rms::<half::f16>(|a0, a1, a2, a3| kernels::rms_norm_f16(a0, a1, a2, a3));
-    check_rms::<half::bf16>(|a0, a1, a2, a3| kernels::rms_norm_bf16(a0, a1, a2, a3));
+    passes(check_rms::<f32>(|a0, a1, a2, a3| {
+        kernels::rms_norm_f32(a0, a1, a2, a3)
+    }));
+    passes(check_rms::<half::f16>(|a0, a1, a2, a3| {
+        kernels::rms_norm_f16(a0, a1, a2, a3)
+    }));
+    passes(check_rms::<half::bf16>(|a0, a1, a2, a3| {
+        kernels::rms_norm_bf16(a0, a1, a2, a3)
+    }));
 }
 
-fn layer_ref(x: &[f64], w: &[f64], b: &[f64], eps: f64) -> Vec<f64> {
-    x.chunks(w.len().max(1))
-        .flat_map(|row| {
-            let n = row.len() as f64;
-            let mean = row.iter().sum::<f64>() / n;
-            let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
-            let r = 1.0 / (var + eps).sqrt();
-            row.iter()
-                .zip(w.iter().zip(b))
-                .map(move |(v, (w, b))| (v - mean) * r * w + b)
-                .collect::<Vec<_>>()
-        })
-        .collect()
-}
-
-type LayerNorm<T> =
-    fn(&Matrix<T>, &Vector<T>, &Vector<T>, f32, &mut Matrix<T>) -> Result<(), Error>;
-
-fn check_layer<T: Float>(kernel: LayerNorm<T>) {
-    let dev = Device::host();
-    let eps = 1e-5f32;
-    for (r, c) in grid() {
-        // A large offset: the mean must not swamp the variance.
-        let x: Vec<T> = data_as::<f32>(r * c, (r * 3 + c) as u64)
-            .iter()
-            .map(|v| T::from_f32(v + 100.0))
-            .collect();
-        let w = data_as::<T>(c, 7);
-        let b = data_as::<T>(c, 8);
-        let mut out = dev.zeros((r, c)).unwrap();
-        kernel(
-            &dev.tensor_from(&x, (r, c)).unwrap(),
-            &dev.tensor_from(&w, (c,)).unwrap(),
-            &dev.tensor_from(&b, (c,)).unwrap(),
-            eps,
-            &mut out,
-        )
-        .unwrap();
-        let got: Vec<f32> = out.to_vec().unwrap().iter().map(|v| v.to_f32()).collect();
-        let want = layer_ref(&widen(&x), &widen(&w), &widen(&b), f64::from(eps));
-        // Normalised values carry the input's rounding relative to its
-        // spread: with |mean| ≈ 100 and spread ≈ 2, fp32 keeps ~1e-5 of it.
-        let t = match T::NAME {
-            "f32" => Tolerance {
-                abs: 1e-4,
-                rel: 1e-4,
-            },
-            _ => tol::<T>(),
-        };
-        assert_close(&got, &want, t, &format!("layer_norm {} {r}x{c}", T::NAME));
+/// layer_norm of each row, and each element's error bound.
+///
+/// The kernel merges each column tile's mean and sum of squared deviations
+/// (Chan et al.). The mean is off by at most U·mean|x| times the tile sum's
+/// depth, the division and seven per merge; the deviations' sum of squares
+/// relative by its depth, three (a difference, its square) and five per
+/// merge; the scale 1/sqrt(m2/n + eps) by half of that plus two more for
+/// the division, eps, sqrt and reciprocal. Each output,
+/// `(x - mean)·scale·w + b`, carries the mean's error times scale·|w|, three
+/// more roundings of `(x - mean)·scale·w`, and one of the sum.
+fn layer_expected(x: &[f64], w: &[f64], b: &[f64], eps: f64) -> (Vec<f64>, Vec<f64>) {
+    let (mut want, mut err) = (Vec::new(), Vec::new());
+    let (tiles, tile) = tiles(w.len());
+    let depth = reduce_depth(tile);
+    let mean_units = depth + 1.0 + 7.0 * tiles;
+    let scale_units = (depth + 3.0 + 5.0 * tiles + 2.0) / 2.0 + 2.0;
+    for row in x.chunks(w.len().max(1)) {
+        let n = row.len() as f64;
+        let mean = row.iter().sum::<f64>() / n;
+        let magnitude = row.iter().map(|v| v.abs()).sum::<f64>() / n;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+        let scale = 1.0 / (var + eps).sqrt();
+        for (v, (w, b)) in row.iter().zip(w.iter().zip(b)) {
+            let out = (v - mean) * scale * w + b;
+            want.push(out);
+            err.push(
+                scale
+                    * w.abs()
+                    * (U * mean_units * magnitude + U * (scale_units + 3.0) * (v - mean).abs())
+                    + U * out.abs(),
+            );
+        }
     }
+    (want, err)
+}
+
+fn check_layer<T: Float>(kernel: LayerNorm<T>) -> Result<(), Failures> {
+    let dev = Device::host();
+    let mut failures = Failures::default();
+    for &(set, scale) in NORM_INPUTS {
+        for (r, c) in grid() {
+            let x: Vec<T> = inputs(r * c, (r * 3 + c) as u64, scale);
+            let w: Vec<T> = inputs(c, 7, |v| v);
+            let b: Vec<T> = inputs(c, 8, |v| v);
+            let got = launch(&dev, (r, c), |out| {
+                kernel(
+                    &dev.tensor_from(&x, (r, c))?,
+                    &dev.tensor_from(&w, (c,))?,
+                    &dev.tensor_from(&b, (c,))?,
+                    EPS,
+                    out,
+                )
+            });
+            let (want, err) = layer_expected(&widen(&x), &widen(&w), &widen(&b), f64::from(EPS));
+            let what = format!("layer_norm {} {r}x{c}", T::NAME);
+            failures.compare(set, what, got, &want, &err);
+        }
+    }
+    failures.into_result()
 }
 
 #[test]
 fn layer_norm_in_every_dtype() {
-    check_layer::<f32>(|a0, a1, a2, a3, a4| kernels::layer_norm_f32(a0, a1, a2, a3, a4));
-    check_layer::<half::f16>(|a0, a1, a2, a3, a4| kernels::layer_norm_f16(a0, a1, a2, a3, a4));
-    check_layer::<half::bf16>(|a0, a1, a2, a3, a4| kernels::layer_norm_bf16(a0, a1, a2, a3, a4));
+    passes(check_layer::<f32>(|a0, a1, a2, a3, a4| {
+        kernels::layer_norm_f32(a0, a1, a2, a3, a4)
+    }));
+    passes(check_layer::<half::f16>(|a0, a1, a2, a3, a4| {
+        kernels::layer_norm_f16(a0, a1, a2, a3, a4)
+    }));
+    passes(check_layer::<half::bf16>(|a0, a1, a2, a3, a4| {
+        kernels::layer_norm_bf16(a0, a1, a2, a3, a4)
+    }));
 }
 
-fn check_unary<T: Float>(
-    name: &str,
-    kernel: fn(&Vector<T>, &mut Vector<T>) -> Result<(), Error>,
-    f: fn(f64) -> f64,
-) {
-    let dev = Device::host();
-    for n in [0usize, 1, 2, 7, 31, 32, 33, 127, 1000, 4097, 20000] {
-        // [-12, 12): reaches both tails, where exp overflows or vanishes.
-        let x: Vec<T> = data_as::<f32>(n, n as u64)
-            .iter()
-            .map(|v| T::from_f32(v * 3.0))
-            .collect();
-        let mut out = dev.zeros((n,)).unwrap();
-        kernel(&dev.tensor_from(&x, (n,)).unwrap(), &mut out).unwrap();
-        let got: Vec<f32> = out.to_vec().unwrap().iter().map(|v| v.to_f32()).collect();
-        let want: Vec<f64> = widen(&x).into_iter().map(f).collect();
-        assert_close(
-            &got,
-            &want,
-            tol::<T>(),
-            &format!("{name} {} n={n}", T::NAME),
-        );
+/// 1 / (1 + exp(z)), without overflow.
+fn logistic(z: f64) -> f64 {
+    if z > 0.0 {
+        (-z).exp() / (1.0 + (-z).exp())
+    } else {
+        1.0 / (1.0 + z.exp())
     }
 }
 
-fn gelu(x: f64) -> f64 {
-    0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x)).tanh())
+/// gelu, tanh form, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), written as
+/// x / (1 + exp(-z)) with z = 2·√(2/π)·(x + 0.044715·x³), the same function
+/// (f64's tanh near -1 would lose what the kernel keeps); and its error
+/// bound. The kernel computes z in seven roundings, so exp(-z) is off by
+/// 7U·|z| + 2U relative, and 1 + exp(-z) by that times the share of exp(-z)
+/// in it, plus U; the division adds U.
+fn gelu(x: f64) -> (f64, f64) {
+    let z = 2.0 * (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
+    let share = logistic(z);
+    let want = x * logistic(-z);
+    (want, U * want.abs() * (share * (7.0 * z.abs() + 2.0) + 2.0))
 }
 
-fn silu(x: f64) -> f64 {
-    x / (1.0 + (-x).exp())
+/// silu, x / (1 + exp(-x)); exp is off by 2U, the sum and division by U.
+fn silu(x: f64) -> (f64, f64) {
+    let want = x * logistic(-x);
+    (want, U * want.abs() * (logistic(x) * 2.0 + 2.0))
+}
+
+/// The elementwise builtins' input sets.
+const UNARY_INPUTS: &[(&str, Scale)] = &[
+    ("moderate", |v| v * 3.0),
+    // [-120, 120): exp(-x) overflows fp32 below x = -88.7, exp(x) above.
+    ("overflow", |v| v * 30.0),
+];
+
+fn check_unary<T: Float>(
+    name: &str,
+    kernel: Unary<T>,
+    f: fn(f64) -> (f64, f64),
+) -> Result<(), Failures> {
+    let dev = Device::host();
+    let mut failures = Failures::default();
+    for &(set, scale) in UNARY_INPUTS {
+        for n in [0usize, 1, 2, 7, 31, 32, 33, 127, 1000, 4097, 20000] {
+            let x: Vec<T> = inputs(n, n as u64, scale);
+            let got = (|| {
+                let mut out = dev.tensor_from(&vec![T::from_f32(f32::NAN); n], (n,))?;
+                kernel(&dev.tensor_from(&x, (n,))?, &mut out)?;
+                out.to_vec()
+            })();
+            let (want, err): (Vec<f64>, Vec<f64>) = widen(&x).into_iter().map(f).unzip();
+            failures.compare(set, format!("{name} {} n={n}", T::NAME), got, &want, &err);
+        }
+    }
+    failures.into_result()
 }
 
 #[test]
 fn gelu_and_silu_in_every_dtype() {
-    check_unary::<f32>("gelu", |a0, a1| kernels::gelu_f32(a0, a1), gelu);
-    check_unary::<half::f16>("gelu", |a0, a1| kernels::gelu_f16(a0, a1), gelu);
-    check_unary::<half::bf16>("gelu", |a0, a1| kernels::gelu_bf16(a0, a1), gelu);
-    check_unary::<f32>("silu", |a0, a1| kernels::silu_f32(a0, a1), silu);
-    check_unary::<half::f16>("silu", |a0, a1| kernels::silu_f16(a0, a1), silu);
-    check_unary::<half::bf16>("silu", |a0, a1| kernels::silu_bf16(a0, a1), silu);
+    passes(check_unary::<f32>(
+        "gelu",
+        |a0, a1| kernels::gelu_f32(a0, a1),
+        gelu,
+    ));
+    passes(check_unary::<half::f16>(
+        "gelu",
+        |a0, a1| kernels::gelu_f16(a0, a1),
+        gelu,
+    ));
+    passes(check_unary::<half::bf16>(
+        "gelu",
+        |a0, a1| kernels::gelu_bf16(a0, a1),
+        gelu,
+    ));
+    passes(check_unary::<f32>(
+        "silu",
+        |a0, a1| kernels::silu_f32(a0, a1),
+        silu,
+    ));
+    passes(check_unary::<half::f16>(
+        "silu",
+        |a0, a1| kernels::silu_f16(a0, a1),
+        silu,
+    ));
+    passes(check_unary::<half::bf16>(
+        "silu",
+        |a0, a1| kernels::silu_bf16(a0, a1),
+        silu,
+    ));
 }
 
-fn check_swiglu<T: Float>(kernel: fn(&Matrix<T>, &mut Matrix<T>) -> Result<(), Error>) {
+/// silu(a) · b for rows [a, b] of two halves of `half` elements, and each
+/// element's error bound: silu's, and the product a·b, U.
+fn swiglu_expected(x: &[f64], half: usize) -> (Vec<f64>, Vec<f64>) {
+    x.chunks(2 * half.max(1))
+        .flat_map(|row| {
+            let (a, b) = row.split_at(half);
+            a.iter()
+                .zip(b)
+                .map(|(a, b)| {
+                    let (s, err) = silu(*a);
+                    (s * b, (err + U * s.abs()) * b.abs())
+                })
+                .collect::<Vec<_>>()
+        })
+        .unzip()
+}
+
+/// swiglu's input sets: [-8, 8) and [-40, 40) (exp(-a) up to e^40).
+const SWIGLU_INPUTS: &[(&str, Scale)] = &[("moderate", |v| v * 2.0), ("wide", |v| v * 10.0)];
+
+fn check_swiglu<T: Float>(kernel: Rows<T>) -> Result<(), Failures> {
     let dev = Device::host();
-    for (r, h) in grid() {
-        let x: Vec<T> = data_as::<f32>(r * 2 * h, (r + h) as u64)
-            .iter()
-            .map(|v| T::from_f32(v * 2.0))
-            .collect();
-        let mut out = dev.zeros((r, h)).unwrap();
-        kernel(&dev.tensor_from(&x, (r, 2 * h)).unwrap(), &mut out).unwrap();
-        let wide = widen(&x);
-        let want: Vec<f64> = wide
-            .chunks(2 * h.max(1))
-            .flat_map(|row| {
-                let (a, b) = row.split_at(h);
-                a.iter()
-                    .zip(b)
-                    .map(|(a, b)| silu(*a) * b)
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        let got: Vec<f32> = out.to_vec().unwrap().iter().map(|v| v.to_f32()).collect();
-        assert_close(
-            &got,
-            &want,
-            tol::<T>(),
-            &format!("swiglu {} {r}x{h}", T::NAME),
-        );
+    let mut failures = Failures::default();
+    for &(set, scale) in SWIGLU_INPUTS {
+        for (r, h) in grid() {
+            let x: Vec<T> = inputs(r * 2 * h, (r + h) as u64, scale);
+            let got = launch(&dev, (r, h), |out| {
+                kernel(&dev.tensor_from(&x, (r, 2 * h))?, out)
+            });
+            let (want, err) = swiglu_expected(&widen(&x), h);
+            failures.compare(set, format!("swiglu {} {r}x{h}", T::NAME), got, &want, &err);
+        }
     }
+    failures.into_result()
 }
 
 #[test]
 fn swiglu_in_every_dtype() {
-    check_swiglu::<f32>(|a0, a1| kernels::swiglu_f32(a0, a1));
-    check_swiglu::<half::f16>(|a0, a1| kernels::swiglu_f16(a0, a1));
-    check_swiglu::<half::bf16>(|a0, a1| kernels::swiglu_bf16(a0, a1));
+    passes(check_swiglu::<f32>(|a0, a1| kernels::swiglu_f32(a0, a1)));
+    passes(check_swiglu::<half::f16>(|a0, a1| {
+        kernels::swiglu_f16(a0, a1)
+    }));
+    passes(check_swiglu::<half::bf16>(|a0, a1| {
+        kernels::swiglu_bf16(a0, a1)
+    }));
 }
 
 #[test]
@@ -306,92 +519,195 @@ fn swiglu_halves_are_checked() {
         "kernel `swiglu_f32`: `x.1` is 10, but it must be twice `out.1` (6) because \
          builtin/swiglu splits it into two halves"
     );
+    // Fixed halves: [3, 2048] into [3, 1024].
+    let input = data(3 * 2048, 1);
     let x = dev
-        .tensor_from(&data_as::<f32>(3 * 2048, 1), (3, pypto_rt::Const::<2048>))
+        .tensor_from(&input, (3, pypto_rt::Const::<2048>))
         .unwrap();
-    let mut out = dev.zeros((3, pypto_rt::Const::<1024>)).unwrap();
+    let mut out = dev
+        .tensor_from(&[f32::NAN; 3 * 1024], (3, pypto_rt::Const::<1024>))
+        .unwrap();
     kernels::swiglu_fixed(&x, &mut out).unwrap();
+    let (want, err) = swiglu_expected(&widen(&input), 1024);
+    within(
+        &out.to_vec().unwrap(),
+        &want,
+        |i| err[i],
+        "swiglu_fixed 3x1024",
+    )
+    .unwrap();
 }
 
-/// Every row kernel at every block count 1 to 48: 7 rows of 33 (7 blocks
-/// naturally, so up to 41 blocks have no row), and 20000 elements for gelu
-/// and silu (3 blocks naturally); bit-identical to the natural count, and
-/// within tolerance of the references.
+/// Each broken builtin of tests/support/mutants.rs fails the checks its
+/// builtin passes, and on the input sets that target its defect.
+#[test]
+fn broken_builtins_fail_the_checks() {
+    let mut checked = Vec::new();
+    let mut fails = |name: &'static str, result: Result<(), Failures>, sets: &[&str]| {
+        let failures = result
+            .err()
+            .unwrap_or_else(|| panic!("{name} passes the checks"));
+        assert_eq!(failures.sets(), sets, "{name}:\n{failures}");
+        checked.push(name);
+    };
+    fails(
+        "broken_softmax_no_max_f32",
+        check_softmax::<f32>(|a0, a1| kernels::broken_softmax_no_max_f32(a0, a1)),
+        &["overflow", "offset"],
+    );
+    fails(
+        "broken_softmax_no_max_f16",
+        check_softmax::<half::f16>(|a0, a1| kernels::broken_softmax_no_max_f16(a0, a1)),
+        &["overflow", "offset"],
+    );
+    fails(
+        "broken_softmax_last_tile_f32",
+        check_softmax::<f32>(|a0, a1| kernels::broken_softmax_last_tile_f32(a0, a1)),
+        &["spread", "peaked", "overflow", "offset"],
+    );
+    fails(
+        "broken_rms_norm_eps_outside_f32",
+        check_rms::<f32>(|a0, a1, a2, a3| kernels::broken_rms_norm_eps_outside_f32(a0, a1, a2, a3)),
+        &["unit", "small"],
+    );
+    fails(
+        "broken_rms_norm_two_tiles_f32",
+        check_rms::<f32>(|a0, a1, a2, a3| kernels::broken_rms_norm_two_tiles_f32(a0, a1, a2, a3)),
+        &["unit", "small", "large", "offset"],
+    );
+    fails(
+        "broken_layer_norm_eps_f32",
+        check_layer::<f32>(|a0, a1, a2, a3, a4| {
+            kernels::broken_layer_norm_eps_f32(a0, a1, a2, a3, a4)
+        }),
+        &["unit", "small"],
+    );
+    fails(
+        "broken_layer_norm_full_tiles_f32",
+        check_layer::<f32>(|a0, a1, a2, a3, a4| {
+            kernels::broken_layer_norm_full_tiles_f32(a0, a1, a2, a3, a4)
+        }),
+        &["unit", "small", "large", "offset"],
+    );
+    fails(
+        "broken_swiglu_dropped_tail_f32",
+        check_swiglu::<f32>(|a0, a1| kernels::broken_swiglu_dropped_tail_f32(a0, a1)),
+        &["moderate", "wide"],
+    );
+    fails(
+        "broken_gelu_constant_f32",
+        check_unary::<f32>(
+            "gelu",
+            |a0, a1| kernels::broken_gelu_constant_f32(a0, a1),
+            gelu,
+        ),
+        &["moderate", "overflow"],
+    );
+    fails(
+        "broken_silu_overflows_f32",
+        check_unary::<f32>(
+            "silu",
+            |a0, a1| kernels::broken_silu_overflows_f32(a0, a1),
+            silu,
+        ),
+        // Past 88.7 as NaN; below, by the one rounding more than silu's
+        // three that x · exp(x) costs.
+        &["moderate", "overflow"],
+    );
+    // What the checks this replaced let through: an all-zero softmax, and
+    // one off by 1e-5 relative (their fp32 tolerance).
+    let fails_all = ["spread", "peaked", "overflow", "offset"];
+    let zeros = check_softmax::<f32>(|_, out| out.copy_from(&Device::host().zeros(out.shape())?));
+    assert_eq!(zeros.unwrap_err().sets(), fails_all);
+    let off = check_softmax::<f32>(|x, out| {
+        kernels::softmax_f32(x, &mut *out)?;
+        let v: Vec<f32> = out.to_vec()?.iter().map(|v| v * (1.0 + 1e-5)).collect();
+        out.copy_from(&Device::host().tensor_from(&v, out.shape())?)
+    });
+    assert_eq!(off.unwrap_err().sets(), fails_all);
+    let mut all: Vec<&str> = pypto_tests::mutants::MUTANTS
+        .iter()
+        .map(|m| m.name)
+        .collect();
+    all.sort_unstable();
+    checked.sort_unstable();
+    assert_eq!(checked, all, "every mutant is checked");
+}
+
+/// Every row kernel at every block count 1 to 48, in rows of one column
+/// tile (7 x 33: 7 blocks naturally, so up to 41 blocks have no row; 50 x 40:
+/// more rows than blocks, so every count splits them differently) and of
+/// three (5 x 4100: 2048 + 2048 + 4 columns, where rms_norm and layer_norm
+/// load their weights per tile and softmax rescales its running sum);
+/// swiglu on halves of one tile (20, 40) and of two (2100 = 2048 + 52).
+/// Bit-identical to the natural count, and within tolerance of the
+/// references.
 fn every_count_rows<T: Float>(
-    softmax: fn(&Matrix<T>, &mut Matrix<T>) -> Result<(), Error>,
+    softmax: Rows<T>,
     rms_norm: RmsNorm<T>,
     layer_norm: LayerNorm<T>,
-    swiglu: fn(&Matrix<T>, &mut Matrix<T>) -> Result<(), Error>,
+    swiglu: Rows<T>,
 ) {
     let dev = Device::host();
-    let (r, c) = (7, 33);
     let nan = |len: usize| vec![T::from_f32(f32::NAN); len];
-    let matrix = |v: &[T], cols: usize| dev.tensor_from(v, (r, cols)).unwrap();
-    let vector = |v: &[T]| dev.tensor_from(v, (v.len(),)).unwrap();
-    let to_f32 = |v: Vec<T>| -> Vec<f32> { v.iter().map(|x| x.to_f32()).collect() };
-    let x = data_as::<T>(r * c, 5);
-    let w = data_as::<T>(c, 6);
-    let b = data_as::<T>(c, 7);
-    let (x_t, w_t, b_t) = (matrix(&x, c), vector(&w), vector(&b));
-    let eps = 1e-5f32;
-    let what = |k: &str| format!("{k} {}", T::NAME);
+    for (r, c) in [(7, 33), (50, 40), (5, 4100)] {
+        let matrix = |v: &[T], cols: usize| dev.tensor_from(v, (r, cols)).unwrap();
+        let vector = |v: &[T]| dev.tensor_from(v, (v.len(),)).unwrap();
+        let x: Vec<T> = inputs(r * c, 5, |v| v);
+        let w: Vec<T> = inputs(c, 6, |v| v);
+        let b: Vec<T> = inputs(c, 7, |v| v);
+        let (x_t, w_t, b_t) = (matrix(&x, c), vector(&w), vector(&b));
+        let what = |k: &str| format!("{k} {} {r}x{c}", T::NAME);
 
-    let got = same_bits_at_every_block_count(&what("softmax"), || {
-        let mut out = matrix(&nan(r * c), c);
-        softmax(&x_t, &mut out).unwrap();
-        out.to_vec().unwrap()
-    });
-    let want = softmax_ref(&widen(&x), c);
-    assert_close(&to_f32(got), &want, tol::<T>(), &what("softmax"));
+        let got = same_bits_at_every_block_count(&what("softmax"), || {
+            let mut out = matrix(&nan(r * c), c);
+            softmax(&x_t, &mut out).unwrap();
+            out.to_vec().unwrap()
+        });
+        let (want, err) = softmax_expected(&widen(&x), c);
+        within(&got, &want, |i| err[i], &what("softmax")).unwrap();
 
-    let got = same_bits_at_every_block_count(&what("rms_norm"), || {
-        let mut out = matrix(&nan(r * c), c);
-        rms_norm(&x_t, &w_t, eps, &mut out).unwrap();
-        out.to_vec().unwrap()
-    });
-    let want = rms_ref(&widen(&x), &widen(&w), f64::from(eps));
-    assert_close(&to_f32(got), &want, tol::<T>(), &what("rms_norm"));
+        let got = same_bits_at_every_block_count(&what("rms_norm"), || {
+            let mut out = matrix(&nan(r * c), c);
+            rms_norm(&x_t, &w_t, EPS, &mut out).unwrap();
+            out.to_vec().unwrap()
+        });
+        let (want, err) = rms_expected(&widen(&x), &widen(&w), f64::from(EPS));
+        within(&got, &want, |i| err[i], &what("rms_norm")).unwrap();
 
-    let got = same_bits_at_every_block_count(&what("layer_norm"), || {
-        let mut out = matrix(&nan(r * c), c);
-        layer_norm(&x_t, &w_t, &b_t, eps, &mut out).unwrap();
-        out.to_vec().unwrap()
-    });
-    let want = layer_ref(&widen(&x), &widen(&w), &widen(&b), f64::from(eps));
-    assert_close(&to_f32(got), &want, tol::<T>(), &what("layer_norm"));
+        let got = same_bits_at_every_block_count(&what("layer_norm"), || {
+            let mut out = matrix(&nan(r * c), c);
+            layer_norm(&x_t, &w_t, &b_t, EPS, &mut out).unwrap();
+            out.to_vec().unwrap()
+        });
+        let (want, err) = layer_expected(&widen(&x), &widen(&w), &widen(&b), f64::from(EPS));
+        within(&got, &want, |i| err[i], &what("layer_norm")).unwrap();
 
-    let h = 20;
-    let xs = data_as::<T>(r * 2 * h, 8);
-    let xs_t = matrix(&xs, 2 * h);
-    let got = same_bits_at_every_block_count(&what("swiglu"), || {
-        let mut out = matrix(&nan(r * h), h);
-        swiglu(&xs_t, &mut out).unwrap();
-        out.to_vec().unwrap()
-    });
-    let want: Vec<f64> = widen(&xs)
-        .chunks(2 * h)
-        .flat_map(|row| {
-            let (a, b) = row.split_at(h);
-            a.iter()
-                .zip(b)
-                .map(|(a, b)| silu(*a) * b)
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    assert_close(&to_f32(got), &want, tol::<T>(), &what("swiglu"));
+        let h = match c {
+            33 => 20,
+            40 => 40,
+            _ => 2100,
+        };
+        let xs: Vec<T> = inputs(r * 2 * h, 8, |v| v);
+        let xs_t = matrix(&xs, 2 * h);
+        let what = format!("swiglu {} {r}x{h}", T::NAME);
+        let got = same_bits_at_every_block_count(&what, || {
+            let mut out = matrix(&nan(r * h), h);
+            swiglu(&xs_t, &mut out).unwrap();
+            out.to_vec().unwrap()
+        });
+        let (want, err) = swiglu_expected(&widen(&xs), h);
+        within(&got, &want, |i| err[i], &what).unwrap();
+    }
 }
 
-fn every_count_unary<T: Float>(
-    name: &str,
-    kernel: fn(&Vector<T>, &mut Vector<T>) -> Result<(), Error>,
-    f: fn(f64) -> f64,
-) {
+/// gelu and silu at every block count, on 20000 elements: 3 blocks of
+/// 8192 naturally, tiles of 4096 (one block: 4 whole and a partial one;
+/// 48 blocks: 416 or 417 elements each, one partial tile).
+fn every_count_unary<T: Float>(name: &str, kernel: Unary<T>, f: fn(f64) -> (f64, f64)) {
     let dev = Device::host();
     let n = 20_000;
-    let x: Vec<T> = data_as::<f32>(n, 9)
-        .iter()
-        .map(|v| T::from_f32(v * 3.0))
-        .collect();
+    let x: Vec<T> = inputs(n, 9, |v| v * 3.0);
     let x_t = dev.tensor_from(&x, (n,)).unwrap();
     let what = format!("{name} {}", T::NAME);
     let got = same_bits_at_every_block_count(&what, || {
@@ -401,9 +717,8 @@ fn every_count_unary<T: Float>(
         kernel(&x_t, &mut out).unwrap();
         out.to_vec().unwrap()
     });
-    let got: Vec<f32> = got.iter().map(|v| v.to_f32()).collect();
-    let want: Vec<f64> = widen(&x).into_iter().map(f).collect();
-    assert_close(&got, &want, tol::<T>(), &what);
+    let (want, err): (Vec<f64>, Vec<f64>) = widen(&x).into_iter().map(f).unzip();
+    within(&got, &want, |i| err[i], &what).unwrap();
 }
 
 #[test]

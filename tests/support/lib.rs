@@ -3,8 +3,10 @@
 use std::path::Path;
 
 pub mod bench;
+pub mod child;
 pub mod fake_cann;
 pub mod mask_model;
+pub mod mutants;
 
 #[path = "../../examples/common/reference.rs"]
 mod reference;
@@ -12,7 +14,9 @@ pub use reference::{attention_reference, data, max_abs_diff};
 
 /// Whether host launches make their inputs read-only, so that a kernel's
 /// raw write to one faults: `PYPTO_READONLY_INPUTS`, or on in debug builds
-/// (pypto-rt's own default).
+/// (pypto-rt's own default). Tests that need them call
+/// [`child::ran_with_read_only_inputs`], which turns them on in a child
+/// process when they are off here.
 pub fn read_only_inputs() -> bool {
     std::env::var(pypto_rt::READONLY_INPUTS_VAR).map_or(cfg!(debug_assertions), |v| v == "1")
 }
@@ -31,6 +35,12 @@ pypto_rt::include_kernels!();
 /// conversions the references need.
 pub trait Float: pypto_rt::DType {
     const NAME: &'static str;
+    /// Bits of the significand after the leading one (fp32 23, fp16 10,
+    /// bf16 7).
+    const MANTISSA_BITS: i32;
+    /// The exponent of the smallest normal value (fp32 and bf16 -126, fp16
+    /// -14).
+    const MIN_EXP: i32;
     fn from_f32(v: f32) -> Self;
     fn to_f32(self) -> f32;
     /// The value's bits, for comparisons that tell `-0.0` from `0.0` and
@@ -40,6 +50,8 @@ pub trait Float: pypto_rt::DType {
 
 impl Float for f32 {
     const NAME: &'static str = "f32";
+    const MANTISSA_BITS: i32 = 23;
+    const MIN_EXP: i32 = -126;
     fn from_f32(v: f32) -> Self {
         v
     }
@@ -53,6 +65,8 @@ impl Float for f32 {
 
 impl Float for half::f16 {
     const NAME: &'static str = "f16";
+    const MANTISSA_BITS: i32 = 10;
+    const MIN_EXP: i32 = -14;
     fn from_f32(v: f32) -> Self {
         half::f16::from_f32(v)
     }
@@ -66,6 +80,8 @@ impl Float for half::f16 {
 
 impl Float for half::bf16 {
     const NAME: &'static str = "bf16";
+    const MANTISSA_BITS: i32 = 7;
+    const MIN_EXP: i32 = -126;
     fn from_f32(v: f32) -> Self {
         half::bf16::from_f32(v)
     }
@@ -85,8 +101,33 @@ impl Float for half::bf16 {
 /// each count from 1 to [`pypto_rt::MAX_BLOCKS`] forced with
 /// [`pypto_rt::with_host_blocks`]; every output must match the first bit
 /// for bit. Returns the first output, for a check against a reference.
-pub fn same_bits_at_every_block_count<T: Float>(
+pub fn same_bits_at_every_block_count<T: Float>(what: &str, run: impl FnMut() -> Vec<T>) -> Vec<T> {
+    let every: Vec<u32> = (1..=pypto_rt::MAX_BLOCKS).collect();
+    same_bits_at_block_counts(what, &every, run)
+}
+
+/// The block counts that split `units` work units (rows; (batch, head)
+/// pairs) in distinct ways: 1 to `units + 1`, and
+/// [`pypto_rt::MAX_BLOCKS`]. The builtins give block `b` of `n` the units
+/// from `b·(units / n) + min(b, units % n)`, `units / n` of them plus one
+/// for the first `units % n` blocks; from `n = units` on, block `b` has unit
+/// `b` alone and the blocks past `units` none, so larger counts only add
+/// idle blocks (`units + 1` and the maximum stand for them).
+pub fn distinct_splits(units: usize) -> Vec<u32> {
+    let max = pypto_rt::MAX_BLOCKS;
+    let last = u32::try_from(units + 1).unwrap_or(max).min(max);
+    let mut counts: Vec<u32> = (1..=last).collect();
+    if last < max {
+        counts.push(max);
+    }
+    counts
+}
+
+/// [`same_bits_at_every_block_count`] at the block counts `counts` only,
+/// for calls too slow to make 48 times (see [`distinct_splits`]).
+pub fn same_bits_at_block_counts<T: Float>(
     what: &str,
+    counts: &[u32],
     mut run: impl FnMut() -> Vec<T>,
 ) -> Vec<T> {
     let natural = run();
@@ -97,7 +138,7 @@ pub fn same_bits_at_every_block_count<T: Float>(
     );
     let bits = |v: &[T]| -> Vec<u32> { v.iter().map(|x| x.bits()).collect() };
     let want = bits(&natural);
-    for n in 1..=pypto_rt::MAX_BLOCKS {
+    for &n in counts {
         let got = bits(&pypto_rt::with_host_blocks(n, &mut run).unwrap());
         assert_eq!(pypto_rt::last_launch().unwrap().blocks, n, "{what}");
         assert_eq!(got.len(), want.len(), "{what}: {n} blocks");
@@ -114,6 +155,73 @@ pub fn same_bits_at_every_block_count<T: Float>(
 /// `data` rounded to `T`.
 pub fn data_as<T: Float>(n: usize, seed: u64) -> Vec<T> {
     data(n, seed).into_iter().map(T::from_f32).collect()
+}
+
+/// The unit roundoff of fp32, 2⁻²⁴: one fp32 operation on exact operands
+/// is within `U·|result|` of the exact result (the kernels compute in fp32
+/// whatever their dtype).
+pub const U: f64 = 1.0 / 16_777_216.0;
+
+/// Results smaller than this, 2⁻¹²⁰ (about 7.5e-37), may come back as
+/// zero: fp32 intermediates lose them. exp(z) is inf past z = 88.72, so
+/// `x / (1 + exp(-x))` is -0 below x = -88.72, where the true value is at
+/// most 88.72·e^-88.72, about 2.5e-37.
+pub const FLUSHED: f64 = 1.0 / 1_329_227_995_784_915_872_903_807_060_280_344_576.0;
+
+/// The spacing of `T`'s values at `v`: one unit in the last place of a `T`
+/// of magnitude |v| (the subnormal spacing below the normal range).
+pub fn ulp<T: Float>(v: f64) -> f64 {
+    let exponent = if v == 0.0 || !v.is_finite() {
+        T::MIN_EXP
+    } else {
+        // The binary exponent of |v|: exact, unlike log2.
+        let biased = ((v.abs().to_bits() >> 52) & 0x7ff) as i32;
+        (biased - 1023).max(T::MIN_EXP)
+    };
+    2f64.powi(exponent - T::MANTISSA_BITS)
+}
+
+/// Compares a kernel's output with an f64 reference element by element,
+/// each with a tolerance of its own: element `i` passes when
+/// `|got - want| <= err(i) + ulp_T(want) + FLUSHED`, where `err(i)` bounds
+/// the error the kernel's fp32 arithmetic may make at that element and
+/// `ulp_T(want)` is the final rounding to `T` (none for fp32, where `err`
+/// covers the last operation). The message names the first element out of
+/// tolerance, its error in units of `T`'s last place and the allowance.
+pub fn within<T: Float>(
+    got: &[T],
+    want: &[f64],
+    err: impl Fn(usize) -> f64,
+    what: &str,
+) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!(
+            "{what}: {} elements, expected {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    let narrow = T::MANTISSA_BITS < 23;
+    for (i, (g, &w)) in got.iter().zip(want).enumerate() {
+        let g = f64::from(g.to_f32());
+        if g == w || (g.is_nan() && w.is_nan()) {
+            continue;
+        }
+        let unit = ulp::<T>(w);
+        let allowed = err(i) + if narrow { unit } else { 0.0 } + FLUSHED;
+        let off = (g - w).abs();
+        // A NaN where a number was expected fails.
+        if off.is_nan() || off > allowed {
+            return Err(format!(
+                "{what}: element {i} is {g:e}, expected {w:e}: off by {:.1} ulps of {}, {:.1} \
+                 allowed",
+                off / unit,
+                T::NAME,
+                allowed / unit
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// An absolute and a relative tolerance: `|got - want| <= abs + rel·|want|`.

@@ -1,0 +1,175 @@
+//! Deliberately broken copies of the row builtins, each one edit away from
+//! its builtin's template: tests/rows.rs checks that every one fails the
+//! checks the real builtin passes. tests/build.rs writes them, as user
+//! templates with a spec, into `OUT_DIR/mutants/` from the builtins'
+//! templates in `templates/builtin/`, so that each stays the builtin with
+//! one defect as the builtin changes; an edit whose text is no longer in the
+//! template fails the build. (This file is also tests/build.rs's module.)
+
+/// One broken builtin: kernel `name`, from `builtin/<builtin>` with
+/// `edits` applied (each `from` must occur exactly once), built for `dtype`.
+pub struct Mutant {
+    pub name: &'static str,
+    pub builtin: &'static str,
+    pub dtype: &'static str,
+    /// The defect, in words.
+    pub defect: &'static str,
+    pub edits: &'static [(&'static str, &'static str)],
+}
+
+/// The mutants, by builtin.
+pub const MUTANTS: &[Mutant] = &[
+    Mutant {
+        name: "broken_softmax_no_max_f32",
+        builtin: "softmax",
+        dtype: "DT_FP32",
+        defect: "no max subtraction: exp(x) / Σ exp(x), which overflows past x = 88.7",
+        edits: &[
+            ("                AscendC::Adds(v, v, -newMax, len);\n", ""),
+            (
+                "sum = sum * io_.Exp(max - newMax) + io_.Sum(v, len);",
+                "sum += io_.Sum(v, len);",
+            ),
+            ("                AscendC::Adds(v, v, -max, len);\n", ""),
+        ],
+    },
+    Mutant {
+        name: "broken_softmax_no_max_f16",
+        builtin: "softmax",
+        dtype: "DT_FP16",
+        defect: "no max subtraction, in fp16",
+        edits: &[
+            ("                AscendC::Adds(v, v, -newMax, len);\n", ""),
+            (
+                "sum = sum * io_.Exp(max - newMax) + io_.Sum(v, len);",
+                "sum += io_.Sum(v, len);",
+            ),
+            ("                AscendC::Adds(v, v, -max, len);\n", ""),
+        ],
+    },
+    Mutant {
+        name: "broken_softmax_last_tile_f32",
+        builtin: "softmax",
+        dtype: "DT_FP32",
+        defect: "off by one tile: the max and sum leave out a row's last column tile",
+        edits: &[(
+            "            for (uint32_t t = 0; t < io_.Tiles(); ++t) {\n                \
+             uint32_t len = io_.TileLen(t);\n                \
+             AscendC::LocalTensor<float> v = io_.Load(r, t);\n                \
+             float tileMax",
+            "            for (uint32_t t = 0; t == 0 || t + 1 < io_.Tiles(); ++t) {\n                \
+             uint32_t len = io_.TileLen(t);\n                \
+             AscendC::LocalTensor<float> v = io_.Load(r, t);\n                \
+             float tileMax",
+        )],
+    },
+    Mutant {
+        name: "broken_rms_norm_eps_outside_f32",
+        builtin: "rms_norm",
+        dtype: "DT_FP32",
+        defect: "a wrong epsilon: 1 / (sqrt(mean(x²)) + eps)",
+        edits: &[(
+            "io_.InverseSqrt(squares / static_cast<float>(io_.Cols()) + eps_)",
+            "1.0f / (1.0f / io_.InverseSqrt(squares / static_cast<float>(io_.Cols())) + eps_)",
+        )],
+    },
+    Mutant {
+        name: "broken_rms_norm_two_tiles_f32",
+        builtin: "rms_norm",
+        dtype: "DT_FP32",
+        defect: "off by one tile: rows of two tiles use the first tile's weights for both",
+        edits: &[(
+            "bool resident = io_.Tiles() == 1;",
+            "bool resident = io_.Tiles() <= 2;",
+        )],
+    },
+    Mutant {
+        name: "broken_layer_norm_eps_f32",
+        builtin: "layer_norm",
+        dtype: "DT_FP32",
+        defect: "a wrong epsilon: (m2 + eps) / n in place of m2 / n + eps",
+        edits: &[(
+            "io_.InverseSqrt(m2 / count + eps_)",
+            "io_.InverseSqrt((m2 + eps_) / count)",
+        )],
+    },
+    Mutant {
+        name: "broken_layer_norm_full_tiles_f32",
+        builtin: "layer_norm",
+        dtype: "DT_FP32",
+        defect: "a dropped tail: every tile is counted as full in the mean and variance",
+        edits: &[(
+            "float n = static_cast<float>(len);",
+            "float n = static_cast<float>(io_.TileLen(0));",
+        )],
+    },
+    Mutant {
+        name: "broken_swiglu_dropped_tail_f32",
+        builtin: "swiglu",
+        dtype: "DT_FP32",
+        defect: "a dropped tail: a half's last, partial column tile is never written",
+        edits: &[(
+            "begin < half_; begin += tile_",
+            "begin + tile_ <= half_; begin += tile_",
+        )],
+    },
+    Mutant {
+        name: "broken_gelu_constant_f32",
+        builtin: "gelu",
+        dtype: "DT_FP32",
+        defect: "a truncated constant: 2·√(2/π) to five digits",
+        edits: &[("-1.5957691216057308f", "-1.5957f")],
+    },
+    Mutant {
+        name: "broken_silu_overflows_f32",
+        builtin: "silu",
+        dtype: "DT_FP32",
+        defect: "x · exp(x) / (1 + exp(x)), which is inf / inf past x = 88.7",
+        edits: &[(
+            "    AscendC::Muls(t, x, -1.0f, len);\n    AscendC::Exp(t, t, len);\n    \
+             AscendC::Adds(t, t, 1.0f, len);\n    AscendC::Div(out, x, t, len);\n",
+            "    AscendC::Exp(t, x, len);\n    AscendC::Mul(out, x, t, len);\n    \
+             AscendC::Adds(t, t, 1.0f, len);\n    AscendC::Div(out, out, t, len);\n",
+        )],
+    },
+];
+
+/// The spec params of a mutant of `builtin`, as tests/kernels/rows.yaml
+/// declares the builtin's own kernels.
+pub fn params(builtin: &str, dtype: &str) -> String {
+    let t = |name: &str, shape: &str| format!("{name}: {{ dtype: {dtype}, shape: {shape} }}");
+    let out = |shape: &str| format!("out: {{ dtype: {dtype}, shape: {shape}, output: true }}");
+    let eps = "eps: { scalar: DT_FP32 }".to_owned();
+    let params = match builtin {
+        "softmax" => vec![t("x", "[R, C]"), out("[R, C]")],
+        "rms_norm" => vec![t("x", "[R, C]"), t("w", "[C]"), eps, out("[R, C]")],
+        "layer_norm" => vec![
+            t("x", "[R, C]"),
+            t("w", "[C]"),
+            t("b", "[C]"),
+            eps,
+            out("[R, C]"),
+        ],
+        "swiglu" => vec![t("x", "[R, DYNAMIC]"), out("[R, DYNAMIC]")],
+        "gelu" | "silu" => vec![t("x", "[N]"), out("[N]")],
+        other => panic!("no mutant params for builtin/{other}"),
+    };
+    format!("{{ {} }}", params.join(", "))
+}
+
+/// `template` with the mutant's edits applied, or what is missing.
+pub fn apply(mutant: &Mutant, template: &str) -> Result<String, String> {
+    let mut text = template.to_owned();
+    for (from, to) in mutant.edits {
+        match text.matches(from).count() {
+            1 => text = text.replacen(from, to, 1),
+            n => {
+                return Err(format!(
+                    "mutant `{}`: {from:?} occurs {n} times in builtin/{}.hbs, not once",
+                    mutant.name, mutant.builtin
+                ));
+            }
+        }
+    }
+    Ok(text)
+}
