@@ -3,7 +3,8 @@
 //! spec that passes also goes through code generation without panicking.
 //!
 //! `PYPTO_MUTATE_CASES=100000 cargo test -p pypto-build --release --test mutate`
-//! runs a longer search than the default.
+//! runs a longer search than the default; each run prints its seed, and
+//! `PYPTO_MUTATE_SEED=N` runs the cases of seed N again.
 
 use std::path::Path;
 
@@ -157,6 +158,31 @@ fn cases() -> u32 {
         .unwrap_or(2048)
 }
 
+/// The run's seed: `PYPTO_MUTATE_SEED`, else a fresh one.
+fn seed() -> u64 {
+    if let Some(seed) = std::env::var("PYPTO_MUTATE_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return seed;
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ (u64::from(std::process::id()) << 32)
+}
+
+/// A ChaCha generator whose whole stream follows from `seed`.
+fn rng(seed: u64) -> proptest::test_runner::TestRng {
+    let mut key = [0u8; 32];
+    for (i, chunk) in key.chunks_mut(8).enumerate() {
+        chunk.copy_from_slice(
+            &(seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_le_bytes(),
+        );
+    }
+    proptest::test_runner::TestRng::from_seed(proptest::test_runner::RngAlgorithm::ChaCha, &key)
+}
+
 /// Lines as the checker counts them: a line ends at `\n`, `\r\n` or `\r`.
 fn line_count(src: &str) -> u32 {
     let breaks = src.replace("\r\n", "\n").matches(['\n', '\r']).count();
@@ -232,11 +258,13 @@ fn mutated_specs_pass_or_fail_with_located_errors() {
         ..ProptestConfig::default()
     };
     let seeds = seeds();
-    let accepted = std::cell::Cell::new(0usize);
+    let seed = seed();
+    let accepted = std::cell::Cell::new(0u32);
     let strategy = (0..seeds.len(), proptest::collection::vec(mutation(), 1..6));
     let started = std::time::Instant::now();
-    let result =
-        proptest::test_runner::TestRunner::new(config).run(&strategy, |(seed, mutations)| {
+    let result = proptest::test_runner::TestRunner::new_with_rng(config, rng(seed)).run(
+        &strategy,
+        |(seed, mutations)| {
             let mut src = seeds[seed].clone();
             for m in &mutations {
                 src = apply(&src, m);
@@ -245,15 +273,24 @@ fn mutated_specs_pass_or_fail_with_located_errors() {
                 accepted.set(accepted.get() + 1);
             }
             Ok(())
-        });
+        },
+    );
     // Seen with `--nocapture`: what a long run covered.
     eprintln!(
-        "mutate: {} cases, {} accepted, {:?}",
+        "mutate: seed {seed} (PYPTO_MUTATE_SEED={seed} repeats it), {} cases, {} accepted, {:?}",
         cases(),
         accepted.get(),
         started.elapsed()
     );
     if let Err(e) = result {
-        panic!("{e}");
+        panic!("seed {seed} (rerun with PYPTO_MUTATE_SEED={seed}): {e}");
     }
+    // Mutations that leave a spec valid (a comment, whitespace, a
+    // synonym) must reach code generation, and most must not: a checker
+    // that accepted everything, or nothing, would pass the loop above.
+    let (cases, accepted) = (cases(), accepted.get());
+    assert!(
+        accepted * 20 >= cases && accepted * 5 <= cases * 4,
+        "seed {seed}: {accepted} of {cases} mutated specs accepted"
+    );
 }

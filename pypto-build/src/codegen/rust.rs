@@ -127,11 +127,15 @@ fn dim_type(plan: &Plan<'_>, dim: usize) -> String {
     match &plan.kernel.dims[dim].size {
         DimSize::Dynamic => "usize".to_owned(),
         DimSize::Fixed(n) => format!("{RT}::Const<{n}>"),
-        DimSize::Static(_) => format!(
-            "{RT}::Const<{}>",
-            plan.generics[dim].as_deref().unwrap_or("_")
-        ),
+        DimSize::Static(_) => format!("{RT}::Const<{}>", static_arg(plan, dim)),
     }
+}
+
+/// A STATIC dim's const generic as a generic argument. Braced: a bare name
+/// that is also a module in scope (a kernel named like the dim) would be
+/// read as that module's path, not as the const parameter.
+fn static_arg(plan: &Plan<'_>, dim: usize) -> String {
+    format!("{{ {} }}", plan.generics[dim].as_deref().unwrap_or("_"))
 }
 
 fn kernel(out: &mut String, plan: &Plan<'_>) {
@@ -173,7 +177,7 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
             let _ = writeln!(
                 out,
                 "    {RT}::Const<{}>: {}::{},",
-                plan.generics[d].as_deref().unwrap_or("_"),
+                static_arg(plan, d),
                 k.name,
                 plan.built_traits[d].as_deref().unwrap_or("_")
             );
@@ -234,7 +238,7 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
         };
         let term = format!(
             "<{RT}::Const<{}> as {}::{}>::INDEX",
-            plan.generics[d].as_deref().unwrap_or("_"),
+            static_arg(plan, d),
             k.name,
             plan.built_traits[d].as_deref().unwrap_or("_")
         );
