@@ -28,6 +28,9 @@ pub const EMULATION_HEADERS: &[(&str, &str)] = embed![
     "pypto_emu/layout.h" => "include/pypto_emu/layout.h",
     "pypto_emu/system.h" => "include/pypto_emu/system.h",
     "pypto_emu/race.h" => "include/pypto_emu/race.h",
+    "pypto_emu/model/abi.h" => "include/pypto_emu/model/abi.h",
+    "pypto_emu/model/timeline.h" => "include/pypto_emu/model/timeline.h",
+    "pypto_emu/model/cost.h" => "include/pypto_emu/model/cost.h",
 ];
 
 /// The builtin templates, by name (`builtin/NAME`).

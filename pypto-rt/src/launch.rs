@@ -3,7 +3,7 @@
 //! tiling data, and launch on the tensors' device.
 //!
 //! Generated code describes each kernel with a [`KernelDesc`] and calls
-//! [`launch`] (both reach it through `crate::__private::v2`, and `v1`); of this
+//! [`launch`] (both reach it through `crate::__private::v3`, `v2` and `v1`); of this
 //! module, only [`with_host_blocks`], [`BLOCKS_VAR`], [`MAX_BLOCKS`] and
 //! [`last_launch`] are for hand-written code.
 
@@ -404,6 +404,8 @@ pub struct HostLaunch {
     /// memcheck overlap found by the launch's last block names the higher
     /// of the two blocks).
     pub fail_block: u32,
+    /// The modelled NPU's cost table and receiver (null: not modelled).
+    pub model: *const crate::model::ModelSink,
 }
 
 /// What the emulation knows of one tensor argument's memory
@@ -468,7 +470,7 @@ layout! {
         writable: 32,
         reserved: 36,
     }
-    HostLaunch (128) {
+    HostLaunch (136) {
         block_idx: 0,
         block_num: 4,
         args: 8,
@@ -487,6 +489,7 @@ layout! {
         timeout_ms: 112,
         sanitize: 120,
         fail_block: 124,
+        model: 128,
     }
 }
 
@@ -963,6 +966,8 @@ struct HostCall<'a> {
     launch_id: u64,
     watch: &'a watchdog::Watch,
     sanitize: crate::Sanitize,
+    /// The modelled NPU's sink when a profile is active (else null).
+    model: *const crate::model::ModelSink,
 }
 
 // SAFETY: the pointers are only dereferenced by the kernel, whose blocks
@@ -1003,6 +1008,7 @@ unsafe fn run_block(
         timeout_ms: call.watch.timeout_ms(),
         sanitize: call.sanitize.bits(),
         fail_block: 0,
+        model: call.model,
     };
     call.watch.block_started(block);
     // SAFETY: `entry` is the compiled kernel for these arguments (the
@@ -1088,6 +1094,7 @@ unsafe fn run_on_host(
     // The blocks read a copy of the tiling made for this launch: one that
     // writes it (a raw `GM_ADDR` store) is found when the launch is over.
     let mut tiling: Small<u64> = tensors.tiling.iter().copied().collect();
+    let model = crate::model::begin(blocks);
     let call = HostCall {
         tensors,
         tiling: tiling.as_mut_ptr(),
@@ -1096,9 +1103,15 @@ unsafe fn run_on_host(
         launch_id: LAUNCHES.fetch_add(1, Ordering::Relaxed),
         watch: &watch,
         sanitize,
+        model: model.as_ref().map_or(std::ptr::null(), |m| m.sink()),
     };
     // SAFETY: forwarded from this function's contract.
     let (mut result, peak) = unsafe { run_blocks(desc.name, entry, blocks, &call) };
+    if let Some(model) = model
+        && result.is_ok()
+    {
+        crate::model::finish(model, desc.name, blocks);
+    }
     drop(read_only);
     drop(watch);
     if result.is_ok() && tiling[..] != *tensors.tiling {

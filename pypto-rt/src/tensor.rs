@@ -538,7 +538,7 @@ pub trait AsInput<T: DType, S: Shape>: sealed::Readable {}
 )]
 pub trait AsOutput<T: DType, S: Shape>: sealed::Writable {}
 
-/// For generated wrappers (through `__private::v2`): an input's launch
+/// For generated wrappers (through `__private::v3`): an input's launch
 /// argument.
 pub(crate) fn input_arg<T: DType, S: Shape>(input: &impl AsInput<T, S>) -> Arg<'_> {
     let source = sealed::Readable::source(input);
@@ -549,7 +549,7 @@ pub(crate) fn input_arg<T: DType, S: Shape>(input: &impl AsInput<T, S>) -> Arg<'
     }
 }
 
-/// For generated wrappers (through `__private::v2`): an output's launch
+/// For generated wrappers (through `__private::v3`): an output's launch
 /// argument, borrowed exclusively.
 pub(crate) fn output_arg<T: DType, S: Shape>(output: &mut impl AsOutput<T, S>) -> Arg<'_> {
     let target = sealed::Writable::target(output);

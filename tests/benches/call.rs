@@ -66,6 +66,7 @@ fn direct(
             timeout_ms: 0,
             sanitize: 0,
             fail_block: 0,
+            model: std::ptr::null(),
         };
         // SAFETY: the entry of `add` over N floats; the pointers are valid
         // for N elements each and `out` aliases nothing.

@@ -15,11 +15,11 @@ use crate::tables::Arch;
 /// pypto-rt they are compiled against provides that version
 /// (`::pypto_rt::__private::require_interface`), which fails to compile
 /// with a message naming the version otherwise.
-pub const RT_INTERFACE: u32 = 2;
+pub const RT_INTERFACE: u32 = 3;
 
 /// The module of pypto-rt that generated code names (interface
 /// [`RT_INTERFACE`]).
-const RT: &str = "::pypto_rt::__private::v2";
+const RT: &str = "::pypto_rt::__private::v3";
 
 /// The generated Rust for every kernel, as one file for `include!`.
 pub fn generate(plans: &[Plan<'_>]) -> String {
@@ -99,7 +99,7 @@ pub fn rust_type(dtype: DType) -> &'static str {
 }
 
 /// The Rust type of one param, e.g.
-/// `impl ::pypto_rt::__private::v2::AsInput<f32, (usize,)>`: a tensor or a
+/// `impl ::pypto_rt::__private::v3::AsInput<f32, (usize,)>`: a tensor or a
 /// view (`AsOutput` for outputs, which are borrowed exclusively).
 fn param_type(plan: &Plan<'_>, param: usize) -> String {
     let k = plan.kernel;

@@ -383,6 +383,7 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint3
     pypto_emu::OnPipe on_pipe(PIPE_MTE2);
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopy(GM->local)";
+    pypto_emu::model_copy(pypto_emu::Memory::GM, pypto_emu::memory_of(dst.position()), uint64_t{count} * sizeof(T));
     pypto_emu::check_count_bytes<T>(count, what);
     pypto_emu::check_local(dst, static_cast<uint64_t>(count) * sizeof(T), what);
     pypto_emu::check_gm_align(src, what);
@@ -398,6 +399,7 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint3
     pypto_emu::OnPipe on_pipe(PIPE_MTE3);
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopy(local->GM)";
+    pypto_emu::model_copy(pypto_emu::memory_of(src.position()), pypto_emu::Memory::GM, uint64_t{count} * sizeof(T));
     pypto_emu::check_count_bytes<T>(count, what);
     pypto_emu::check_local(src, static_cast<uint64_t>(count) * sizeof(T), what);
     pypto_emu::check_gm_align(dst, what);
@@ -412,6 +414,8 @@ void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32
     pypto_emu::AtSite at_site(site, "DataCopy");
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopy(local->local)";
+    pypto_emu::model_copy(pypto_emu::memory_of(src.position()), pypto_emu::memory_of(dst.position()),
+                          uint64_t{count} * sizeof(T));
     pypto_emu::check_count_bytes<T>(count, what);
     pypto_emu::check_local(dst, static_cast<uint64_t>(count) * sizeof(T), what);
     pypto_emu::check_local(src, static_cast<uint64_t>(count) * sizeof(T), what);
@@ -432,6 +436,8 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataC
     pypto_emu::OnPipe on_pipe(PIPE_MTE2);
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopy(GM->local, DataCopyParams)";
+    pypto_emu::model_copy(pypto_emu::Memory::GM, pypto_emu::memory_of(dst.position()),
+                          uint64_t{p.blockCount} * p.blockLen * 32, p.blockCount);
     pypto_emu::check_block_count(p.blockCount, what);
     if (p.blockCount == 0 || p.blockLen == 0) {
         return;
@@ -450,6 +456,8 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataC
     pypto_emu::OnPipe on_pipe(PIPE_MTE3);
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopy(local->GM, DataCopyParams)";
+    pypto_emu::model_copy(pypto_emu::memory_of(src.position()), pypto_emu::Memory::GM,
+                          uint64_t{p.blockCount} * p.blockLen * 32, p.blockCount);
     pypto_emu::check_block_count(p.blockCount, what);
     if (p.blockCount == 0 || p.blockLen == 0) {
         return;
@@ -472,6 +480,8 @@ void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCo
     pypto_emu::AtSite at_site(site, "DataCopy");
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopy(local->local, DataCopyParams)";
+    pypto_emu::model_copy(pypto_emu::memory_of(src.position()), pypto_emu::memory_of(dst.position()),
+                          uint64_t{p.blockCount} * p.blockLen * 32, p.blockCount);
     pypto_emu::check_block_count(p.blockCount, what);
     if (p.blockCount == 0 || p.blockLen == 0) {
         return;
@@ -615,6 +625,8 @@ void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Da
     pypto_emu::OnPipe on_pipe(PIPE_MTE2);
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopyPad", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopyPad(GM->local)";
+    pypto_emu::model_copy(pypto_emu::Memory::GM, pypto_emu::memory_of(dst.position()),
+                          uint64_t{p.blockCount} * p.blockLen, p.blockCount);
     pypto_emu::check_block_count(p.blockCount, what);
     if (p.blockLen > 2097151) {
         pypto_emu::fail(what, ": blockLen ", p.blockLen, " bytes exceeds 2097151");
@@ -694,6 +706,8 @@ void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Da
     pypto_emu::OnPipe on_pipe(PIPE_MTE3);
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopyPad", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopyPad(local->GM)";
+    pypto_emu::model_copy(pypto_emu::memory_of(src.position()), pypto_emu::Memory::GM,
+                          uint64_t{p.blockCount} * p.blockLen, p.blockCount);
     pypto_emu::check_block_count(p.blockCount, what);
     if (p.blockLen > 2097151) {
         pypto_emu::fail(what, ": blockLen ", p.blockLen, " bytes exceeds 2097151");

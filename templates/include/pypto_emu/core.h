@@ -26,6 +26,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "model/abi.h"
+
 // Device-code qualifiers mean nothing on the host.
 #define __global__
 #define __aicore__
@@ -297,6 +299,14 @@ struct CoreGroup {
     // cores' counters do), per vector core.
     uint8_t from_aiv[2][16] = {};
     uint8_t pair_sets[2][2][16] = {}; // [mode 0/1][vector core][flag]
+    // The modelled NPU: per core and flag, when each pending set arrives
+    // (a ring in counter order) and from which core and pipe; a vector
+    // core's last set of a pair, per flag.
+    double model_at[3][16][16] = {};
+    uint8_t model_from[3][16][16] = {};
+    uint8_t model_head[3][16] = {};
+    uint8_t model_tail[3][16] = {};
+    double model_aiv_at[2][16] = {};
 };
 
 inline thread_local BlockState block;
@@ -336,6 +346,7 @@ struct HostLaunch {
     uint64_t timeout_ms;
     uint32_t sanitize; // SANITIZE_* bits: the sanitizer checks to run
     uint32_t fail_block; // out: non-zero when the failure belongs to block fail_block - 1
+    const ModelSink* model; // the modelled NPU's cost table and receiver; null: not modelled
 };
 
 // The layout pypto-rt's launch.rs asserts too, with the same numbers (a
@@ -354,7 +365,7 @@ PYPTO_EMU_FIELD(HostArg, name, 16);
 PYPTO_EMU_FIELD(HostArg, name_len, 24);
 PYPTO_EMU_FIELD(HostArg, writable, 32);
 PYPTO_EMU_FIELD(HostArg, reserved, 36);
-PYPTO_EMU_SIZE(HostLaunch, 128);
+PYPTO_EMU_SIZE(HostLaunch, 136);
 PYPTO_EMU_FIELD(HostLaunch, block_idx, 0);
 PYPTO_EMU_FIELD(HostLaunch, block_num, 4);
 PYPTO_EMU_FIELD(HostLaunch, args, 8);
@@ -373,6 +384,7 @@ PYPTO_EMU_FIELD(HostLaunch, cancel, 104);
 PYPTO_EMU_FIELD(HostLaunch, timeout_ms, 112);
 PYPTO_EMU_FIELD(HostLaunch, sanitize, 120);
 PYPTO_EMU_FIELD(HostLaunch, fail_block, 124);
+PYPTO_EMU_FIELD(HostLaunch, model, 128);
 #undef PYPTO_EMU_FIELD
 #undef PYPTO_EMU_SIZE
 
@@ -403,6 +415,12 @@ struct Site {
 
 inline thread_local Site current_site;
 
+} // namespace pypto_emu
+
+#include "model/timeline.h"
+
+namespace pypto_emu {
+
 // The running instruction as poll() last saw it: a number that changes
 // with each API call, and its name (racecheck names writers by it).
 inline thread_local uint64_t instruction_seq = 0;
@@ -411,22 +429,32 @@ inline thread_local const char* instruction_name = "an instruction";
 // An instruction called by the kernel: its site and name while it runs.
 // Calls from inside the emulation (an instruction built on another) keep
 // the kernel's.
+//
+// It is also the instruction's prologue for the modelled NPU: when it
+// returns, the cost its family noted (model/cost.h) goes on the timeline.
 struct AtSite {
     Site saved;
+    Site site;
+    const char* name;
     bool set;
     AtSite(Site site, const char* name)
-        : saved(current_site), set(site.file != nullptr && std::strstr(site.file, "pypto_emu/") == nullptr)
+        : saved(current_site), site(site), name(name),
+          set(site.file != nullptr && std::strstr(site.file, "pypto_emu/") == nullptr)
     {
         if (set) {
             current_site = site;
             instruction_name = name;
             ++instruction_seq;
+            model_instr = ModelInstr{};
         }
     }
     ~AtSite()
     {
         if (set) {
             current_site = saved;
+            if (modelling() && std::uncaught_exceptions() == 0) {
+                model_retire(name, site);
+            }
         }
     }
     AtSite(const AtSite&) = delete;
@@ -1167,12 +1195,14 @@ int32_t run_core(HostLaunch* launch, CoreRole role, CoreGroup* group, Body&& bod
         }
         block.regions.push_back(
             {launch->tiling, launch->tiling_bytes, UINT32_MAX, false, nullptr, 0, 0, 0});
+        model_begin(launch->model, vector1 ? 2 : mixed_vector ? 1 : 0, !block.aic);
         block.in_kernel = 1;
         body();
         block.in_kernel = 0;
         if (sanitizing(SANITIZE_SYNC)) {
             sync_check_end();
         }
+        model_finish(launch->block_idx, static_cast<uint32_t>(role));
     } catch (const EmulationError& e) {
         write_message(launch, e.what());
         status = 1;

@@ -150,6 +150,8 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2Nz
                             "int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
     bool to_ub = pypto_emu::memory_of(dst.position()) == pypto_emu::Memory::UB;
     const char* what = to_ub ? "DataCopy(GM->UB, Nd2NzParams)" : "DataCopy(GM->L1, Nd2NzParams)";
+    pypto_emu::model_copy(pypto_emu::Memory::GM, pypto_emu::memory_of(dst.position()),
+                          uint64_t{p.ndNum} * p.nValue * p.dValue * sizeof(T), uint64_t{p.ndNum} * p.nValue);
     pypto_emu::poll(what);
     if (to_ub) {
         // The documented ranges of the GM -> UB form (the upper bounds; the
@@ -208,6 +210,7 @@ void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadDa
     if (p.repeatTimes == 0) {
         return;
     }
+    pypto_emu::model_copy(pypto_emu::Memory::L1, pypto_emu::memory_of(dst.position()), uint64_t{p.repeatTimes} * 512);
     constexpr uint32_t fractal = 512 / sizeof(T);
     pypto_emu::Memory dm = pypto_emu::memory_of(dst.position());
     if (dm != pypto_emu::Memory::L0A && dm != pypto_emu::Memory::L0B) {
@@ -263,6 +266,8 @@ void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
     if (p.repeatTimes == 0) {
         return;
     }
+    pypto_emu::model_copy(pypto_emu::Memory::L1, pypto_emu::memory_of(dst.position()),
+                          uint64_t{p.repeatTimes} * 512 * (sizeof(T) / 2));
     pypto_emu::Memory dm = pypto_emu::memory_of(dst.position());
     if (dm != pypto_emu::Memory::L0A && dm != pypto_emu::Memory::L0B) {
         pypto_emu::fail(what, ": the destination must be in L0A (A2) or L0B (B2), not ",
@@ -328,6 +333,7 @@ void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor
     if (p.m == 0 || p.n == 0 || p.k == 0) {
         return;
     }
+    pypto_emu::model_mmad(p.m, p.n, p.k, sizeof(U));
     constexpr uint32_t k0 = 32 / sizeof(U);
     uint32_t m1 = (p.m + 15) / 16;
     uint32_t n1 = (p.n + 15) / 16;
@@ -394,6 +400,8 @@ void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const Fixpip
     if (p.nSize == 0 || p.mSize == 0 || p.ndNum == 0) {
         return;
     }
+    pypto_emu::model_copy(pypto_emu::Memory::L0C, pypto_emu::Memory::GM,
+                          uint64_t{p.ndNum} * p.mSize * p.nSize * sizeof(T), p.mSize);
     if (p.nSize % 16 != 0) {
         pypto_emu::fail(what, ": nSize ", p.nSize, " is not a multiple of 16");
     }

@@ -216,6 +216,7 @@ inline RepeatPlan make_plan(const char* what, uint32_t elem_bytes, MaskArg arg, 
         plan.total = regs.low;
         uint64_t repeats = (regs.low + plan.per_repeat - 1) / plan.per_repeat;
         plan.repeats = static_cast<uint32_t>(repeats);
+        model_vector_repeats(what, plan.repeats, elem_bytes);
         return plan;
     }
     if (regs.mode == MaskMode::COUNTER) {
@@ -233,6 +234,7 @@ inline RepeatPlan make_plan(const char* what, uint32_t elem_bytes, MaskArg arg, 
         plan.bits[1] = regs.high;
     }
     plan.repeats = static_cast<uint32_t>(repeat_time);
+    model_vector_repeats(what, plan.repeats, elem_bytes);
     return plan;
 }
 

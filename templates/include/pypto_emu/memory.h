@@ -121,6 +121,7 @@ inline uint8_t* arena(Memory mem)
 
 } // namespace pypto_emu
 
+#include "model/cost.h"
 #include "race.h"
 
 namespace pypto_emu {
@@ -254,6 +255,10 @@ struct Slot {
     uint32_t race_filled[pipe_slots] = {};
     uint32_t race_freed[pipe_slots] = {};
     bool race_was_freed = false;
+    // The modelled NPU: when the producer filled it (EnQue), when the consumer freed it.
+    double model_filled = 0;
+    double model_freed = 0;
+    bool model_was_freed = false;
 };
 
 // Counts TPipe lifetimes, resets and destroys in this thread: a queue, TBuf
@@ -845,6 +850,9 @@ private:
     void check_index(uint32_t index, const char* what) const
     {
         pypto_emu::poll(what);
+        if (pypto_emu::memory_of(position_) != pypto_emu::Memory::GM) {
+            pypto_emu::model_scalar_access();
+        }
         if (data_ == nullptr) {
             pypto_emu::fail(what, ": the LocalTensor was never allocated");
         }
@@ -1104,6 +1112,11 @@ protected:
             if (s.state == pypto_emu::Slot::State::Free) {
                 s.state = pypto_emu::Slot::State::Allocated;
                 s.tag = 0;
+                if (s.model_was_freed && pypto_emu::modelling()) {
+                    pipe_t from, to;
+                    pypto_emu::queue_pipes(src_, dst_, TPosition::MAX, TPosition::MAX, from, to);
+                    pypto_emu::model_queue_wait(from, s.model_freed, to); // WaitFlag<consumer_producer>
+                }
                 if (s.race_was_freed && pypto_emu::sanitizing(pypto_emu::SANITIZE_RACE)) {
                     // The buffer is filled again the queue's own way (a
                     // TQueBind's user path applies to one trip only).
@@ -1146,6 +1159,11 @@ protected:
             pipe_t from, to;
             race_pipes(*s, from, to);
             pypto_emu::race_queue_signal(from, s->race_filled); // SetFlag<producer_consumer>
+        }
+        if (pypto_emu::modelling()) {
+            pipe_t from, to;
+            race_pipes(*s, from, to);
+            s->model_filled = pypto_emu::model_signal(from);
         }
         if (depth_ != 0) {
             fifo_.push_back(s);
@@ -1208,6 +1226,12 @@ protected:
             pypto_emu::race_queue_signal(to, s->race_freed); // SetFlag<consumer_producer>
             s->race_was_freed = true;
         }
+        if (pypto_emu::modelling()) {
+            pipe_t from, to;
+            race_pipes(*s, from, to);
+            s->model_freed = pypto_emu::model_signal(to);
+            s->model_was_freed = true;
+        }
     }
 
     void race_dequeued(const pypto_emu::Slot& s) const
@@ -1216,6 +1240,11 @@ protected:
             pipe_t from, to;
             race_pipes(s, from, to);
             pypto_emu::race_queue_wait(to, s.race_filled); // WaitFlag<producer_consumer>
+        }
+        if (pypto_emu::modelling()) {
+            pipe_t from, to;
+            race_pipes(s, from, to);
+            pypto_emu::model_queue_wait(to, s.model_filled, from); // WaitFlag<producer_consumer>
         }
     }
 
@@ -1589,6 +1618,7 @@ public:
     void Reset()
     {
         require_init("TBufPool::Reset");
+        pypto_emu::model_barrier(PIPE_ALL);
         if (pypto_emu::sanitizing(pypto_emu::SANITIZE_RACE)) {
             pypto_emu::race_barrier(PIPE_ALL);
         }
@@ -1887,6 +1917,7 @@ private:
     // The PipeBarrier<PIPE_ALL> that Destroy ends with (racecheck).
     static void pipe_all()
     {
+        pypto_emu::model_barrier(PIPE_ALL);
         if (pypto_emu::sanitizing(pypto_emu::SANITIZE_RACE)) {
             pypto_emu::race_barrier(PIPE_ALL);
         }

@@ -144,6 +144,7 @@ template <pipe_t pipe>
 inline void PipeBarrier()
 {
     pypto_emu::poll("PipeBarrier");
+    pypto_emu::model_barrier(pipe);
     if (pypto_emu::sanitizing(pypto_emu::SANITIZE_RACE)) {
         pypto_emu::race_barrier(pipe);
     }
@@ -165,6 +166,7 @@ inline void SetFlag(int32_t eventID)
                         "with the same event and ID is undefined behaviour on the NPU");
     }
     raised = static_cast<uint8_t>(raised | (1u << eventID));
+    pypto_emu::model_set_flag(static_cast<int>(event), eventID, pypto_emu::hard_event_pipes[static_cast<int>(event)][0]);
     if (pypto_emu::sanitizing(pypto_emu::SANITIZE_RACE)) {
         pypto_emu::race_set_flag(static_cast<int>(event), eventID);
     }
@@ -182,6 +184,7 @@ inline void WaitFlag(int32_t eventID)
                         "would wait for ever");
     }
     raised = static_cast<uint8_t>(raised & ~(1u << eventID));
+    pypto_emu::model_wait_flag(static_cast<int>(event), eventID, pypto_emu::hard_event_pipes[static_cast<int>(event)][1]);
     if (pypto_emu::sanitizing(pypto_emu::SANITIZE_RACE)) {
         pypto_emu::race_wait_flag(static_cast<int>(event), eventID);
     }
@@ -333,11 +336,38 @@ PYPTO_RUNTIME void group_add(const std::string& what, uint8_t& counter)
 ;
 #endif
 
-// Raises core `c`'s counter of `flag` in group `g` (its lock held) by a set of `mode`.
-inline void group_raise(const std::string& what, CoreGroup& g, int c, uint16_t flag, uint8_t mode)
+// Raises core `c`'s counter of `flag` in group `g` (its lock held) by a
+// set of `mode` that arrives at cycle `at` (the modelled NPU) from `from`
+// (core << 4 | pipe).
+inline void group_raise(const std::string& what, CoreGroup& g, int c, uint16_t flag, uint8_t mode, double at = 0,
+                        uint8_t from = 0)
 {
     group_add(what, g.counter[c][flag]);
     g.counter_mode[c][flag] = mode;
+    uint8_t& tail = g.model_tail[c][flag];
+    g.model_at[c][flag][tail] = at;
+    g.model_from[c][flag][tail] = from;
+    tail = static_cast<uint8_t>((tail + 1) % 16);
+}
+
+// The modelled NPU: this core took a set of `flag` (group_take); `pipe`
+// goes on once it has arrived.
+inline void model_cross_wait(CoreGroup& g, uint16_t flag, pipe_t pipe)
+{
+    if (!modelling()) {
+        return;
+    }
+    int me = group_core();
+    double at;
+    uint8_t from;
+    {
+        std::lock_guard<std::mutex> hold(g.lock);
+        uint8_t& head = g.model_head[me][flag];
+        at = g.model_at[me][flag][head];
+        from = g.model_from[me][flag][head];
+        head = static_cast<uint8_t>((head + 1) % 16);
+    }
+    model_wait_until(pipe, at, static_cast<pipe_t>(from & 15), static_cast<uint8_t>(from >> 4));
 }
 
 } // namespace pypto_emu
@@ -387,30 +417,37 @@ inline void CrossCoreSetFlag(uint16_t flagId)
         b.cross_core_mode[flagId] = modeId;
         return;
     }
+    double at = pypto_emu::model_cross_set(pipe);
+    auto from = static_cast<uint8_t>(pypto_emu::group_core() << 4 | static_cast<int>(pipe));
     std::lock_guard<std::mutex> hold(g->lock);
     if (b.aic) {
         if (modeId == 2) {
-            pypto_emu::group_raise(what, *g, 1, flagId, modeId);
-            pypto_emu::group_raise(what, *g, 2, flagId, modeId);
+            pypto_emu::group_raise(what, *g, 1, flagId, modeId, at, from);
+            pypto_emu::group_raise(what, *g, 2, flagId, modeId, at, from);
         } else {
             // Mode 0 with one AI core: the only cube core is this one.
-            pypto_emu::group_raise(what, *g, 0, flagId, modeId);
-        }
-    } else if (modeId == 2) {
-        pypto_emu::group_add(what, g->from_aiv[b.sub][flagId]);
-        if (g->from_aiv[0][flagId] > 0 && g->from_aiv[1][flagId] > 0) {
-            --g->from_aiv[0][flagId];
-            --g->from_aiv[1][flagId];
-            pypto_emu::group_raise(what, *g, 0, flagId, modeId);
+            pypto_emu::group_raise(what, *g, 0, flagId, modeId, at, from);
         }
     } else {
-        uint8_t (&sets)[2][16] = g->pair_sets[modeId == 1 ? 1 : 0];
-        pypto_emu::group_add(what, sets[b.sub][flagId]);
-        if (sets[0][flagId] > 0 && sets[1][flagId] > 0) {
-            --sets[0][flagId];
-            --sets[1][flagId];
-            pypto_emu::group_raise(what, *g, 1, flagId, modeId);
-            pypto_emu::group_raise(what, *g, 2, flagId, modeId);
+        // A pair's set arrives when the later of the two vector cores' does.
+        g->model_aiv_at[b.sub][flagId] = at;
+        double pair_at = std::max(g->model_aiv_at[0][flagId], g->model_aiv_at[1][flagId]);
+        if (modeId == 2) {
+            pypto_emu::group_add(what, g->from_aiv[b.sub][flagId]);
+            if (g->from_aiv[0][flagId] > 0 && g->from_aiv[1][flagId] > 0) {
+                --g->from_aiv[0][flagId];
+                --g->from_aiv[1][flagId];
+                pypto_emu::group_raise(what, *g, 0, flagId, modeId, pair_at, from);
+            }
+        } else {
+            uint8_t (&sets)[2][16] = g->pair_sets[modeId == 1 ? 1 : 0];
+            pypto_emu::group_add(what, sets[b.sub][flagId]);
+            if (sets[0][flagId] > 0 && sets[1][flagId] > 0) {
+                --sets[0][flagId];
+                --sets[1][flagId];
+                pypto_emu::group_raise(what, *g, 1, flagId, modeId, pair_at, from);
+                pypto_emu::group_raise(what, *g, 2, flagId, modeId, pair_at, from);
+            }
         }
     }
     g->changed.notify_all();
@@ -450,6 +487,7 @@ inline void CrossCoreWaitFlag(uint16_t flagId)
         return;
     }
     pypto_emu::group_take(what, g->counter[pypto_emu::group_core()][flagId]);
+    pypto_emu::model_cross_wait(*g, flagId, pipe);
 }
 
 } // namespace AscendC

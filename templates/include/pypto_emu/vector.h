@@ -85,6 +85,7 @@ void binary(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& a
     init_read(what, "src0", a, 0, bytes);
     init_read(what, "src1", b, 0, bytes);
     init_write(dst, 0, bytes);
+    model_vector_bytes(what, bytes, sizeof(T));
     for (int32_t i = 0; i < count; ++i) {
         d[i] = static_cast<T>(op(static_cast<compute_t<T>>(x[i]), static_cast<compute_t<T>>(y[i])));
     }
@@ -101,6 +102,7 @@ void unary(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& sr
     uint64_t bytes = count > 0 ? static_cast<uint64_t>(count) * sizeof(T) : 0;
     init_read(what, "src", src, 0, bytes);
     init_write(dst, 0, bytes);
+    model_vector_bytes(what, bytes, sizeof(T));
     for (int32_t i = 0; i < count; ++i) {
         d[i] = static_cast<T>(op(static_cast<compute_t<T>>(s[i])));
     }
@@ -272,6 +274,7 @@ void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& c
                        "int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
     pypto_emu::check_vector_operand(dst, count, "Duplicate");
     pypto_emu::init_write(dst, 0, count > 0 ? static_cast<uint64_t>(count) * sizeof(T) : 0);
+    pypto_emu::model_vector_bytes("Duplicate", count > 0 ? static_cast<uint64_t>(count) * sizeof(T) : 0, sizeof(T));
     for (int32_t i = 0; i < count; ++i) {
         dst.data()[i] = scalarValue;
     }
@@ -613,6 +616,8 @@ void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode&
             pypto_emu::fail(what, ": count ", count, " is odd; with an int4b_t operand it must be even");
         }
     }
+    pypto_emu::model_vector_bytes(what, std::max(pypto_emu::bytes_for<U>(count), pypto_emu::bytes_for<T>(count)),
+                                  static_cast<uint32_t>(std::max(sizeof(T), sizeof(U))));
     std::vector<U> values(count);
     pypto_emu::init_read(what, "src", src, 0, pypto_emu::bytes_for<U>(count));
     pypto_emu::init_write(dst, 0, pypto_emu::bytes_for<T>(count));

@@ -1,0 +1,120 @@
+//! The architectures the model knows, one row each: the chip's shape and
+//! every cost, with where each figure comes from. Figures marked
+//! *estimate* have no public source; they are the tunables calibration
+//! fits (BENCHMARKS.md, "The modelled NPU").
+
+use super::abi::ModelParams;
+
+/// An NPU the model can stand in for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ModelArch {
+    /// Atlas A2 (Ascend 910B1): 24 AI cores at 1850 MHz.
+    AtlasA2,
+    /// Atlas A2 (Ascend 910B4): 20 AI cores at 1500 MHz.
+    AtlasA2B4,
+    /// Atlas A3 (Ascend 910_9391): 24 AI cores at 1850 MHz.
+    AtlasA3,
+}
+
+impl ModelArch {
+    /// Every modelled architecture.
+    pub const ALL: [ModelArch; 3] = [ModelArch::AtlasA2, ModelArch::AtlasA2B4, ModelArch::AtlasA3];
+
+    /// The name printed in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelArch::AtlasA2 => "Atlas A2 (910B1)",
+            ModelArch::AtlasA2B4 => "Atlas A2 (910B4)",
+            ModelArch::AtlasA3 => "Atlas A3 (910_9391)",
+        }
+    }
+
+    /// AI cores (each one cube core and two vector cores). Source: the
+    /// vendor's platform ini files (hicann/runtime `Ascend910B*.ini`).
+    pub fn ai_cores(self) -> u32 {
+        match self {
+            ModelArch::AtlasA2 | ModelArch::AtlasA3 => 24,
+            ModelArch::AtlasA2B4 => 20,
+        }
+    }
+
+    /// The AI cores' clock in MHz. Source: the platform ini files.
+    pub fn clock_mhz(self) -> f64 {
+        match self {
+            ModelArch::AtlasA2 | ModelArch::AtlasA3 => 1850.0,
+            ModelArch::AtlasA2B4 => 1500.0,
+        }
+    }
+
+    /// Cycles a launch costs before its first block starts (*estimate*).
+    pub fn launch_cycles(self) -> u64 {
+        0
+    }
+
+    /// Microseconds for `cycles` of this architecture's clock.
+    pub fn micros(self, cycles: u64) -> f64 {
+        cycles as f64 / self.clock_mhz()
+    }
+
+    pub(crate) fn params(self) -> ModelParams {
+        let cores = f64::from(self.ai_cores());
+        ModelParams {
+            // Scalar issue of one instruction (estimate).
+            issue: 1.0,
+            // PyPTO's cost model: a vector instruction costs
+            // ceil(repeats·256 / parallel) + latency + ~15 (DESIGN.md §6).
+            vec_head: 15.0,
+            // ... with parallel 256 B/cycle for add/mul/max,
+            vec_simple_bytes: 256.0,
+            // 128 for fp32 exp/div,
+            vec_f32_special_bytes: 128.0,
+            // 64 for fp16 exp/div;
+            vec_f16_special_bytes: 64.0,
+            // latencies: add 6 (mul 7),
+            vec_latency: 6.0,
+            // exp 12, div 13,
+            vec_special_latency: 13.0,
+            // reductions ~20.
+            vec_reduce_latency: 20.0,
+            // PyPTO's models: ~300 cycles per MTE2 transfer.
+            mte2_latency: 300.0,
+            // Platform ini: L2 read 110 bytes per cycle per core (data
+            // read again comes from the 192 MiB L2).
+            mte2_bytes: 110.0,
+            // PyPTO's models: ~150-300 per MTE3 transfer.
+            mte3_latency: 200.0,
+            // Platform ini: L2 write 86 bytes per cycle per core.
+            mte3_bytes: 86.0,
+            // L1 -> L0 transfer latency (estimate).
+            mte1_latency: 20.0,
+            // Platform ini: L1 -> L0A 512, L1 -> L0B 256 bytes per cycle.
+            l0a_bytes: 512.0,
+            l0b_bytes: 256.0,
+            // UB -> UB on the vector pipe: one repeat a cycle (as add).
+            ub_copy_bytes: 256.0,
+            // Cube pipeline fill per Mmad (estimate).
+            mmad_latency: 20.0,
+            // Fixpipe start-up (estimate).
+            fix_latency: 50.0,
+            // GE's autofuse table: L0C -> GM 32 bytes per cycle.
+            fix_bytes: 32.0,
+            // PTO-ISA: an intra-core set/wait flag ~1 cycle.
+            flag: 1.0,
+            // Unpublished (DESIGN.md §6: a tunable; estimate).
+            cross_core: 100.0,
+            // A scalar load or store of local memory (estimate).
+            scalar_access: 10.0,
+            // The chip's global-memory bandwidth, shared by every core:
+            // no vendor figure; until the model tells L2 hits from HBM
+            // reads, every core may stream at its L2 rate at once.
+            chip_gm_bytes: 110.0 * cores,
+        }
+    }
+}
+
+impl std::fmt::Display for ModelArch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,0 +1,410 @@
+//! The modelled NPU: how long an Atlas A2/A3 would take to run a host
+//! launch, from a per-core, per-pipe timeline the emulation builds while it
+//! runs the kernel (`pypto_emu/model/`). Every figure here is **modelled**,
+//! not measured on hardware.
+//!
+//! ```no_run
+//! # fn matmul() -> Result<(), pypto_rt::Error> { Ok(()) }
+//! let (result, profile) = pypto_rt::profile(pypto_rt::ModelArch::AtlasA3, || matmul());
+//! result?;
+//! println!("{profile}");
+//! # Ok::<(), pypto_rt::Error>(())
+//! ```
+
+mod abi;
+mod arch;
+mod report;
+mod trace;
+
+pub use trace::chrome_trace;
+
+use std::cell::RefCell;
+use std::ffi::{CStr, c_char, c_void};
+use std::sync::Mutex;
+
+pub(crate) use abi::ModelSink;
+use abi::{ModelCore, ModelEvent, ModelFlow, ModelParams};
+pub use arch::ModelArch;
+
+/// The pipes of an AI core, as the emulation numbers them (`pipe_t`).
+pub const PIPES: [&str; 8] = ["S", "V", "M", "MTE1", "MTE2", "MTE3", "ALL", "FIX"];
+
+/// Which core of a block a timeline belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum CoreKind {
+    /// The one core of a vector kernel's block (AIV).
+    Vector,
+    /// The one core of a cube kernel's block (AIC).
+    Cube,
+    /// A mixed kernel's cube core.
+    MixedCube,
+    /// A mixed kernel's first vector core.
+    MixedVector0,
+    /// A mixed kernel's second vector core.
+    MixedVector1,
+}
+
+impl CoreKind {
+    fn from_raw(raw: u32) -> Option<CoreKind> {
+        Some(match raw {
+            0 => CoreKind::Vector,
+            1 => CoreKind::Cube,
+            2 => CoreKind::MixedCube,
+            3 => CoreKind::MixedVector0,
+            4 => CoreKind::MixedVector1,
+            _ => return None,
+        })
+    }
+
+    /// `AIV`, `AIC`, `AIC`, `AIV0`, `AIV1`.
+    pub fn label(self) -> &'static str {
+        match self {
+            CoreKind::Vector => "AIV",
+            CoreKind::Cube | CoreKind::MixedCube => "AIC",
+            CoreKind::MixedVector0 => "AIV0",
+            CoreKind::MixedVector1 => "AIV1",
+        }
+    }
+
+    /// The index of the core within its block (flows name cores by it).
+    pub fn index(self) -> u8 {
+        match self {
+            CoreKind::MixedVector0 => 1,
+            CoreKind::MixedVector1 => 2,
+            _ => 0,
+        }
+    }
+
+    /// Whether it is a vector core (AIV).
+    pub fn is_vector(self) -> bool {
+        matches!(
+            self,
+            CoreKind::Vector | CoreKind::MixedVector0 | CoreKind::MixedVector1
+        )
+    }
+}
+
+/// One instruction of a core's modelled timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Slice {
+    /// The pipe (an index of [`PIPES`]).
+    pub pipe: u8,
+    /// First and last-plus-one cycle, from the block's start.
+    pub start: u64,
+    /// See `start`.
+    pub end: u64,
+    /// The instruction.
+    pub name: String,
+    /// Where the kernel called it (`file:line`), when known.
+    pub site: Option<String>,
+    /// Bytes moved or processed.
+    pub bytes: u64,
+    /// False when the cost table has no figure for it (costed as one cycle).
+    pub modelled: bool,
+}
+
+/// A flag from one pipe to another, possibly of another core of the block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flow {
+    /// The cycle it was set, on `from_pipe` of core `from_core`.
+    pub set: u64,
+    /// The cycle the waiting pipe went on.
+    pub wait: u64,
+    /// Pipes, as indices of [`PIPES`].
+    pub from_pipe: u8,
+    /// See `from_pipe`.
+    pub to_pipe: u8,
+    /// Cores, as [`CoreKind::index`].
+    pub from_core: u8,
+    /// See `from_core`.
+    pub to_core: u8,
+}
+
+/// One core of one block: its totals, and its timeline when traced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CoreProfile {
+    /// The block.
+    pub block: u32,
+    /// Which core of the block.
+    pub core: CoreKind,
+    /// The cycle its last pipe finished, from the block's start.
+    pub cycles: u64,
+    /// Busy cycles per pipe (indices of [`PIPES`]).
+    pub busy: [u64; 8],
+    /// Global-memory bytes read and written.
+    pub gm_read: u64,
+    /// See `gm_read`.
+    pub gm_write: u64,
+    /// Instructions issued.
+    pub instructions: u64,
+    /// Instructions the cost table has no figure for.
+    pub unmodelled: u64,
+    /// The instructions, when the profile records a trace.
+    pub slices: Vec<Slice>,
+    /// The flags waited for, when the profile records a trace.
+    pub flows: Vec<Flow>,
+}
+
+/// One launch: its cores and when each block ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LaunchProfile {
+    /// The kernel.
+    pub kernel: &'static str,
+    /// Its block count.
+    pub blocks: u32,
+    /// Every core of every block, in block order.
+    pub cores: Vec<CoreProfile>,
+    /// Per block, the cycle it starts (blocks beyond the chip's cores run
+    /// in waves) and the modelled core it runs on.
+    pub schedule: Vec<(u64, u32)>,
+    /// Modelled cycles from the launch's start to its last block's end,
+    /// the launch overhead included.
+    pub cycles: u64,
+    /// Timelines left out because memory for them ran short.
+    pub truncated: bool,
+}
+
+/// What [`profile`] returns: every host launch the closure made, as the
+/// modelled NPU would run it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    /// The architecture modelled.
+    pub arch: ModelArch,
+    /// The launches, in order.
+    pub launches: Vec<LaunchProfile>,
+}
+
+/// Collects the cores of one launch (the emulation calls back from each
+/// block's thread).
+struct Collect {
+    cores: Vec<CoreProfile>,
+    trace: bool,
+    truncated: bool,
+}
+
+/// The profiler active on this thread: launches from it are modelled.
+struct Active {
+    arch: ModelArch,
+    trace: bool,
+    launches: Vec<LaunchProfile>,
+}
+
+thread_local! {
+    static ACTIVE: RefCell<Option<Active>> = const { RefCell::new(None) };
+}
+
+/// Runs `f`, modelling every host launch it makes on this thread on `arch`;
+/// returns `f`'s value and the [`Profile`]. Launches from other threads,
+/// and NPU launches, are not modelled. The kernels compute what they would
+/// without the profile.
+pub fn profile<R>(arch: ModelArch, f: impl FnOnce() -> R) -> (R, Profile) {
+    profile_with(arch, true, f)
+}
+
+/// As [`profile`]; `trace` false keeps only each core's totals (less
+/// memory for long runs).
+pub fn profile_with<R>(arch: ModelArch, trace: bool, f: impl FnOnce() -> R) -> (R, Profile) {
+    let outer = ACTIVE.with(|a| {
+        a.borrow_mut().replace(Active {
+            arch,
+            trace,
+            launches: Vec::new(),
+        })
+    });
+    // Restores the outer profiler even if `f` panics.
+    struct Restore(Option<Option<Active>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            if let Some(outer) = self.0.take() {
+                ACTIVE.with(|a| *a.borrow_mut() = outer);
+            }
+        }
+    }
+    let mut restore = Restore(Some(outer));
+    let value = f();
+    let mine = ACTIVE.with(|a| a.borrow_mut().take());
+    if let Some(outer) = restore.0.take() {
+        ACTIVE.with(|a| *a.borrow_mut() = outer);
+    }
+    let launches = mine.map(|m| m.launches).unwrap_or_default();
+    (value, Profile { arch, launches })
+}
+
+/// A launch being modelled: owns what the sink points at.
+pub(crate) struct Modelled {
+    arch: ModelArch,
+    params: Box<ModelParams>,
+    collect: Box<Mutex<Collect>>,
+    sink: Box<ModelSink>,
+}
+
+impl Modelled {
+    /// The sink to pass in every block's `HostLaunch`.
+    pub(crate) fn sink(&self) -> *const ModelSink {
+        &*self.sink
+    }
+}
+
+/// A model for a launch of `blocks` blocks when a profiler is active on
+/// this thread.
+pub(crate) fn begin(blocks: u32) -> Option<Modelled> {
+    let (arch, trace) = ACTIVE.with(|a| a.borrow().as_ref().map(|a| (a.arch, a.trace)))?;
+    let params = Box::new(arch.params());
+    let collect = Box::new(Mutex::new(Collect {
+        cores: Vec::new(),
+        trace,
+        truncated: false,
+    }));
+    let sink = Box::new(ModelSink {
+        params: &*params,
+        ctx: (&*collect as *const Mutex<Collect>).cast_mut().cast(),
+        core_done,
+        trace: u32::from(trace),
+        blocks,
+        ai_cores: arch.ai_cores(),
+        reserved: 0,
+    });
+    Some(Modelled {
+        arch,
+        params,
+        collect,
+        sink,
+    })
+}
+
+/// Ends a modelled launch: its blocks are scheduled on the chip's cores
+/// and the launch joins the active profile.
+pub(crate) fn finish(model: Modelled, kernel: &'static str, blocks: u32) {
+    let Modelled {
+        arch,
+        params,
+        collect,
+        sink,
+    } = model;
+    drop(sink);
+    drop(params);
+    let collect = (*collect).into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut cores = collect.cores;
+    cores.sort_by_key(|c| (c.block, c.core));
+    let launch = report::schedule(arch, kernel, blocks, cores, collect.truncated);
+    ACTIVE.with(|a| {
+        if let Some(active) = a.borrow_mut().as_mut() {
+            active.launches.push(launch);
+        }
+    });
+}
+
+/// A C string the kernel library holds (a literal), as text.
+///
+/// # Safety
+/// `p` is null or a NUL-terminated string.
+unsafe fn text(p: *const c_char) -> Option<String> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's contract.
+    Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+/// Called by the emulation when a core finishes (from the block's thread).
+///
+/// # Safety
+/// `ctx` is the `Mutex<Collect>` of a live [`Modelled`]; the pointers are
+/// valid for the counts given; names and files are NUL-terminated.
+unsafe extern "C" fn core_done(
+    ctx: *mut c_void,
+    block: u32,
+    core: u32,
+    summary: *const ModelCore,
+    events: *const ModelEvent,
+    n_events: u64,
+    flows: *const ModelFlow,
+    n_flows: u64,
+) {
+    // SAFETY: the contract above.
+    let collect = unsafe { &*ctx.cast_const().cast::<Mutex<Collect>>() };
+    let Some(kind) = CoreKind::from_raw(core) else {
+        return;
+    };
+    if summary.is_null() {
+        return;
+    }
+    // SAFETY: non-null, and valid for the call (the contract above).
+    let s = unsafe { *summary };
+    let mut guard = collect.lock().unwrap_or_else(|e| e.into_inner());
+    let mut slices = Vec::new();
+    let mut flow_list = Vec::new();
+    if guard.trace && !guard.truncated {
+        let n_events = usize::try_from(n_events).unwrap_or(usize::MAX);
+        let n_flows = usize::try_from(n_flows).unwrap_or(usize::MAX);
+        if slices.try_reserve_exact(n_events).is_err()
+            || flow_list.try_reserve_exact(n_flows).is_err()
+        {
+            guard.truncated = true;
+        } else {
+            for i in 0..n_events {
+                // SAFETY: `events` holds `n_events` records.
+                let e = unsafe { *events.add(i) };
+                slices.push(Slice {
+                    pipe: e.pipe,
+                    start: e.start,
+                    end: e.end,
+                    // SAFETY: literals of the kernel library, or null.
+                    name: unsafe { text(e.name) }.unwrap_or_default(),
+                    // SAFETY: as above.
+                    site: unsafe { text(e.file) }.map(|f| {
+                        let short = f.rsplit('/').next().unwrap_or(&f).to_owned();
+                        format!("{short}:{}", e.line)
+                    }),
+                    bytes: e.bytes,
+                    modelled: e.modelled != 0,
+                });
+            }
+            for i in 0..n_flows {
+                // SAFETY: `flows` holds `n_flows` records.
+                let f = unsafe { *flows.add(i) };
+                flow_list.push(Flow {
+                    set: f.set,
+                    wait: f.wait,
+                    from_pipe: f.from_pipe,
+                    to_pipe: f.to_pipe,
+                    from_core: f.from_core,
+                    to_core: f.to_core,
+                });
+            }
+        }
+    }
+    if guard.cores.try_reserve(1).is_err() {
+        guard.truncated = true;
+        return;
+    }
+    guard.cores.push(CoreProfile {
+        block,
+        core: kind,
+        cycles: s.end,
+        busy: s.busy,
+        gm_read: s.gm_read,
+        gm_write: s.gm_write,
+        instructions: s.instructions,
+        unmodelled: s.unmodelled,
+        slices,
+        flows: flow_list,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_nest_and_restore() {
+        let ((), outer) = profile(ModelArch::AtlasA3, || {
+            let ((), inner) = profile(ModelArch::AtlasA2, || ());
+            assert_eq!(inner.arch, ModelArch::AtlasA2);
+            assert!(begin(1).is_some_and(|m| m.arch == ModelArch::AtlasA3));
+        });
+        assert!(outer.launches.is_empty());
+        assert!(begin(1).is_none());
+    }
+}

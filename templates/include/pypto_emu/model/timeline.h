@@ -1,0 +1,298 @@
+// The modelled NPU's timeline: per core, one clock per pipe (S, V, M,
+// MTE1, MTE2, MTE3, FIX). The scalar unit issues instructions in program
+// order; an instruction starts when it is issued, its pipe is free and
+// what orders it has happened (a flag, a queue, a barrier, a cross-core
+// flag), and holds its pipe for its cost. Costs come from pypto-rt's
+// architecture table (ModelParams); every figure the model prints is
+// modelled, not measured.
+//
+// Off (no ModelSink in the launch) it costs one branch per instruction.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <new>
+#include <vector>
+
+#include "abi.h"
+
+namespace pypto_emu {
+
+constexpr int model_pipes = 8;  // indexed by pipe_t; PIPE_ALL's slot unused
+constexpr int model_events = 32; // HardEvent values
+constexpr int model_event_ids = 8;
+
+struct Timeline {
+    const ModelSink* sink = nullptr;
+    ModelParams p{};
+    uint8_t core = 0;       // index in the block (ModelFlow::from_core)
+    double gm_in = 0;       // MTE2 bytes per cycle after the chip's share
+    double gm_out = 0;      // MTE3 bytes per cycle after the chip's share
+    double issue = 0;       // when the scalar unit issues the next instruction
+    double free[model_pipes] = {};
+    double busy[model_pipes] = {};
+    double flag_at[model_events][model_event_ids] = {};
+    uint8_t flag_pipe[model_events][model_event_ids] = {};
+    uint64_t gm_read = 0, gm_write = 0, instructions = 0, unmodelled = 0;
+    std::vector<ModelEvent> events;
+    std::vector<ModelFlow> flows;
+    bool trace = false;
+    bool failed = false; // an allocation failed: the core reports nothing
+};
+
+inline thread_local Timeline timeline;
+
+inline bool modelling() { return timeline.sink != nullptr; }
+
+// The instruction being issued, filled by its family's cost function.
+struct ModelInstr {
+    bool noted = false;
+    pipe_t pipe = PIPE_S;
+    double cycles = 0;
+    uint64_t bytes = 0;
+};
+
+inline thread_local ModelInstr model_instr;
+
+// Starts the core's timeline (run_core): `sink` null turns the model off.
+// `vector`: the core is a vector core (two per AI core).
+inline void model_begin(const ModelSink* sink, uint8_t core, bool vector)
+{
+    timeline.~Timeline();
+    new (&timeline) Timeline();
+    model_instr = ModelInstr{};
+    if (sink == nullptr || sink->params == nullptr) {
+        return;
+    }
+    timeline.sink = sink;
+    timeline.p = *sink->params;
+    timeline.core = core;
+    timeline.trace = sink->trace != 0;
+    // Global memory is shared: the engines of this kind running at once
+    // split the chip's bandwidth evenly (a launch with more blocks than
+    // engines runs in waves, each as wide as the chip).
+    uint64_t engines = static_cast<uint64_t>(sink->ai_cores) * (vector ? 2 : 1);
+    uint64_t active = std::min<uint64_t>(std::max<uint32_t>(sink->blocks, 1), std::max<uint64_t>(engines, 1));
+    double share = timeline.p.chip_gm_bytes / static_cast<double>(active);
+    timeline.gm_in = std::min(timeline.p.mte2_bytes, share);
+    timeline.gm_out = std::min(timeline.p.mte3_bytes, share);
+}
+
+inline uint64_t model_cycle(double t) { return static_cast<uint64_t>(t + 0.5); }
+
+inline void model_push_event(double start, double end, pipe_t pipe, const char* name, const Site& site,
+                             bool modelled, uint64_t bytes)
+{
+    Timeline& t = timeline;
+    if (!t.trace || t.failed) {
+        return;
+    }
+    try {
+        t.events.push_back(ModelEvent{model_cycle(start), model_cycle(end), name, site.file, site.line,
+                                      static_cast<uint8_t>(pipe), static_cast<uint8_t>(modelled ? 1 : 0), 0,
+                                      bytes});
+    } catch (...) {
+        t.failed = true;
+    }
+}
+
+inline void model_push_flow(double set, double wait, pipe_t from, pipe_t to, uint8_t from_core)
+{
+    Timeline& t = timeline;
+    if (!t.trace || t.failed) {
+        return;
+    }
+    try {
+        t.flows.push_back(ModelFlow{model_cycle(set), model_cycle(wait), static_cast<uint8_t>(from),
+                                    static_cast<uint8_t>(to), from_core, t.core, 0});
+    } catch (...) {
+        t.failed = true;
+    }
+}
+
+// Occupies `pipe` for `cycles` from when it and the issue allow; returns the end.
+inline double model_occupy(pipe_t pipe, double cycles)
+{
+    Timeline& t = timeline;
+    double start = std::max(t.issue, t.free[pipe]);
+    double end = start + cycles;
+    t.free[pipe] = end;
+    t.busy[pipe] += cycles;
+    return end;
+}
+
+// The running instruction's cost: `cycles` on `pipe`, moving `bytes`.
+// Called by the instruction families' cost functions (model/cost.h).
+inline void model_note(pipe_t pipe, double cycles, uint64_t bytes)
+{
+    if (!modelling()) {
+        return;
+    }
+    if (model_instr.noted && model_instr.pipe == pipe) {
+        model_instr.cycles += cycles;
+        model_instr.bytes += bytes;
+        return;
+    }
+    model_instr.noted = true;
+    model_instr.pipe = pipe;
+    model_instr.cycles = cycles;
+    model_instr.bytes = bytes;
+}
+
+// The kernel's instruction `name` at `site` is issued: it runs on the pipe
+// and for the cycles its cost function noted (one scalar cycle when none did).
+inline void model_retire(const char* name, const Site& site)
+{
+    Timeline& t = timeline;
+    ModelInstr r = model_instr;
+    model_instr = ModelInstr{};
+    pipe_t pipe = r.noted ? r.pipe : PIPE_S;
+    double cycles = r.noted ? r.cycles : 1;
+    double start = std::max(t.issue, t.free[pipe]);
+    double end = model_occupy(pipe, cycles);
+    t.issue += t.p.issue;
+    if (pipe == PIPE_S) {
+        t.issue = std::max(t.issue, end);
+    }
+    ++t.instructions;
+    if (!r.noted) {
+        ++t.unmodelled;
+    }
+    model_push_event(start, end, pipe, name, site, r.noted, r.bytes);
+}
+
+// SetFlag: raised on `src` once its earlier instructions finish.
+inline void model_set_flag(int event, int id, pipe_t src)
+{
+    if (!modelling() || event < 0 || event >= model_events || id < 0 || id >= model_event_ids) {
+        return;
+    }
+    Timeline& t = timeline;
+    double start = std::max(t.issue, t.free[src]);
+    double at = model_occupy(src, t.p.flag);
+    t.issue += t.p.issue;
+    t.flag_at[event][id] = at;
+    t.flag_pipe[event][id] = static_cast<uint8_t>(src);
+    model_push_event(start, at, src, "SetFlag", Site{}, true, 0);
+}
+
+// The pipe `dst` goes on no earlier than `at` (a flag, a queue, a cross-core
+// flag set then); a wait on the scalar pipe stalls the issue of everything after.
+inline void model_wait_until(pipe_t dst, double at, pipe_t from, uint8_t from_core)
+{
+    Timeline& t = timeline;
+    double ready = std::max(at, t.issue);
+    if (dst == PIPE_S) {
+        t.issue = std::max(t.issue, ready + t.p.flag);
+    } else {
+        t.free[dst] = std::max(t.free[dst], ready) + t.p.flag;
+        t.busy[dst] += t.p.flag;
+    }
+    t.issue += t.p.issue;
+    model_push_flow(at, ready, from, dst, from_core);
+}
+
+inline void model_wait_flag(int event, int id, pipe_t dst)
+{
+    if (!modelling() || event < 0 || event >= model_events || id < 0 || id >= model_event_ids) {
+        return;
+    }
+    Timeline& t = timeline;
+    model_wait_until(dst, t.flag_at[event][id], static_cast<pipe_t>(t.flag_pipe[event][id]), t.core);
+}
+
+// When a queue's producer (or consumer, freeing) on `from` hands a buffer over.
+inline double model_signal(pipe_t from)
+{
+    if (!modelling()) {
+        return 0;
+    }
+    Timeline& t = timeline;
+    return std::max(t.issue, t.free[from]);
+}
+
+inline void model_queue_wait(pipe_t to, double at, pipe_t from)
+{
+    if (!modelling()) {
+        return;
+    }
+    model_wait_until(to, at, from, timeline.core);
+}
+
+// PipeBarrier<PIPE_ALL> (and what acts as one): every pipe drains before
+// anything after it issues. A barrier on one pipe orders only that pipe,
+// which runs in order anyway.
+inline void model_barrier(pipe_t pipe)
+{
+    if (!modelling() || pipe != PIPE_ALL) {
+        return;
+    }
+    Timeline& t = timeline;
+    double all = t.issue;
+    for (double f : t.free) {
+        all = std::max(all, f);
+    }
+    t.issue = all;
+    for (double& f : t.free) {
+        f = all;
+    }
+}
+
+// A scalar read or write of local memory: the compiler's automatic
+// synchronisation makes the scalar unit wait for the vector-side pipes.
+inline void model_scalar_access()
+{
+    if (!modelling()) {
+        return;
+    }
+    Timeline& t = timeline;
+    double ready = std::max({t.issue, t.free[PIPE_V], t.free[PIPE_MTE2], t.free[PIPE_MTE3]});
+    t.issue = ready + t.p.scalar_access;
+    t.busy[PIPE_S] += t.p.scalar_access;
+    t.free[PIPE_S] = t.issue;
+}
+
+// A cross-core flag leaves `pipe` once its earlier instructions finish;
+// returns when it arrives at the other core.
+inline double model_cross_set(pipe_t pipe)
+{
+    if (!modelling()) {
+        return 0;
+    }
+    Timeline& t = timeline;
+    double at = model_occupy(pipe, t.p.flag);
+    t.issue += t.p.issue;
+    return at + t.p.cross_core;
+}
+
+// The core's last pipe finished.
+inline double model_end_cycle()
+{
+    double end = timeline.issue;
+    for (double f : timeline.free) {
+        end = std::max(end, f);
+    }
+    return end;
+}
+
+// Sends the core's timeline to pypto-rt (run_core, after the body returned).
+inline void model_finish(uint32_t block, uint32_t core_kind)
+{
+    Timeline& t = timeline;
+    if (!modelling() || t.failed) {
+        return;
+    }
+    ModelCore summary{};
+    summary.end = model_cycle(model_end_cycle());
+    for (int p = 0; p < model_pipes; ++p) {
+        summary.busy[p] = model_cycle(t.busy[p]);
+    }
+    summary.gm_read = t.gm_read;
+    summary.gm_write = t.gm_write;
+    summary.instructions = t.instructions;
+    summary.unmodelled = t.unmodelled;
+    t.sink->core_done(t.sink->ctx, block, core_kind, &summary, t.events.data(), t.events.size(), t.flows.data(),
+                      t.flows.size());
+}
+
+} // namespace pypto_emu

@@ -1,0 +1,142 @@
+//! The modelled NPU (pypto_rt::profile): every host launch in the closure
+//! is also costed on a per-core, per-pipe timeline. These tests check what
+//! the model must always satisfy, whatever its constants: results are
+//! unchanged, a pipe never overlaps itself, flags order what they order,
+//! and the trace is well-formed JSON with the tracks it claims.
+
+use pypto_rt::model::{PIPES, chrome_trace};
+use pypto_rt::{Const, Device, ModelArch, profile};
+use pypto_tests::{data_as, kernels};
+
+fn bf16s(n: usize, seed: u64) -> Vec<half::bf16> {
+    data_as::<f32>(n, seed)
+        .into_iter()
+        .map(half::bf16::from_f32)
+        .collect()
+}
+
+#[test]
+fn a_profiled_matmul_computes_the_same_and_runs_on_the_cube_pipes() {
+    let dev = Device::host();
+    let m = 300;
+    let a = dev
+        .tensor_from(&bf16s(m * 96, 1), (m, Const::<96>))
+        .unwrap();
+    let b = dev
+        .tensor_from(&bf16s(96 * 32, 2), (Const::<96>, Const::<32>))
+        .unwrap();
+    let mut plain = dev.zeros((m, Const::<32>)).unwrap();
+    kernels::matmul_bf16(&a, &b, &mut plain).unwrap();
+    let mut modelled = dev.zeros((m, Const::<32>)).unwrap();
+    let (result, profile) = profile(ModelArch::AtlasA3, || {
+        kernels::matmul_bf16(&a, &b, &mut modelled)
+    });
+    result.unwrap();
+    assert_eq!(plain.to_vec().unwrap(), modelled.to_vec().unwrap());
+
+    assert_eq!(profile.launches.len(), 1, "{profile}");
+    let launch = &profile.launches[0];
+    assert_eq!(launch.kernel, "matmul_bf16");
+    assert!(launch.cycles > 0);
+    assert_eq!(launch.unmodelled(), 0, "{profile}");
+    let busy = launch.busy();
+    for pipe in ["M", "MTE1", "MTE2", "FIX"] {
+        let p = PIPES.iter().position(|&n| n == pipe).unwrap();
+        assert!(busy[p] > 0, "{pipe} idle:\n{profile}");
+    }
+    assert_eq!(busy[1], 0, "a cube kernel used the vector pipe:\n{profile}");
+    for f in launch.busy_fraction() {
+        assert!((0.0..=1.0).contains(&f), "{f} in\n{profile}");
+    }
+    // No pipe runs two instructions at once; every instruction fits in its core.
+    for core in &launch.cores {
+        assert!(!core.slices.is_empty());
+        for pipe in 0..8u8 {
+            let mut slices: Vec<_> = core.slices.iter().filter(|s| s.pipe == pipe).collect();
+            slices.sort_by_key(|s| s.start);
+            for w in slices.windows(2) {
+                assert!(w[0].end <= w[1].start, "{:?} overlaps {:?}", w[0], w[1]);
+            }
+        }
+        assert!(
+            core.slices
+                .iter()
+                .all(|s| s.start <= s.end && s.end <= core.cycles)
+        );
+        // A flag is waited for no earlier than it was set.
+        assert!(
+            core.flows.iter().all(|f| f.set <= f.wait),
+            "{:?}",
+            core.flows
+        );
+        // The Mmad of each K tile starts after the LoadData that fed it ended.
+        let first_mmad = core.slices.iter().find(|s| s.name == "Mmad").unwrap();
+        let first_load = core.slices.iter().find(|s| s.name == "LoadData").unwrap();
+        assert!(first_load.end <= first_mmad.start);
+        assert!(first_mmad.site.as_deref().is_some_and(|s| s.contains(':')));
+    }
+    let text = profile.to_string();
+    assert!(
+        text.starts_with("modelled on Atlas A3 (910_9391) (a model, not a measurement)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_trace_is_json_with_a_track_per_core_and_pipe() {
+    let dev = Device::host();
+    let x = dev
+        .tensor_from(&data_as::<f32>(8 * 128, 3), (8, Const::<128>))
+        .unwrap();
+    let bias = dev
+        .tensor_from(&data_as::<f32>(128, 4), (Const::<128>,))
+        .unwrap();
+    let mut out = dev.zeros((8, Const::<128>)).unwrap();
+    let (result, profile) = profile(ModelArch::AtlasA2, || {
+        kernels::add_bias(&x, &bias, &mut out)
+    });
+    result.unwrap();
+    let json: serde_json::Value = serde_json::from_str(&chrome_trace(&profile)).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    let slices: Vec<_> = events.iter().filter(|e| e["ph"] == "X").collect();
+    let launch = &profile.launches[0];
+    let expected: usize = launch.cores.iter().map(|c| c.slices.len()).sum();
+    assert_eq!(slices.len(), expected);
+    assert!(
+        slices
+            .iter()
+            .any(|e| e["name"].as_str().unwrap().starts_with("DataCopy"))
+    );
+    let tracks: std::collections::BTreeSet<u64> =
+        slices.iter().map(|e| e["tid"].as_u64().unwrap()).collect();
+    let named: std::collections::BTreeSet<u64> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| e["tid"].as_u64().unwrap())
+        .collect();
+    assert!(
+        tracks.is_subset(&named),
+        "{tracks:?} not all named in {named:?}"
+    );
+    // Vector-kernel blocks use the vector pipe and both copy directions.
+    let busy = launch.busy();
+    for pipe in ["V", "MTE2", "MTE3"] {
+        let p = PIPES.iter().position(|&n| n == pipe).unwrap();
+        assert!(busy[p] > 0, "{pipe} idle:\n{profile}");
+    }
+}
+
+#[test]
+fn nothing_is_modelled_outside_a_profile() {
+    let dev = Device::host();
+    let x = dev
+        .tensor_from(&data_as::<f32>(2 * 128, 5), (2, Const::<128>))
+        .unwrap();
+    let bias = dev
+        .tensor_from(&data_as::<f32>(128, 6), (Const::<128>,))
+        .unwrap();
+    let mut out = dev.zeros((2, Const::<128>)).unwrap();
+    let ((), profile) = profile(ModelArch::AtlasA3, || ());
+    kernels::add_bias(&x, &bias, &mut out).unwrap();
+    assert!(profile.launches.is_empty());
+}
