@@ -140,3 +140,88 @@ fn nothing_is_modelled_outside_a_profile() {
     kernels::add_bias(&x, &bias, &mut out).unwrap();
     assert!(profile.launches.is_empty());
 }
+
+#[test]
+fn timing_only_gives_the_same_timeline_event_for_event() {
+    let dev = Device::host();
+    let m = 200;
+    let a = dev
+        .tensor_from(&bf16s(m * 96, 7), (m, Const::<96>))
+        .unwrap();
+    let b = dev
+        .tensor_from(&bf16s(96 * 32, 8), (Const::<96>, Const::<32>))
+        .unwrap();
+    let mut out = dev.zeros((m, Const::<32>)).unwrap();
+    let (full, computed) =
+        pypto_rt::Profiler::new(ModelArch::AtlasA3).run(|| kernels::matmul_bf16(&a, &b, &mut out));
+    full.unwrap();
+    let mut untouched = dev.zeros((m, Const::<32>)).unwrap();
+    let (timed, timing) = pypto_rt::Profiler::new(ModelArch::AtlasA3)
+        .timing_only(true)
+        .run(|| kernels::matmul_bf16(&a, &b, &mut untouched));
+    timed.unwrap();
+    assert!(timing.timing_only && !computed.timing_only);
+    assert_eq!(computed.launches, timing.launches);
+    // Nothing was computed: the output is as it was.
+    assert!(
+        untouched
+            .to_vec()
+            .unwrap()
+            .iter()
+            .all(|v| v.to_f32() == 0.0)
+    );
+}
+
+#[test]
+fn a_mixed_kernel_s_cores_wait_for_each_other_s_flags() {
+    let dev = Device::host();
+    let (m, k, n) = (64, 32, 48);
+    let a: Vec<half::f16> = data_as::<f32>(m * k, 9)
+        .into_iter()
+        .map(half::f16::from_f32)
+        .collect();
+    let b: Vec<half::f16> = data_as::<f32>(k * n, 10)
+        .into_iter()
+        .map(half::f16::from_f32)
+        .collect();
+    let a = dev.tensor_from(&a, (m, k)).unwrap();
+    let b = dev.tensor_from(&b, (k, n)).unwrap();
+    let mut c = dev.zeros((m, n)).unwrap();
+    let mut out = dev.zeros((m, n)).unwrap();
+    let (result, profile) = profile(ModelArch::AtlasA3, || {
+        kernels::matmul_relu(&a, &b, &mut c, &mut out)
+    });
+    result.unwrap();
+    let launch = &profile.launches[0];
+    let cube = launch
+        .cores
+        .iter()
+        .find(|c| c.core == pypto_rt::model::CoreKind::MixedCube)
+        .unwrap();
+    let fixpipe_end = cube
+        .slices
+        .iter()
+        .filter(|s| s.name == "Fixpipe")
+        .map(|s| s.end)
+        .min()
+        .unwrap();
+    for vector in launch.cores.iter().filter(|c| c.core.is_vector()) {
+        // The vector core's wait comes from the cube core, after its first Fixpipe.
+        let cross: Vec<_> = vector.flows.iter().filter(|f| f.from_core == 0).collect();
+        assert!(!cross.is_empty(), "{:?}", vector.flows);
+        assert!(
+            cross
+                .iter()
+                .all(|f| f.set >= fixpipe_end && f.wait >= f.set)
+        );
+        // Its first vector instruction runs after the flag arrived.
+        let first_v = vector
+            .slices
+            .iter()
+            .filter(|s| s.pipe == 1 || s.pipe == 4)
+            .map(|s| s.start)
+            .min()
+            .unwrap();
+        assert!(first_v >= cross[0].set, "{first_v} < {}", cross[0].set);
+    }
+}

@@ -1054,6 +1054,8 @@ unsafe fn run_on_host(
     args: &[Arg<'_>],
 ) -> (Result<(), Error>, u64) {
     let sanitize = match crate::sanitize::current() {
+        // A timing-only profile computes nothing for the checks to watch.
+        Ok(_) if crate::model::timing_only() => crate::Sanitize::OFF,
         Ok(checks) => checks,
         Err(e) => return (Err(e), 0),
     };

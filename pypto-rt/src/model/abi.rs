@@ -94,7 +94,7 @@ pub struct ModelSink {
     pub(crate) trace: u32,
     pub(crate) blocks: u32,
     pub(crate) ai_cores: u32,
-    pub(crate) reserved: u32,
+    pub(crate) timing_only: u32,
 }
 
 const _: () = {

@@ -171,6 +171,8 @@ pub struct LaunchProfile {
 pub struct Profile {
     /// The architecture modelled.
     pub arch: ModelArch,
+    /// Whether the kernels ran for timing only (their outputs unspecified).
+    pub timing_only: bool,
     /// The launches, in order.
     pub launches: Vec<LaunchProfile>,
 }
@@ -185,8 +187,7 @@ struct Collect {
 
 /// The profiler active on this thread: launches from it are modelled.
 struct Active {
-    arch: ModelArch,
-    trace: bool,
+    profiler: Profiler,
     launches: Vec<LaunchProfile>,
 }
 
@@ -194,41 +195,93 @@ thread_local! {
     static ACTIVE: RefCell<Option<Active>> = const { RefCell::new(None) };
 }
 
-/// Runs `f`, modelling every host launch it makes on this thread on `arch`;
-/// returns `f`'s value and the [`Profile`]. Launches from other threads,
-/// and NPU launches, are not modelled. The kernels compute what they would
-/// without the profile.
+/// Runs `f`, modelling every host launch it makes on this thread on `arch`
+/// with a full trace; returns `f`'s value and the [`Profile`]. The kernels
+/// compute what they would without the profile. See [`Profiler`] for the
+/// options.
 pub fn profile<R>(arch: ModelArch, f: impl FnOnce() -> R) -> (R, Profile) {
-    profile_with(arch, true, f)
+    Profiler::new(arch).run(f)
 }
 
-/// As [`profile`]; `trace` false keeps only each core's totals (less
-/// memory for long runs).
-pub fn profile_with<R>(arch: ModelArch, trace: bool, f: impl FnOnce() -> R) -> (R, Profile) {
-    let outer = ACTIVE.with(|a| {
-        a.borrow_mut().replace(Active {
+/// How to model the launches of a closure: the architecture, whether to
+/// keep every instruction (a trace) or only each core's totals, and
+/// whether the kernels compute at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Profiler {
+    arch: ModelArch,
+    trace: bool,
+    timing_only: bool,
+}
+
+impl Profiler {
+    /// A profiler for `arch` that traces and computes.
+    pub fn new(arch: ModelArch) -> Profiler {
+        Profiler {
             arch,
-            trace,
-            launches: Vec::new(),
-        })
-    });
-    // Restores the outer profiler even if `f` panics.
-    struct Restore(Option<Option<Active>>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            if let Some(outer) = self.0.take() {
-                ACTIVE.with(|a| *a.borrow_mut() = outer);
-            }
+            trace: true,
+            timing_only: false,
         }
     }
-    let mut restore = Restore(Some(outer));
-    let value = f();
-    let mine = ACTIVE.with(|a| a.borrow_mut().take());
-    if let Some(outer) = restore.0.take() {
-        ACTIVE.with(|a| *a.borrow_mut() = outer);
+
+    /// Whether to keep every instruction and flag (on by default); off,
+    /// each core keeps its totals only, for long runs.
+    pub fn trace(mut self, on: bool) -> Profiler {
+        self.trace = on;
+        self
     }
-    let launches = mine.map(|m| m.launches).unwrap_or_default();
-    (value, Profile { arch, launches })
+
+    /// Timing only (off by default): instructions are checked and costed
+    /// but compute nothing, so large shapes model in seconds. The outputs
+    /// are left unspecified, the sanitizer checks are off, and a kernel
+    /// whose control flow depends on data (not on sizes) is modelled on
+    /// whatever the unwritten buffers hold: the mode's documented limit.
+    pub fn timing_only(mut self, on: bool) -> Profiler {
+        self.timing_only = on;
+        self
+    }
+
+    /// Runs `f`, modelling every host launch it makes on this thread;
+    /// returns `f`'s value and the [`Profile`]. Launches from other
+    /// threads, and NPU launches, are not modelled. A profile inside
+    /// another collects its own launches; the outer one resumes after.
+    pub fn run<R>(&self, f: impl FnOnce() -> R) -> (R, Profile) {
+        let outer = ACTIVE.with(|a| {
+            a.borrow_mut().replace(Active {
+                profiler: *self,
+                launches: Vec::new(),
+            })
+        });
+        // Restores the outer profiler even if `f` panics.
+        struct Restore(Option<Option<Active>>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                if let Some(outer) = self.0.take() {
+                    ACTIVE.with(|a| *a.borrow_mut() = outer);
+                }
+            }
+        }
+        let mut restore = Restore(Some(outer));
+        let value = f();
+        let mine = ACTIVE.with(|a| a.borrow_mut().take());
+        if let Some(outer) = restore.0.take() {
+            ACTIVE.with(|a| *a.borrow_mut() = outer);
+        }
+        let launches = mine.map(|m| m.launches).unwrap_or_default();
+        (
+            value,
+            Profile {
+                arch: self.arch,
+                timing_only: self.timing_only,
+                launches,
+            },
+        )
+    }
+}
+
+/// Whether a profile active on this thread runs kernels for timing only
+/// (the launch then runs no sanitizer checks).
+pub(crate) fn timing_only() -> bool {
+    ACTIVE.with(|a| a.borrow().as_ref().is_some_and(|a| a.profiler.timing_only))
 }
 
 /// A launch being modelled: owns what the sink points at.
@@ -249,7 +302,8 @@ impl Modelled {
 /// A model for a launch of `blocks` blocks when a profiler is active on
 /// this thread.
 pub(crate) fn begin(blocks: u32) -> Option<Modelled> {
-    let (arch, trace) = ACTIVE.with(|a| a.borrow().as_ref().map(|a| (a.arch, a.trace)))?;
+    let profiler = ACTIVE.with(|a| a.borrow().as_ref().map(|a| a.profiler))?;
+    let (arch, trace) = (profiler.arch, profiler.trace);
     let params = Box::new(arch.params());
     let collect = Box::new(Mutex::new(Collect {
         cores: Vec::new(),
@@ -263,7 +317,7 @@ pub(crate) fn begin(blocks: u32) -> Option<Modelled> {
         trace: u32::from(trace),
         blocks,
         ai_cores: arch.ai_cores(),
-        reserved: 0,
+        timing_only: u32::from(profiler.timing_only),
     });
     Some(Modelled {
         arch,

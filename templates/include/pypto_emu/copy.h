@@ -387,7 +387,11 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint3
     pypto_emu::check_count_bytes<T>(count, what);
     pypto_emu::check_local(dst, static_cast<uint64_t>(count) * sizeof(T), what);
     pypto_emu::check_gm_align(src, what);
-    std::memcpy(dst.data(), src.range(0, count, what), count * sizeof(T));
+    const T* from = src.range(0, count, what);
+    if (pypto_emu::timing_only()) {
+        return;
+    }
+    std::memcpy(dst.data(), from, count * sizeof(T));
     pypto_emu::init_write(dst, 0, static_cast<uint64_t>(count) * sizeof(T));
 }
 
@@ -404,7 +408,11 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint3
     pypto_emu::check_local(src, static_cast<uint64_t>(count) * sizeof(T), what);
     pypto_emu::check_gm_align(dst, what);
     pypto_emu::init_read(what, "src", src, 0, static_cast<uint64_t>(count) * sizeof(T));
-    pypto_emu::store_gm(dst.range_out(0, count, what), src.data(), count, what);
+    T* to = dst.range_out(0, count, what);
+    if (pypto_emu::timing_only()) {
+        return;
+    }
+    pypto_emu::store_gm(to, src.data(), count, what);
 }
 
 // UB -> UB, `count` contiguous elements.
@@ -420,6 +428,9 @@ void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32
     pypto_emu::check_local(dst, static_cast<uint64_t>(count) * sizeof(T), what);
     pypto_emu::check_local(src, static_cast<uint64_t>(count) * sizeof(T), what);
     pypto_emu::init_read(what, "src", src, 0, static_cast<uint64_t>(count) * sizeof(T));
+    if (pypto_emu::timing_only()) {
+        return;
+    }
     std::memmove(dst.data(), src.data(), count * sizeof(T));
     pypto_emu::init_write(dst, 0, static_cast<uint64_t>(count) * sizeof(T));
 }
@@ -445,6 +456,9 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataC
     pypto_emu::check_local(dst, pypto_emu::span_bytes(p, p.dstGap), what);
     pypto_emu::check_gm_align(src, what);
     const T* s = src.range(0, pypto_emu::span_bytes(p, p.srcGap) / sizeof(T), what);
+    if (pypto_emu::timing_only()) {
+        return;
+    }
     pypto_emu::copy_blocks(reinterpret_cast<uint8_t*>(dst.data()), reinterpret_cast<const uint8_t*>(s), p);
     pypto_emu::init_blocks(pypto_emu::init_view(dst), p, p.dstGap);
 }
@@ -465,6 +479,9 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataC
     pypto_emu::check_local(src, pypto_emu::span_bytes(p, p.srcGap), what);
     pypto_emu::check_gm_align(dst, what);
     T* d = dst.range_out(0, pypto_emu::span_bytes(p, p.dstGap) / sizeof(T), what);
+    if (pypto_emu::timing_only()) {
+        return;
+    }
     pypto_emu::init_blocks(pypto_emu::init_view(src, what, "src"), p, p.srcGap, true);
     // Block by block, through the atomic mode if one is set.
     uint64_t block = p.blockLen * 32ull / sizeof(T);

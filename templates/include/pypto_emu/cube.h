@@ -183,6 +183,9 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2Nz
     }
     uint64_t src_last = (p.ndNum - 1ull) * p.srcNdMatrixStride + (p.nValue - 1ull) * p.srcDValue + p.dValue;
     const T* s = src.range(0, src_last, what);
+    if (pypto_emu::timing_only()) {
+        return;
+    }
     for (uint32_t nd = 0; nd < p.ndNum; ++nd) {
         for (uint32_t r = 0; r < p.nValue; ++r) {
             for (uint32_t b = 0; b < blocks; ++b) {
@@ -224,6 +227,9 @@ void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadDa
     uint64_t src_bytes = (p.startIndex + (p.repeatTimes - 1ull) * p.srcStride + 1) * 512;
     pypto_emu::check_cube_operand(dst, dm, dst_bytes, what);
     pypto_emu::check_cube_operand(src, pypto_emu::Memory::L1, src_bytes, what);
+    if (pypto_emu::timing_only()) {
+        return;
+    }
     auto mv = pypto_emu::init_move(what, src, dst);
     for (uint32_t i = 0; i < p.repeatTimes; ++i) {
         const T* in = src.data() + (p.startIndex + static_cast<uint64_t>(i) * p.srcStride) * fractal;
@@ -280,6 +286,9 @@ void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
     uint64_t src_bytes = (p.startIndex + (p.repeatTimes - 1ull) * p.srcStride + 1) * square_bytes;
     pypto_emu::check_cube_operand(dst, dm, dst_bytes, what);
     pypto_emu::check_cube_operand(src, pypto_emu::Memory::L1, src_bytes, what);
+    if (pypto_emu::timing_only()) {
+        return;
+    }
     auto mv = pypto_emu::init_move(what, src, dst);
     for (uint32_t i = 0; i < p.repeatTimes; ++i) {
         const T* in = src.data() + (p.startIndex + static_cast<uint64_t>(i) * p.srcStride) * (square_bytes / sizeof(T));
@@ -343,6 +352,9 @@ void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor
     pypto_emu::check_cube_operand(dst, pypto_emu::Memory::L0C, uint64_t(m1) * n1 * 256 * sizeof(T), what);
     if (!p.cmatrixInitVal && p.cmatrixSource) {
         pypto_emu::fail(what, ": a bias-table source is not emulated");
+    }
+    if (pypto_emu::timing_only()) {
+        return;
     }
     const U* a = fm.data();
     const S* b = filter.data();
@@ -422,6 +434,9 @@ void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const Fixpip
     pypto_emu::check_cube_operand(src, pypto_emu::Memory::L0C,
                                   ((blocks - 1) * p.srcStride * 16 + static_cast<uint64_t>(p.mSize) * 16) * 4, what);
     T* out = dst.range_out(0, (p.mSize - 1ull) * p.dstStride + p.nSize, what);
+    if (pypto_emu::timing_only()) {
+        return;
+    }
     std::vector<T> row(p.nSize);
     if (pypto_emu::sanitizing(pypto_emu::SANITIZE_LOCAL)) {
         auto v = pypto_emu::init_view(src, what, "src");

@@ -86,6 +86,9 @@ void binary(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& a
     init_read(what, "src1", b, 0, bytes);
     init_write(dst, 0, bytes);
     model_vector_bytes(what, bytes, sizeof(T));
+    if (timing_only()) {
+        return;
+    }
     for (int32_t i = 0; i < count; ++i) {
         d[i] = static_cast<T>(op(static_cast<compute_t<T>>(x[i]), static_cast<compute_t<T>>(y[i])));
     }
@@ -103,6 +106,9 @@ void unary(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& sr
     init_read(what, "src", src, 0, bytes);
     init_write(dst, 0, bytes);
     model_vector_bytes(what, bytes, sizeof(T));
+    if (timing_only()) {
+        return;
+    }
     for (int32_t i = 0; i < count; ++i) {
         d[i] = static_cast<T>(op(static_cast<compute_t<T>>(s[i])));
     }

@@ -85,7 +85,7 @@ struct ModelSink {
     uint32_t trace;    // non-zero: send every event and flow, not only the totals
     uint32_t blocks;   // the launch's block count
     uint32_t ai_cores; // the chip's AI cores (one cube core and two vector cores each)
-    uint32_t reserved;
+    uint32_t timing_only; // non-zero: cost the instructions, compute nothing
 };
 
 #define PYPTO_MODEL_SIZE(type, bytes) \

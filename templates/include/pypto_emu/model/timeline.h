@@ -37,12 +37,19 @@ struct Timeline {
     std::vector<ModelEvent> events;
     std::vector<ModelFlow> flows;
     bool trace = false;
+    bool timing_only = false; // instructions are costed but compute nothing
     bool failed = false; // an allocation failed: the core reports nothing
 };
 
 inline thread_local Timeline timeline;
 
 inline bool modelling() { return timeline.sink != nullptr; }
+
+// Timing-only runs (ModelSink::timing_only): the hot instructions (vector
+// arithmetic, copies, LoadData, Mmad, Fixpipe) check their operands and
+// note their cost, then return without computing. Control flow that
+// depends on data, not on sizes, sees garbage: the documented limit.
+inline bool timing_only() { return timeline.timing_only; }
 
 // The instruction being issued, filled by its family's cost function.
 struct ModelInstr {
@@ -68,6 +75,7 @@ inline void model_begin(const ModelSink* sink, uint8_t core, bool vector)
     timeline.p = *sink->params;
     timeline.core = core;
     timeline.trace = sink->trace != 0;
+    timeline.timing_only = sink->timing_only != 0;
     // Global memory is shared: the engines of this kind running at once
     // split the chip's bandwidth evenly (a launch with more blocks than
     // engines runs in waves, each as wide as the chip).
