@@ -85,6 +85,9 @@ pub enum Blocks {
         axes: usize,
         option: Option<String>,
     },
+    /// Exactly the product of the values of these integer options (a grid
+    /// of cores, e.g. `[split_m, split_n]`), whatever the sizes; not capped.
+    Grid { options: Vec<String> },
 }
 
 /// Which AI-core units a kernel runs on.
@@ -150,12 +153,23 @@ pub struct Contract {
     pub options: Vec<OptionSpec>,
     /// Axes whose size must be a multiple of an integer option's value.
     pub divisible_by_option: Vec<(ParamAxis, String)>,
-    /// Axes whose size must be a multiple of a constant, and why.
-    pub multiple_of: Vec<(ParamAxis, u64, String)>,
+    /// Axes whose size must be a multiple of a constant (times an integer
+    /// option's value, when `times` names one), and why.
+    pub multiple_of: Vec<MultipleOf>,
     /// `(big, small, relation)`: the small param has the big one's leading
     /// axes and half its last axis (swiglu's split).
     pub halved_last: Option<(usize, usize, usize)>,
     pub cores: CoreKind,
+}
+
+/// A `multiple_of` relation: the axis is a multiple of `of`, or of `of`
+/// times the value of the option `times`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MultipleOf {
+    pub axis: ParamAxis,
+    pub of: u64,
+    pub times: Option<String>,
+    pub why: String,
 }
 
 /// One entry of a contract's `relations`, as its template writes it.
@@ -265,7 +279,8 @@ const RELATIONS: &[&str] = &[
     "divisible_by",
 ];
 const OPTION_KEYS: &[&str] = &["type", "default", "min", "max", "doc"];
-const BLOCK_KEYS: &[&str] = &["rule", "param", "per_block", "axes", "times"];
+const BLOCK_KEYS: &[&str] = &["rule", "param", "per_block", "axes", "times", "options"];
+const BLOCK_RULES: [&str; 4] = ["rows", "elements", "leading", "grid"];
 
 /// Reads the contract of the template at `path` (named so in messages) with
 /// text `text`: `Ok(None)` when it has no front matter, else the contract or
@@ -930,7 +945,7 @@ impl Reader<'_, '_> {
                     }
                 }
                 "multiple_of" => {
-                    let entries = self.mapping(value, &what, &["axis", "of", "why"]);
+                    let entries = self.mapping(value, &what, &["axis", "of", "times", "why"]);
                     let get = |key: &str| entries.iter().find(|(n, _, _)| *n == key).map(|e| e.2);
                     let (Some(axis), Some(of)) = (get("axis"), get("of")) else {
                         self.error(
@@ -944,12 +959,23 @@ impl Reader<'_, '_> {
                     let axis = self.axis_ref(axis, c, &format!("{what}, `axis`"));
                     let axis = named(c, axis);
                     let of = self.int(of, &format!("{what}, `of`"), 1, i128::from(u32::MAX));
+                    let times = match get("times") {
+                        Some(n) => self
+                            .factor_option(n, c, &format!("{what}, `times`"))
+                            .map(Some),
+                        None => Some(None),
+                    };
                     let why = match get("why") {
                         Some(n) => self.string(n, &format!("{what}, `why`")),
                         None => Some("the template requires it".to_owned()),
                     };
-                    if let (Some(axis), Some(of), Some(why)) = (axis, of, why) {
-                        c.multiple_of.push((axis, of as u64, why));
+                    if let (Some(axis), Some(of), Some(times), Some(why)) = (axis, of, times, why) {
+                        c.multiple_of.push(MultipleOf {
+                            axis,
+                            of: of as u64,
+                            times,
+                            why,
+                        });
                     }
                 }
                 _ => {
@@ -973,25 +999,27 @@ impl Reader<'_, '_> {
     fn blocks(&mut self, node: &Node, c: &Contract) -> Option<Blocks> {
         let entries = self.mapping(node, "`blocks`", BLOCK_KEYS);
         let get = |key: &str| entries.iter().find(|(n, _, _)| *n == key).map(|e| e.2);
-        let (Some(rule), Some(param)) = (get("rule"), get("param")) else {
+        let Some(rule) = get("rule") else {
             self.error(
                 node.pos,
-                "`blocks`: needs `rule` (rows, elements or leading) and `param`",
+                "`blocks`: needs `rule` (rows, elements, leading or grid) and, but for grid, `param`",
             );
             return None;
         };
-        let param = self.param_ref(param, c, "`blocks`, `param`", true);
-        let allowed: &[&str] = match self.string(rule, "`blocks`, `rule`")?.as_str() {
+        let rule_node = rule;
+        let rule = self.string(rule_node, "`blocks`, `rule`")?;
+        let allowed: &[&str] = match rule.as_str() {
             "rows" => &["rule", "param"],
             "elements" => &["rule", "param", "per_block"],
             "leading" => &["rule", "param", "axes", "times"],
+            "grid" => &["rule", "options"],
             other => {
                 self.error(
-                    rule.pos,
+                    rule_node.pos,
                     format!(
-                        "`blocks`, `rule`: unknown rule `{}`; expected rows, elements or leading{}",
+                        "`blocks`, `rule`: unknown rule `{}`; expected rows, elements, leading or grid{}",
                         clip(other, 40),
-                        did_you_mean(other, ["rows", "elements", "leading"])
+                        did_you_mean(other, BLOCK_RULES)
                     ),
                 );
                 return None;
@@ -1008,10 +1036,17 @@ impl Reader<'_, '_> {
                 );
             }
         }
-        let param = param?;
-        match allowed.len() {
-            2 => Some(Blocks::Rows { param }),
-            3 => {
+        if rule == "grid" {
+            return self.grid(node, get("options"), c);
+        }
+        let Some(param) = get("param") else {
+            self.error(node.pos, format!("`blocks`: the {rule} rule needs `param`"));
+            return None;
+        };
+        let param = self.param_ref(param, c, "`blocks`, `param`", true)?;
+        match rule.as_str() {
+            "rows" => Some(Blocks::Rows { param }),
+            "elements" => {
                 let Some(n) = get("per_block") else {
                     self.error(node.pos, "`blocks`: the elements rule needs `per_block`");
                     return None;
@@ -1043,6 +1078,45 @@ impl Reader<'_, '_> {
                 })
             }
         }
+    }
+
+    /// `{ rule: grid, options: [a, b, …] }`: one block per cell of a grid
+    /// whose sides are int options.
+    fn grid(&mut self, node: &Node, options: Option<&Node>, c: &Contract) -> Option<Blocks> {
+        let Some(list) = options else {
+            self.error(
+                node.pos,
+                "`blocks`: the grid rule needs `options`, the int options whose product is the \
+                 block count, e.g. `{ rule: grid, options: [split_m, split_n] }`",
+            );
+            return None;
+        };
+        let items = self.seq(list, "`blocks`, `options`");
+        if items.is_empty() {
+            if matches!(list.value, Value::Seq(_)) {
+                self.error(
+                    list.pos,
+                    "`blocks`, `options`: name at least one int option",
+                );
+            }
+            return None;
+        }
+        let mut names: Vec<String> = Vec::new();
+        let mut ok = true;
+        for item in items {
+            match self.factor_option(item, c, "`blocks`, `options`") {
+                Some(name) if names.contains(&name) => {
+                    self.error(
+                        item.pos,
+                        format!("`blocks`, `options`: `{name}` is named twice"),
+                    );
+                    ok = false;
+                }
+                Some(name) => names.push(name),
+                None => ok = false,
+            }
+        }
+        ok.then_some(Blocks::Grid { options: names })
     }
 }
 

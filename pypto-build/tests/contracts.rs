@@ -298,3 +298,183 @@ fn a_relation_past_a_params_rank_is_an_error_at_the_spec() {
         .collect();
     assert_eq!(multiples, [(0, 3, 4)]);
 }
+
+/// A grid of cores (`blocks: { rule: grid }`) and multiples of a constant
+/// times an option (`multiple_of` with `times`), as tests/kernels/model/gemm.hbs
+/// uses them.
+const GRID: &str = "---
+params:
+  - { name: x, rank: 2 }
+  - { name: w, rank: 1 }
+  - { name: out, rank: 2, output: true }
+options:
+  rows: { type: int, default: 4, min: 1, max: 64, doc: parts of x's rows }
+  cols: { type: int, default: 6, min: 1, max: 64, doc: parts of x's columns }
+relations:
+  - same_shape: [x, out]
+  - multiple_of: { axis: x.0, of: 128, times: rows, why: each part is whole tiles }
+  - multiple_of: { axis: x.1, of: 16, times: cols }
+blocks: { rule: grid, options: [rows, cols] }
+---
+";
+
+#[test]
+fn a_grid_rule_launches_the_product_of_its_options() {
+    let dir = with_template(GRID);
+    let k = &check(
+        &dir,
+        &spec(
+            "[DYNAMIC, DYNAMIC]",
+            "[DYNAMIC]",
+            "[DYNAMIC, DYNAMIC]",
+            "{}",
+        ),
+    )
+    .unwrap()
+    .kernels[0];
+    // Exactly 4 × 6 blocks, whatever the sizes.
+    assert_eq!(k.blocks, BlockRule::Count(24));
+    let multiples: Vec<(usize, usize, u32, &str)> = k
+        .multiples
+        .iter()
+        .map(|m| (m.param, m.axis, m.of, m.why.as_str()))
+        .collect();
+    assert_eq!(
+        multiples,
+        [
+            (0, 0, 512, "128 times rows = 4: each part is whole tiles"),
+            (0, 1, 96, "16 times cols = 6: the template requires it")
+        ]
+    );
+    let k = &check(
+        &dir,
+        &spec(
+            "[DYNAMIC, DYNAMIC]",
+            "[DYNAMIC]",
+            "[DYNAMIC, DYNAMIC]",
+            "{ rows: 1, cols: 3 }",
+        ),
+    )
+    .unwrap()
+    .kernels[0];
+    assert_eq!(k.blocks, BlockRule::Count(3));
+    assert_eq!(k.multiples[0].of, 128);
+}
+
+#[test]
+fn a_multiple_of_times_an_option_is_checked_at_build_time() {
+    let dir = with_template(GRID);
+    let errors =
+        |x: &str, options: &str| check(&dir, &spec(x, "[DYNAMIC]", x, options)).unwrap_err();
+    // 256 rows are two tiles, but the 4 parts need one each.
+    assert_eq!(
+        errors("[256, 96]", "{}"),
+        [
+            "k.yaml:2:3: kernel `k`: `a.0` is 256, not a multiple of 512 (128 times rows = 4): \
+             each part is whole tiles"
+        ]
+    );
+    // Named at the spec's option when it gives it.
+    assert_eq!(
+        errors("[128, 96]", "{ cols: 6, rows: 2 }"),
+        [
+            "k.yaml:4:25: kernel `k`: `a.0` is 128, not a multiple of 256 (128 times rows = 2): \
+             each part is whole tiles"
+        ]
+    );
+    assert!(
+        check(
+            &dir,
+            &spec("[256, 96]", "[DYNAMIC]", "[256, 96]", "{ rows: 2 }")
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn a_grid_past_the_launch_limit_is_an_error_at_the_spec() {
+    let dir = with_template(&GRID.replace("max: 64", "max: 4096").replace(
+        "blocks: { rule: grid, options: [rows, cols] }",
+        "blocks: { rule: grid, options: [rows, cols, rows] }",
+    ));
+    assert!(
+        check(
+            &dir,
+            &spec(
+                "[DYNAMIC, DYNAMIC]",
+                "[DYNAMIC]",
+                "[DYNAMIC, DYNAMIC]",
+                "{}"
+            )
+        )
+        .unwrap_err()[0]
+            .contains("`blocks`, `options`: `rows` is named twice")
+    );
+    let dir = with_template(&GRID.replace("max: 64", "max: 4096"));
+    let t = pypto_build::display_path(&dir.join("t.hbs"));
+    assert_eq!(
+        check(
+            &dir,
+            &spec(
+                "[DYNAMIC, DYNAMIC]",
+                "[DYNAMIC]",
+                "[DYNAMIC, DYNAMIC]",
+                "{ rows: 256, cols: 256 }",
+            )
+        )
+        .unwrap_err(),
+        [format!(
+            "k.yaml:4:16: kernel `k`: {t} launches one block per cell of a grid of rows = 256 by \
+             cols = 256, more than the 65535 blocks a launch may have"
+        )]
+    );
+}
+
+#[test]
+fn a_malformed_grid_or_times_is_located_in_the_template() {
+    let head = "---\nparams:\n  - { name: x }\n  - { name: out, output: true }\n\
+                options:\n  n: { type: int, default: 2, min: 1, max: 8 }\n  \
+                b: { type: bool, default: false }\n";
+    let cases: &[(&str, &str)] = &[
+        (
+            "blocks: { rule: grid }\n",
+            "t.hbs:8:9: template contract: `blocks`: the grid rule needs `options`, the int \
+             options whose product is the block count, e.g. `{ rule: grid, options: [split_m, \
+             split_n] }`",
+        ),
+        (
+            "blocks: { rule: grid, options: [n, m] }\n",
+            "t.hbs:8:36: template contract: `blocks`, `options`: no option `m`; declare it under \
+             `options:` — did you mean `n`?",
+        ),
+        (
+            "blocks: { rule: grid, options: [b] }\n",
+            "t.hbs:8:33: template contract: `blocks`, `options`: option `b` is a bool; this needs \
+             an int option",
+        ),
+        (
+            "blocks: { rule: grid, param: x, options: [n] }\n",
+            "t.hbs:8:23: template contract: `blocks`: this rule takes no `param`; it takes `rule` \
+             or `options`",
+        ),
+        (
+            "blocks: { rule: leading }\n",
+            "t.hbs:8:9: template contract: `blocks`: the leading rule needs `param`",
+        ),
+        (
+            "blocks: { rule: grids, options: [n] }\n",
+            "t.hbs:8:17: template contract: `blocks`, `rule`: unknown rule `grids`; expected rows, \
+             elements, leading or grid — did you mean `grid`?",
+        ),
+        (
+            "relations:\n  - multiple_of: { axis: x.0, of: 16, times: b }\n",
+            "t.hbs:9:46: template contract: `multiple_of`, `times`: option `b` is a bool; this \
+             needs an int option",
+        ),
+    ];
+    for (tail, want) in cases {
+        let dir = with_template(&format!("{head}{tail}---\n"));
+        let got = check(&dir, &spec("[4, 4]", "[4]", "[4, 4]", "{}")).unwrap_err();
+        assert_eq!(got.join("\n"), *want, "{tail}");
+    }
+}

@@ -123,6 +123,9 @@ struct Requirement {
     of: u64,
     /// The option that divides the axis, if it is one.
     option: Option<(String, String)>,
+    /// The option a constant is multiplied by (`multiple_of` with
+    /// `times`), and the constant: `of` is their product.
+    times: Option<(String, u64)>,
     /// Why the template needs it (a constant's reason).
     why: String,
 }
@@ -143,21 +146,34 @@ fn requirements(contract: &Contract, options: &[(String, OptionValue)]) -> Vec<R
                             .option(option)
                             .map_or(String::new(), |o| o.doc.clone()),
                     )),
+                    times: None,
                     why: String::new(),
                 }),
                 _ => None,
             }
         });
-    let by_constant = contract
-        .multiple_of
-        .iter()
-        .map(|((param, axis), by, why)| Requirement {
-            param: *param,
-            axis: *axis,
-            of: *by,
+    let by_constant = contract.multiple_of.iter().filter_map(|m| {
+        let (param, axis) = m.axis;
+        let (of, times) = match &m.times {
+            None => (m.of, None),
+            Some(option) => match options.iter().find(|(n, _)| n == option).map(|(_, v)| *v) {
+                // Both at most u32::MAX (the contract's bounds), so the
+                // product fits.
+                Some(OptionValue::Int(by)) if by > 0 => {
+                    (m.of * by as u64, Some((option.clone(), m.of)))
+                }
+                _ => return None,
+            },
+        };
+        Some(Requirement {
+            param,
+            axis,
+            of,
             option: None,
-            why: why.clone(),
-        });
+            times,
+            why: m.why.clone(),
+        })
+    });
     by_option.chain(by_constant).collect()
 }
 
@@ -209,13 +225,27 @@ pub(super) fn check_divisible(
                         r.of
                     ),
                 ),
-                None => (
-                    k.name.pos,
-                    format!(
-                        "`{name}.{ai}` is {n}, not a multiple of {}: {}",
-                        r.of, r.why
+                None => match &r.times {
+                    Some((option, by)) => (
+                        k.options
+                            .iter()
+                            .find(|(key, _)| &key.value == option)
+                            .map_or(k.name.pos, |(key, _)| key.pos),
+                        format!(
+                            "`{name}.{ai}` is {n}, not a multiple of {} ({by} times {option} = {}): {}",
+                            r.of,
+                            r.of / by,
+                            r.why
+                        ),
                     ),
-                ),
+                    None => (
+                        k.name.pos,
+                        format!(
+                            "`{name}.{ai}` is {n}, not a multiple of {}: {}",
+                            r.of, r.why
+                        ),
+                    ),
+                },
             };
             sink.error(pos, format!("{ctx}: {message}"));
         }
@@ -579,6 +609,37 @@ pub(super) fn resolve(
                 factor: option.as_deref().and_then(int_option).unwrap_or(1),
             }
         }
+        Some(Blocks::Grid { options: names }) => {
+            let values: Vec<u64> = names
+                .iter()
+                .map(|n| int_option(n).map_or(1, u64::from))
+                .collect();
+            let count = values
+                .iter()
+                .try_fold(1u64, |acc, v| acc.checked_mul(*v))
+                .filter(|n| (1..=super::MAX_SPEC_BLOCKS).contains(n));
+            let Some(count) = count else {
+                let product: Vec<String> = names
+                    .iter()
+                    .zip(&values)
+                    .map(|(n, v)| format!("{n} = {v}"))
+                    .collect();
+                sink.error(
+                    k.options
+                        .iter()
+                        .find(|(key, _)| names.contains(&key.value))
+                        .map_or(k.name.pos, |(key, _)| key.pos),
+                    format!(
+                        "{ctx}: {template} launches one block per cell of a grid of {}, more \
+                         than the {} blocks a launch may have",
+                        product.join(" by "),
+                        super::MAX_SPEC_BLOCKS
+                    ),
+                );
+                return None;
+            };
+            BlockRule::Count(count as u32)
+        }
         // A block per 8 Ki elements of the first output, so small tensors
         // do not pay for many blocks.
         None => BlockRule::Elements {
@@ -599,13 +660,32 @@ pub(super) fn resolve(
             let ParamKind::Tensor { axes, .. } = &params[r.param].kind else {
                 continue;
             };
-            let (Ok(of), DimSize::Dynamic) = (u32::try_from(r.of), &dims[axes[axis].dim].size)
-            else {
+            if dims[axes[axis].dim].size != DimSize::Dynamic {
+                continue;
+            }
+            let Ok(of) = u32::try_from(r.of) else {
+                // Only `times` multiplies: sizes travel as u32, so no
+                // size but 0 would pass.
+                if let Some((option, by)) = &r.times {
+                    sink.error(
+                        k.name.pos,
+                        format!(
+                            "{ctx}: {template} needs `{}.{axis}` to be a multiple of {by} times \
+                             {option}, {}, more than a size can be ({})",
+                            params[r.param].name,
+                            r.of,
+                            u32::MAX
+                        ),
+                    );
+                }
                 continue;
             };
-            let why = match r.option {
-                Some((option, doc)) => format!("{option} = {of}: {doc}"),
-                None => r.why,
+            let why = match (r.option, r.times) {
+                (Some((option, doc)), _) => format!("{option} = {of}: {doc}"),
+                (None, Some((option, by))) => {
+                    format!("{by} times {option} = {}: {}", u64::from(of) / by, r.why)
+                }
+                (None, None) => r.why,
             };
             multiples.push(Multiple {
                 param: r.param,
