@@ -225,3 +225,25 @@ fn a_mixed_kernel_s_cores_wait_for_each_other_s_flags() {
         assert!(first_v >= cross[0].set, "{first_v} < {}", cross[0].set);
     }
 }
+
+#[test]
+#[ignore = "prints a GEMM's modelled timeline, for calibrating by hand"]
+fn print_gemm_timeline() {
+    let dev = Device::host();
+    let (m, n, k) = (256usize, 512usize, 2048usize);
+    let a = dev.zeros::<half::f16, _>((m, k)).unwrap();
+    let b = dev.zeros::<half::f16, _>((n, k)).unwrap();
+    let mut out = dev.zeros::<f32, _>((m, n)).unwrap();
+    let (r, profile) = pypto_rt::Profiler::new(ModelArch::AtlasA3)
+        .timing_only(true)
+        .run(|| kernels::gemm_a3_1x1(&a, &b, &mut out));
+    r.unwrap();
+    println!("{profile}");
+    let core = &profile.launches[0].cores[0];
+    let mut slices = core.slices.clone();
+    slices.sort_by_key(|s| s.start);
+    for s in slices.iter().take(120) {
+        println!("{:>7} {:>7} {:>5} {} {:?}", s.start, s.end, PIPES[s.pipe as usize], s.name, s.site);
+    }
+    std::fs::write("/tmp/gemm_trace.json", chrome_trace(&profile)).unwrap();
+}

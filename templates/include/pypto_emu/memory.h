@@ -1108,8 +1108,13 @@ protected:
     {
         pypto_emu::poll(what);
         require_init("AllocTensor");
-        for (pypto_emu::Slot& s : slots_) {
+        // Buffers are handed out in turn, as the vendor's queues do (so
+        // that two buffers ping-pong: the next is filled while the last
+        // is still in use), not lowest-free first.
+        for (size_t i = 0; i < slots_.size(); ++i) {
+            pypto_emu::Slot& s = slots_[(cursor_ + i) % slots_.size()];
             if (s.state == pypto_emu::Slot::State::Free) {
+                cursor_ = static_cast<uint32_t>((cursor_ + i + 1) % slots_.size());
                 s.state = pypto_emu::Slot::State::Allocated;
                 s.tag = 0;
                 if (s.model_was_freed && pypto_emu::modelling()) {
@@ -1254,6 +1259,7 @@ protected:
     {
         uint8_t* base = pypto_emu::arena(pypto_emu::memory_of(position_));
         slots_.assign(num, pypto_emu::Slot{});
+        cursor_ = 0;
         fifo_.clear();
         for (uint8_t i = 0; i < num; ++i) {
             slots_[i].data = base + offset + static_cast<uint32_t>(i) * bytes;
@@ -1307,6 +1313,7 @@ protected:
     int32_t depth_;
     std::vector<pypto_emu::Slot> slots_;
     std::deque<pypto_emu::Slot*> fifo_;
+    uint32_t cursor_ = 0; // the buffer AllocTensor tries first
     uint32_t base_offset_ = 0;
     uint64_t epoch_ = 0;
     TPipe* pipe_ = nullptr;
