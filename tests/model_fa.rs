@@ -57,17 +57,29 @@ fn halves(values: impl IntoIterator<Item = f32>) -> Vec<f16> {
 /// the running maximum grows tile by tile (the accumulator is rescaled).
 fn inputs(s0: usize, s1: usize, q_scale: f32, ramp: bool, seed: u64) -> [Vec<f16>; 3] {
     let q = halves(data(s0 * D, seed).into_iter().map(|x| x * q_scale));
-    let k = halves(data(s1 * D, seed + 1).into_iter().enumerate().map(|(i, x)| {
-        let j = (i / D) as f32;
-        if ramp { x * (0.25 + j / s1 as f32) } else { x }
-    }));
+    let k = halves(
+        data(s1 * D, seed + 1)
+            .into_iter()
+            .enumerate()
+            .map(|(i, x)| {
+                let j = (i / D) as f32;
+                if ramp { x * (0.25 + j / s1 as f32) } else { x }
+            }),
+    );
     let v = halves(data(s1 * D, seed + 2));
     [q, k, v]
 }
 
 /// softmax(q·kᵀ/√128)·v in f64, and for each query row the error bound the
 /// kernel must meet (see `bound`).
-fn reference(s0: usize, s1: usize, tile: usize, q: &[f16], k: &[f16], v: &[f16]) -> (Vec<f64>, Vec<f64>) {
+fn reference(
+    s0: usize,
+    s1: usize,
+    tile: usize,
+    q: &[f16],
+    k: &[f16],
+    v: &[f16],
+) -> (Vec<f64>, Vec<f64>) {
     let scale = 1.0 / (D as f64).sqrt();
     let (q, k, v): (Vec<f64>, Vec<f64>, Vec<f64>) = (
         q.iter().map(|x| x.to_f64()).collect(),
@@ -91,7 +103,12 @@ fn reference(s0: usize, s1: usize, tile: usize, q: &[f16], k: &[f16], v: &[f16])
         let p: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
         let sum: f64 = p.iter().sum();
         for c in 0..D {
-            out[i * D + c] = p.iter().enumerate().map(|(j, p)| p * v[j * D + c]).sum::<f64>() / sum;
+            out[i * D + c] = p
+                .iter()
+                .enumerate()
+                .map(|(j, p)| p * v[j * D + c])
+                .sum::<f64>()
+                / sum;
         }
         tol[i] = bound(s1, tile, scale * abs_dot, spread, v_max);
     }
@@ -134,7 +151,10 @@ fn check(what: &str, got: &[f32], want: &[f64], tol: &[f64]) -> f64 {
         for c in 0..D {
             let (g, w) = (f64::from(got[i * D + c]), want[i * D + c]);
             let err = (g - w).abs();
-            assert!(err <= *t, "{what}: out[{i}][{c}] is {g}, the reference {w}: error {err} > {t}");
+            assert!(
+                err <= *t,
+                "{what}: out[{i}][{c}] is {g}, the reference {w}: error {err} > {t}"
+            );
             worst = worst.max(err / t);
         }
     }
@@ -148,14 +168,23 @@ fn matches_softmax_q_kt_v_in_f64() {
     // rescaled); scores up to ~±150, where exp overflows fp32 unless each
     // row's maximum is subtracted.
     let cases = [(0.25f32, false), (0.5, true), (8.0, true)];
-    for (tile, s1s) in [(128usize, &[256usize, 512][..]), (256, &[256, 512]), (512, &[512])] {
+    for (tile, s1s) in [
+        (128usize, &[256usize, 512][..]),
+        (256, &[256, 512]),
+        (512, &[512]),
+    ] {
         for &s1 in s1s {
             for s0 in [128usize, 256] {
                 for (n, &(q_scale, ramp)) in cases.iter().enumerate() {
                     let what = format!("tile {tile}, S0 {s0}, S1 {s1}, q x{q_scale}, ramp {ramp}");
                     let [q, k, v] = inputs(s0, s1, q_scale, ramp, 10 * n as u64 + s1 as u64);
-                    let got = run(tile, s0, s1, &q, &k, &v).unwrap_or_else(|e| panic!("{what}: {e}"));
-                    assert_eq!(last_launch().unwrap().blocks, (s0 / 128) as u32, "{what}: one block per 128 rows");
+                    let got =
+                        run(tile, s0, s1, &q, &k, &v).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    assert_eq!(
+                        last_launch().unwrap().blocks,
+                        (s0 / 128) as u32,
+                        "{what}: one block per 128 rows"
+                    );
                     let (want, tol) = reference(s0, s1, tile, &q, &k, &v);
                     let worst = check(&what, &got.out, &want, &tol);
                     println!("{what}: largest error {worst:.3} of the bound");
@@ -184,7 +213,10 @@ fn both_score_slots_hold_the_last_two_tiles() {
                 let got = f64::from(got.ws_s[(slot * s0 + i) * tile + j]);
                 // fp32 sums of 128 exact products: within γ₁₂₈ Σ|q·k|.
                 let tol = D as f64 * 2f64.powi(-24) * abs;
-                assert!((got - dot).abs() <= tol, "ws_s[{slot}][{i}][{j}] is {got}, q·k({key}) is {dot}");
+                assert!(
+                    (got - dot).abs() <= tol,
+                    "ws_s[{slot}][{i}][{j}] is {got}, q·k({key}) is {dot}"
+                );
             }
         }
     }
@@ -199,10 +231,19 @@ fn every_block_count_gives_the_same_numbers() {
     for tile in [128usize, 256] {
         let want = run(tile, s0, s1, &q, &k, &v).unwrap().out;
         for blocks in [1u32, 2, 3] {
-            let got = with_host_blocks(blocks, || run(tile, s0, s1, &q, &k, &v)).unwrap().unwrap();
+            let got = with_host_blocks(blocks, || run(tile, s0, s1, &q, &k, &v))
+                .unwrap()
+                .unwrap();
             assert_eq!(last_launch().unwrap().blocks, blocks);
-            let same = got.out.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
-            assert!(same, "tile {tile}: {blocks} blocks differ from the default 2");
+            let same = got
+                .out
+                .iter()
+                .zip(&want)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(
+                same,
+                "tile {tile}: {blocks} blocks differ from the default 2"
+            );
         }
     }
 }
@@ -218,12 +259,14 @@ fn sizes_the_kernel_cannot_tile_are_errors() {
     };
     let msg = err(128, 192, 256);
     assert!(
-        msg.starts_with("kernel `flash_attention_128`: `q.0` is 192") && msg.contains("each block takes 128 query rows"),
+        msg.starts_with("kernel `flash_attention_128`: `q.0` is 192")
+            && msg.contains("each block takes 128 query rows"),
         "{msg}"
     );
     let msg = err(256, 128, 384);
     assert!(
-        msg.starts_with("kernel `flash_attention_128_t256`: `k.0` is 384") && msg.contains("tile_s1"),
+        msg.starts_with("kernel `flash_attention_128_t256`: `k.0` is 384")
+            && msg.contains("tile_s1"),
         "{msg}"
     );
     let msg = err(128, 128, 0);
