@@ -70,16 +70,19 @@ fn inputs(s0: usize, s1: usize, q_scale: f32, ramp: bool, seed: u64) -> [Vec<f16
     [q, k, v]
 }
 
-/// softmax(q·kᵀ/√128)·v in f64, and for each query row the error bound the
-/// kernel must meet (see `bound`).
-fn reference(
-    s0: usize,
-    s1: usize,
-    tile: usize,
-    q: &[f16],
-    k: &[f16],
-    v: &[f16],
-) -> (Vec<f64>, Vec<f64>) {
+/// softmax(q·kᵀ/√128)·v in f64, with what the test needs to know about it.
+struct Reference {
+    out: Vec<f64>,
+    /// Per query row, the error bound the kernel must meet (see `bound`).
+    tol: Vec<f64>,
+    /// The largest scaled score of any row.
+    max_score: f64,
+    /// Rows whose maximum lies past their first tile, so that the running
+    /// maximum grows and the accumulator is rescaled.
+    rescaled_rows: usize,
+}
+
+fn reference(s0: usize, s1: usize, tile: usize, q: &[f16], k: &[f16], v: &[f16]) -> Reference {
     let scale = 1.0 / (D as f64).sqrt();
     let (q, k, v): (Vec<f64>, Vec<f64>, Vec<f64>) = (
         q.iter().map(|x| x.to_f64()).collect(),
@@ -89,6 +92,7 @@ fn reference(
     let v_max = v.iter().fold(0f64, |m, x| m.max(x.abs()));
     let mut out = vec![0f64; s0 * D];
     let mut tol = vec![0f64; s0];
+    let (mut max_score, mut rescaled_rows) = (f64::NEG_INFINITY, 0);
     for i in 0..s0 {
         let qi = &q[i * D..(i + 1) * D];
         let mut scores = vec![0f64; s1];
@@ -99,6 +103,11 @@ fn reference(
             abs_dot = abs_dot.max(qi.iter().zip(kj).map(|(a, b)| (a * b).abs()).sum::<f64>());
         }
         let max = scores.iter().fold(f64::NEG_INFINITY, |m, s| m.max(*s));
+        let first = scores[..tile]
+            .iter()
+            .fold(f64::NEG_INFINITY, |m, s| m.max(*s));
+        max_score = max_score.max(max);
+        rescaled_rows += usize::from(max > first);
         let spread = scores.iter().fold(0f64, |m, s| m.max(max - s));
         let p: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
         let sum: f64 = p.iter().sum();
@@ -112,7 +121,12 @@ fn reference(
         }
         tol[i] = bound(s1, tile, scale * abs_dot, spread, v_max);
     }
-    (out, tol)
+    Reference {
+        out,
+        tol,
+        max_score,
+        rescaled_rows,
+    }
 }
 
 /// The error the kernel may make in an output of a row, given the row's
@@ -165,8 +179,9 @@ fn check(what: &str, got: &[f32], want: &[f64], tol: &[f64]) -> f64 {
 fn matches_softmax_q_kt_v_in_f64() {
     // (q scale, ramp): a flat-ish softmax over every key; later tiles with
     // larger scores (the running maximum grows, the accumulator is
-    // rescaled); scores up to ~±150, where exp overflows fp32 unless each
-    // row's maximum is subtracted.
+    // rescaled); scores past 88.7, where exp overflows fp32 unless each
+    // row's maximum is subtracted (asserted below, so that the data keep
+    // testing what they are meant to).
     let cases = [(0.25f32, false), (0.5, true), (8.0, true)];
     for (tile, s1s) in [
         (128usize, &[256usize, 512][..]),
@@ -185,9 +200,22 @@ fn matches_softmax_q_kt_v_in_f64() {
                         (s0 / 128) as u32,
                         "{what}: one block per 128 rows"
                     );
-                    let (want, tol) = reference(s0, s1, tile, &q, &k, &v);
-                    let worst = check(&what, &got.out, &want, &tol);
-                    println!("{what}: largest error {worst:.3} of the bound");
+                    let want = reference(s0, s1, tile, &q, &k, &v);
+                    if ramp && s1 > tile {
+                        assert!(
+                            want.rescaled_rows > s0 / 2,
+                            "{what}: the maximum seldom grows"
+                        );
+                    }
+                    if q_scale == 8.0 {
+                        assert!(want.max_score > 88.8, "{what}: exp would not overflow");
+                    }
+                    let worst = check(&what, &got.out, &want.out, &want.tol);
+                    println!(
+                        "{what}: largest score {:.1}, {} rows rescaled, largest error {worst:.3} \
+                         of the bound",
+                        want.max_score, want.rescaled_rows
+                    );
                 }
             }
         }
