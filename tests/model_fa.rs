@@ -70,6 +70,24 @@ fn inputs(s0: usize, s1: usize, q_scale: f32, ramp: bool, seed: u64) -> [Vec<f16
     [q, k, v]
 }
 
+/// The Unified Buffer a vector core takes, as the template's header comment
+/// adds it up: R = min(32, 8192 / tile) rows of scores per chunk, two
+/// buffers each of scores (fp32), probabilities (fp16, at least a 32-row
+/// output chunk of 16 KiB) and O (32 rows), the 64 x 128 accumulator, six
+/// 64-float row statistics, a 64-wide fold of R rows and 64 broadcast
+/// blocks.
+fn ub_bytes(tile: usize) -> u64 {
+    let rows = (8192 / tile).min(32);
+    let bytes = 2 * rows * tile * 4
+        + 2 * (rows * tile * 2).max(32 * D * 4)
+        + 2 * 32 * D * 4
+        + 64 * D * 4
+        + 6 * 64 * 4
+        + rows * 64 * 4
+        + 64 * 32;
+    bytes as u64
+}
+
 /// softmax(q·kᵀ/√128)·v in f64, with what the test needs to know about it.
 struct Reference {
     out: Vec<f64>,
@@ -195,11 +213,13 @@ fn matches_softmax_q_kt_v_in_f64() {
                     let [q, k, v] = inputs(s0, s1, q_scale, ramp, 10 * n as u64 + s1 as u64);
                     let got =
                         run(tile, s0, s1, &q, &k, &v).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    let stats = last_launch().unwrap();
                     assert_eq!(
-                        last_launch().unwrap().blocks,
+                        stats.blocks,
                         (s0 / 128) as u32,
                         "{what}: one block per 128 rows"
                     );
+                    assert_eq!(stats.ub_peak_bytes, ub_bytes(tile), "{what}: UB use");
                     let want = reference(s0, s1, tile, &q, &k, &v);
                     if ramp && s1 > tile {
                         assert!(
