@@ -4,7 +4,9 @@
 //! cores run the online softmax, handing tiles over through double-buffered
 //! GM workspaces with cross-core flags. Checked on the host backend, with
 //! the sanitizers on (the default), against softmax(q·kᵀ/√128)·v computed
-//! in f64 from the same fp16 inputs.
+//! in f64 from the same fp16 inputs, within a per-row bound led by the fp16
+//! rounding of P (`bound`). `calibration_shapes` (ignored: minutes) runs the
+//! published table's shapes.
 
 use half::f16;
 use pypto_rt::{Const, Device, Error, last_launch, with_host_blocks};
