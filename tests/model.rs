@@ -243,7 +243,10 @@ fn print_gemm_timeline() {
     let mut slices = core.slices.clone();
     slices.sort_by_key(|s| s.start);
     for s in slices.iter().take(120) {
-        println!("{:>7} {:>7} {:>5} {} {:?}", s.start, s.end, PIPES[s.pipe as usize], s.name, s.site);
+        println!(
+            "{:>7} {:>7} {:>5} {} {:?}",
+            s.start, s.end, PIPES[s.pipe as usize], s.name, s.site
+        );
     }
     std::fs::write("/tmp/gemm_trace.json", chrome_trace(&profile)).unwrap();
 }

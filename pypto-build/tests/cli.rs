@@ -22,7 +22,7 @@ fn run(args: &[&str]) -> (i32, String, String) {
 fn check_succeeds_with_a_summary() {
     assert_eq!(
         run(&["check", "tests/specs/examples"]),
-        (0, "ok: 2 kernels in 2 spec files\n".into(), String::new())
+        (0, "ok: 4 kernels in 3 spec files\n".into(), String::new())
     );
 }
 
@@ -79,10 +79,10 @@ fn emit_prints_generated_rust_and_ascendc() {
     let (code, out, err) = run(&["emit", "rust", "tests/specs/examples/add_bias.yaml"]);
     assert_eq!((code, err.as_str()), (0, ""));
     assert!(out.contains(
-        "pub fn add_bias(\n    x: impl ::pypto_rt::__private::v2::AsInput<f32, (usize, ::pypto_rt::__private::v2::Const<128>)>,\n    \
-         bias: impl ::pypto_rt::__private::v2::AsInput<f32, (::pypto_rt::__private::v2::Const<128>,)>,\n    \
-         mut out: impl ::pypto_rt::__private::v2::AsOutput<f32, (usize, ::pypto_rt::__private::v2::Const<128>)>,\n) -> \
-         ::core::result::Result<(), ::pypto_rt::__private::v2::Error>\n"
+        "pub fn add_bias(\n    x: impl ::pypto_rt::__private::v3::AsInput<f32, (usize, ::pypto_rt::__private::v3::Const<128>)>,\n    \
+         bias: impl ::pypto_rt::__private::v3::AsInput<f32, (::pypto_rt::__private::v3::Const<128>,)>,\n    \
+         mut out: impl ::pypto_rt::__private::v3::AsOutput<f32, (usize, ::pypto_rt::__private::v3::Const<128>)>,\n) -> \
+         ::core::result::Result<(), ::pypto_rt::__private::v3::Error>\n"
     ), "{out}");
     let (code, out, err) = run(&["emit", "ascendc", "tests/specs/examples/add_bias.yaml"]);
     assert_eq!((code, err.as_str()), (0, ""));
@@ -219,7 +219,7 @@ fn check_compile_passes_the_examples() {
         run(&["check", "--compile", "tests/specs/examples"]),
         (
             0,
-            "ok: 2 kernels in 2 spec files; 2 rendered sources compile\n".into(),
+            "ok: 4 kernels in 3 spec files; 4 rendered sources compile\n".into(),
             String::new()
         )
     );

@@ -32,7 +32,15 @@ fn generation_is_deterministic() {
     assert_eq!(a.rust, b.rust);
     assert_eq!(a.sources, b.sources);
     let names: Vec<&str> = a.sources.iter().map(|s| s.file_name.as_str()).collect();
-    assert_eq!(names, ["add_bias_s0.cpp", "attention_kernel_s0.cpp"]);
+    assert_eq!(
+        names,
+        [
+            "add_bias_s0.cpp",
+            "attention_kernel_s0.cpp",
+            "profile_softmax_s0.cpp",
+            "profile_matmul_s0.cpp"
+        ]
+    );
 }
 
 #[test]
@@ -43,16 +51,16 @@ fn generated_rust_names_pypto_rt_only_through_its_interface_module() {
         .generate()
         .unwrap();
     // The version check comes before anything that names the interface.
-    let check = "const _: () = ::pypto_rt::__private::require_interface::<2>();\n";
+    let check = "const _: () = ::pypto_rt::__private::require_interface::<3>();\n";
     let at = g.rust.find(check).expect("the interface check");
     assert!(!g.rust[..at].contains("::pypto_rt::"), "{}", g.rust);
     let rest = &g.rust[at + check.len()..];
-    assert!(rest.contains("::pypto_rt::__private::v2::launch("));
-    // Outside doc comments, every path into pypto-rt goes through v2.
+    assert!(rest.contains("::pypto_rt::__private::v3::launch("));
+    // Outside doc comments, every path into pypto-rt goes through v3.
     for line in rest.lines().filter(|l| !l.trim_start().starts_with("//")) {
         for (i, _) in line.match_indices("pypto_rt::") {
             assert!(
-                line[i..].starts_with("pypto_rt::__private::v2::"),
+                line[i..].starts_with("pypto_rt::__private::v3::"),
                 "a path outside the interface module: {line}"
             );
         }
@@ -190,7 +198,7 @@ fn only_dynamic_dims_travel_at_run_time() {
     assert!(!source("fixed").contains("pypto_tiling.dim"));
     // One DYNAMIC dim among a STATIC one: it alone is checked, in slot 0.
     assert!(g.rust.contains(
-        "dims: &[\n            ::pypto_rt::__private::v2::DimDesc { axes: &[(0, 1), (1, 1), (2, 1)], why: \"builtin/add ties these axes together\" },\n        ],"
+        "dims: &[\n            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (1, 1), (2, 1)], why: \"builtin/add ties these axes together\" },\n        ],"
     ));
     assert!(source("mixed").contains("struct PyptoTiling {\n    uint32_t dim[1];\n};"));
     assert!(source("mixed").contains("pypto_tiling.dim[0]"));

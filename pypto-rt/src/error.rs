@@ -291,6 +291,17 @@ pub enum Error {
         expected: &'static str,
     },
 
+    /// The modelled NPU's trace (`PYPTO_PROFILE`) could not be written.
+    #[error("{setting}: could not write the modelled timeline to {}: {message}", path.display())]
+    ProfileWrite {
+        /// The variable that named the file.
+        setting: &'static str,
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        message: String,
+    },
+
     /// A reshape to a shape with another element count.
     #[error(
         "cannot reshape a tensor of sizes {from:?} ({} elements) to sizes {to:?} ({} elements); a reshape keeps the element count",

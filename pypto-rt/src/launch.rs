@@ -1096,7 +1096,10 @@ unsafe fn run_on_host(
     // The blocks read a copy of the tiling made for this launch: one that
     // writes it (a raw `GM_ADDR` store) is found when the launch is over.
     let mut tiling: Small<u64> = tensors.tiling.iter().copied().collect();
-    let model = crate::model::begin(blocks);
+    let model = match crate::model::begin(blocks) {
+        Ok(model) => model,
+        Err(e) => return (Err(e), 0),
+    };
     let call = HostCall {
         tensors,
         tiling: tiling.as_mut_ptr(),
@@ -1111,8 +1114,9 @@ unsafe fn run_on_host(
     let (mut result, peak) = unsafe { run_blocks(desc.name, entry, blocks, &call) };
     if let Some(model) = model
         && result.is_ok()
+        && let Err(e) = crate::model::finish(model, desc.name, blocks)
     {
-        crate::model::finish(model, desc.name, blocks);
+        result = Err(e);
     }
     drop(read_only);
     drop(watch);

@@ -71,7 +71,7 @@ pub use host_mem::READONLY_INPUTS_VAR;
 pub use launch::{
     BLOCKS_VAR, LaunchStats, MAX_BLOCKS, MAX_LAUNCH_BLOCKS, last_launch, with_host_blocks,
 };
-pub use model::{ModelArch, Profile, Profiler, profile};
+pub use model::{ModelArch, PROFILE_ARCH_VAR, PROFILE_VAR, Profile, Profiler, profile};
 pub use npu_lib::LIB_DIR_VAR;
 pub use sanitize::{SANITIZE_VAR, Sanitize, with_sanitize};
 pub use shape::{Shape, Sizes};

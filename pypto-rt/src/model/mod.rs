@@ -13,18 +13,22 @@
 
 mod abi;
 mod arch;
+mod env;
 mod report;
 mod trace;
 
-pub use trace::chrome_trace;
+pub use trace::{chrome_trace, svg};
 
 use std::cell::RefCell;
 use std::ffi::{CStr, c_char, c_void};
 use std::sync::Mutex;
 
+use crate::Error;
+
 pub(crate) use abi::ModelSink;
 use abi::{ModelCore, ModelEvent, ModelFlow, ModelParams};
 pub use arch::ModelArch;
+pub use env::{PROFILE_ARCH_VAR, PROFILE_VAR};
 
 /// The pipes of an AI core, as the emulation numbers them (`pipe_t`).
 pub const PIPES: [&str; 8] = ["S", "V", "M", "MTE1", "MTE2", "MTE3", "ALL", "FIX"];
@@ -290,6 +294,8 @@ pub(crate) struct Modelled {
     params: Box<ModelParams>,
     collect: Box<Mutex<Collect>>,
     sink: Box<ModelSink>,
+    /// The run-wide profile it joins, when `PYPTO_PROFILE` started it.
+    env: Option<&'static env::EnvProfile>,
 }
 
 impl Modelled {
@@ -300,9 +306,16 @@ impl Modelled {
 }
 
 /// A model for a launch of `blocks` blocks when a profiler is active on
-/// this thread.
-pub(crate) fn begin(blocks: u32) -> Option<Modelled> {
-    let profiler = ACTIVE.with(|a| a.borrow().as_ref().map(|a| a.profiler))?;
+/// this thread, or `PYPTO_PROFILE` asks for every launch.
+pub(crate) fn begin(blocks: u32) -> Result<Option<Modelled>, Error> {
+    let active = ACTIVE.with(|a| a.borrow().as_ref().map(|a| a.profiler));
+    let (profiler, env) = match active {
+        Some(p) => (p, None),
+        None => match env::env_profile()? {
+            Some(e) => (Profiler::new(e.arch), Some(e)),
+            None => return Ok(None),
+        },
+    };
     let (arch, trace) = (profiler.arch, profiler.trace);
     let params = Box::new(arch.params());
     let collect = Box::new(Mutex::new(Collect {
@@ -319,22 +332,24 @@ pub(crate) fn begin(blocks: u32) -> Option<Modelled> {
         ai_cores: arch.ai_cores(),
         timing_only: u32::from(profiler.timing_only),
     });
-    Some(Modelled {
+    Ok(Some(Modelled {
         arch,
         params,
         collect,
         sink,
-    })
+        env,
+    }))
 }
 
 /// Ends a modelled launch: its blocks are scheduled on the chip's cores
-/// and the launch joins the active profile.
-pub(crate) fn finish(model: Modelled, kernel: &'static str, blocks: u32) {
+/// and the launch joins the active profile (or `PYPTO_PROFILE`'s file).
+pub(crate) fn finish(model: Modelled, kernel: &'static str, blocks: u32) -> Result<(), Error> {
     let Modelled {
         arch,
         params,
         collect,
         sink,
+        env,
     } = model;
     drop(sink);
     drop(params);
@@ -342,11 +357,15 @@ pub(crate) fn finish(model: Modelled, kernel: &'static str, blocks: u32) {
     let mut cores = collect.cores;
     cores.sort_by_key(|c| (c.block, c.core));
     let launch = report::schedule(arch, kernel, blocks, cores, collect.truncated);
+    if let Some(env) = env {
+        return env.record(launch);
+    }
     ACTIVE.with(|a| {
         if let Some(active) = a.borrow_mut().as_mut() {
             active.launches.push(launch);
         }
     });
+    Ok(())
 }
 
 /// A C string the kernel library holds (a literal), as text.
@@ -456,9 +475,13 @@ mod tests {
         let ((), outer) = profile(ModelArch::AtlasA3, || {
             let ((), inner) = profile(ModelArch::AtlasA2, || ());
             assert_eq!(inner.arch, ModelArch::AtlasA2);
-            assert!(begin(1).is_some_and(|m| m.arch == ModelArch::AtlasA3));
+            assert!(
+                begin(1)
+                    .unwrap()
+                    .is_some_and(|m| m.arch == ModelArch::AtlasA3)
+            );
         });
         assert!(outer.launches.is_empty());
-        assert!(begin(1).is_none());
+        assert!(ACTIVE.with(|a| a.borrow().is_none()));
     }
 }

@@ -116,3 +116,134 @@ pub fn chrome_trace(profile: &Profile) -> String {
     out.push_str("\n]}\n");
     out
 }
+
+/// Pipe colours of the SVG swimlanes (S V M MTE1 MTE2 MTE3 ALL FIX).
+const COLOURS: [&str; 8] = [
+    "#8c8c8c", "#2e7d32", "#c62828", "#ef6c00", "#1565c0", "#6a1b9a", "#000000", "#00838f",
+];
+
+/// The profile as an SVG swimlane picture: one lane per block, core and
+/// pipe that did anything, time left to right, instructions as bars
+/// coloured by pipe (bars closer than a pixel are drawn as one). Launches
+/// follow one another, as in [`chrome_trace`].
+pub fn svg(profile: &Profile) -> String {
+    const WIDTH: f64 = 1400.0;
+    const LEFT: f64 = 190.0;
+    const LANE: f64 = 14.0;
+    const TOP: f64 = 48.0;
+    let total = profile.cycles().max(1) as f64;
+    let scale = WIDTH / total;
+    // (label, colour, bars as pixel spans)
+    type Lane = (String, &'static str, Vec<(f64, f64)>);
+    let mut lanes: Vec<Lane> = Vec::new();
+    let mut offset = 0u64;
+    for launch in &profile.launches {
+        for core in &launch.cores {
+            let start = offset
+                + launch
+                    .schedule
+                    .get(core.block as usize)
+                    .map_or(0, |&(s, _)| s);
+            for (p, name) in PIPES.iter().enumerate() {
+                let mut spans: Vec<(u64, u64)> = core
+                    .slices
+                    .iter()
+                    .filter(|s| usize::from(s.pipe) == p)
+                    .map(|s| (start + s.start, start + s.end))
+                    .collect();
+                if spans.is_empty() {
+                    continue;
+                }
+                spans.sort_unstable();
+                let mut bars: Vec<(f64, f64)> = Vec::new();
+                for (a, b) in spans {
+                    let (x0, x1) = (a as f64 * scale, b as f64 * scale);
+                    match bars.last_mut() {
+                        Some(last) if x0 - last.1 < 1.0 => last.1 = last.1.max(x1),
+                        _ => bars.push((x0, x1)),
+                    }
+                }
+                lanes.push((
+                    format!(
+                        "{} b{} {} {name}",
+                        launch.kernel,
+                        core.block,
+                        core.core.label()
+                    ),
+                    COLOURS[p],
+                    bars,
+                ));
+            }
+        }
+        offset += launch.cycles;
+    }
+    let height = TOP + LANE * lanes.len() as f64 + 40.0;
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"10\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"8\" y=\"18\" font-size=\"13\">Modelled timeline on {} (a model, not a measurement): {:.2} us</text>\n",
+        LEFT + WIDTH + 20.0,
+        escape_xml(profile.arch.name()),
+        profile.micros()
+    );
+    // A time axis in microseconds.
+    let micros = profile.micros();
+    let step = nice_step(micros / 8.0);
+    let mut t = 0.0;
+    while t <= micros + 1e-9 && step > 0.0 {
+        let x = LEFT + t / micros.max(1e-12) * WIDTH;
+        let _ = writeln!(
+            out,
+            "<line x1=\"{x:.1}\" y1=\"{}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#ddd\"/><text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{t:.1} us</text>",
+            TOP - 8.0,
+            height - 30.0,
+            TOP - 12.0
+        );
+        t += step;
+    }
+    for (i, (label, colour, bars)) in lanes.iter().enumerate() {
+        let y = TOP + LANE * i as f64;
+        let _ = writeln!(
+            out,
+            "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            LEFT - 6.0,
+            y + LANE * 0.75,
+            escape_xml(label)
+        );
+        for (x0, x1) in bars {
+            let _ = writeln!(
+                out,
+                "<rect x=\"{:.2}\" y=\"{:.1}\" width=\"{:.2}\" height=\"{:.1}\" fill=\"{colour}\"/>",
+                LEFT + x0,
+                y + 1.0,
+                (x1 - x0).max(0.5),
+                LANE - 2.0
+            );
+        }
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+/// 1, 2 or 5 times a power of ten, near `x`.
+fn nice_step(x: f64) -> f64 {
+    if x <= 0.0 || !x.is_finite() {
+        return 0.0;
+    }
+    let p = 10f64.powf(x.log10().floor());
+    let m = x / p;
+    p * if m < 1.5 {
+        1.0
+    } else if m < 3.5 {
+        2.0
+    } else {
+        5.0
+    }
+}
+
+fn escape_xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}

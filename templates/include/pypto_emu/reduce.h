@@ -896,6 +896,7 @@ void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Local
     pypto_emu::check_reduce_operand(src, 32, "src", what);
     pypto_emu::check_reduce_operand(sharedTmpBuffer, 32, "sharedTmpBuffer", what);
     pypto_emu::check_reduce_operand(dst, sizeof(T), "dst", what);
+    pypto_emu::model_vector_bytes(what, static_cast<uint64_t>(n) * sizeof(T), sizeof(T));
     if (static_cast<uint64_t>(n) > src.GetSize()) {
         pypto_emu::fail(what, ": count ", n, " exceeds src's ", src.GetSize(), " elements");
     }

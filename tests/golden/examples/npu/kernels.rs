@@ -12,6 +12,8 @@ mod __pypto_ffi {
     unsafe extern "C" {
         pub fn pypto_x6_goldenk10_add_5fbias_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk18_attention_5fkernel_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk17_profile_5fsoftmax_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk16_profile_5fmatmul_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
     }
 }
 
@@ -136,6 +138,116 @@ pub fn attention_kernel(
             &__PYPTO_DESC,
             __PYPTO_ENTRIES[__pypto_index],
             &[::pypto_rt::__private::v3::input(&q), ::pypto_rt::__private::v3::input(&k), ::pypto_rt::__private::v3::input(&v), ::pypto_rt::__private::v3::output(&mut out)],
+        )
+    }
+}
+
+/// out = softmax(x) over each row (fp16); rows and columns are dynamic.
+///
+/// Kernel `profile_softmax` from `examples/kernels/profile.yaml:10:3` (template `builtin/softmax`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `x` | input | `DT_FP16` | `[ROWS, COLS]` |
+/// | `out` | output | `DT_FP16` | `[ROWS, COLS]` |
+///
+/// Dims (axes that are one size):
+///
+/// - `x.0` = `out.0` (`ROWS`): DYNAMIC: any size, checked to agree at run time
+/// - `x.1` = `out.1` (`COLS`): DYNAMIC: any size, checked to agree at run time
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn profile_softmax(
+    x: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "profile_softmax",
+        params: &["x", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (1, 0)], why: "they are the dim `ROWS`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (1, 1)], why: "they are the dim `COLS`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 0 },
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk17_profile_5fsoftmax_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk17_profile_5fsoftmax_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk17_profile_5fsoftmax_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&x), ::pypto_rt::__private::v3::output(&mut out)],
+        )
+    }
+}
+
+/// out = a · b on the cube unit (fp16, fp32 accumulation); M, K and N are dynamic.
+///
+/// Kernel `profile_matmul` from `examples/kernels/profile.yaml:16:3` (template `builtin/matmul`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `a` | input | `DT_FP16` | `[M, K]` |
+/// | `b` | input | `DT_FP16` | `[K, N]` |
+/// | `out` | output | `DT_FP16` | `[M, N]` |
+///
+/// Dims (axes that are one size):
+///
+/// - `a.0` = `out.0` (`M`): DYNAMIC: any size, checked to agree at run time
+/// - `a.1` = `b.0` (`K`): DYNAMIC: any size, checked to agree at run time
+/// - `b.1` = `out.1` (`N`): DYNAMIC: any size, checked to agree at run time
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn profile_matmul(
+    a: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    b: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "profile_matmul",
+        params: &["a", "b", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (2, 0)], why: "they are the dim `M`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (1, 0)], why: "they are the dim `K`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(1, 1), (2, 1)], why: "they are the dim `N`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 0 },
+        multiples: &[::pypto_rt::__private::v3::Multiple { axis: (1, 1), of: 16, why: "the cube writes output columns in 16-wide fractals" }],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk16_profile_5fmatmul_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk16_profile_5fmatmul_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk16_profile_5fmatmul_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&a), ::pypto_rt::__private::v3::input(&b), ::pypto_rt::__private::v3::output(&mut out)],
         )
     }
 }
