@@ -250,3 +250,75 @@ fn print_gemm_timeline() {
     }
     std::fs::write("/tmp/gemm_trace.json", chrome_trace(&profile)).unwrap();
 }
+
+#[test]
+fn a_mixed_kernel_s_timeline_is_the_same_every_run_and_in_timing_only_mode() {
+    let dev = Device::host();
+    let (s0, s1) = (256usize, 512usize);
+    let halves = |n: usize, seed: u64| -> Vec<half::f16> {
+        data_as::<f32>(n, seed)
+            .into_iter()
+            .map(half::f16::from_f32)
+            .collect()
+    };
+    let q = dev
+        .tensor_from(&halves(s0 * 128, 11), (s0, Const::<128>))
+        .unwrap();
+    let k = dev
+        .tensor_from(&halves(s1 * 128, 12), (s1, Const::<128>))
+        .unwrap();
+    let v = dev
+        .tensor_from(&halves(s1 * 128, 13), (s1, Const::<128>))
+        .unwrap();
+    let run = |timing_only: bool| {
+        let mut out = dev.zeros::<f32, _>((s0, Const::<128>)).unwrap();
+        let mut ws_s = dev.zeros::<f32, _>((Const::<2>, s0, Const::<128>)).unwrap();
+        let mut ws_p = dev
+            .zeros::<half::f16, _>((Const::<2>, s0, Const::<128>))
+            .unwrap();
+        let mut ws_o = dev.zeros::<f32, _>((Const::<2>, s0, Const::<128>)).unwrap();
+        let (r, p) = pypto_rt::Profiler::new(ModelArch::AtlasA3)
+            .timing_only(timing_only)
+            .run(|| {
+                kernels::flash_attention_128(&q, &k, &v, &mut out, &mut ws_s, &mut ws_p, &mut ws_o)
+            });
+        r.unwrap();
+        p
+    };
+    let first = run(false);
+    assert_eq!(first.launches[0].cores.len(), 2 * 3);
+    for timing_only in [false, false, false, true] {
+        let again = run(timing_only);
+        if let Some(diff) = first_difference(&first, &again) {
+            panic!("timing only {timing_only}: {diff}");
+        }
+    }
+}
+
+/// Where two profiles' timelines first differ, if they do.
+fn first_difference(a: &pypto_rt::Profile, b: &pypto_rt::Profile) -> Option<String> {
+    for (la, lb) in a.launches.iter().zip(&b.launches) {
+        for (ca, cb) in la.cores.iter().zip(&lb.cores) {
+            for (i, (sa, sb)) in ca.slices.iter().zip(&cb.slices).enumerate() {
+                if sa != sb {
+                    return Some(format!(
+                        "block {} {:?} slice {i}: {sa:?} then {sb:?}",
+                        ca.block, ca.core
+                    ));
+                }
+            }
+            for (i, (fa, fb)) in ca.flows.iter().zip(&cb.flows).enumerate() {
+                if fa != fb {
+                    return Some(format!(
+                        "block {} {:?} flow {i}: {fa:?} then {fb:?}",
+                        ca.block, ca.core
+                    ));
+                }
+            }
+            if (ca.cycles, ca.busy, ca.slices.len()) != (cb.cycles, cb.busy, cb.slices.len()) {
+                return Some(format!("block {} {:?}: totals differ", ca.block, ca.core));
+            }
+        }
+    }
+    (a.launches != b.launches).then(|| "launch totals differ".to_owned())
+}

@@ -89,16 +89,20 @@ impl ModelArch {
             // L1 -> L0 transfer latency (estimate).
             mte1_latency: 20.0,
             // Platform ini: L1 -> L0A 512, L1 -> L0B 256 bytes per cycle.
-            l0a_bytes: 512.0,
-            l0b_bytes: 256.0,
+            // Fitted: half of each (one factor), from the LoadData busy
+            // ratio of the 6144³ GEMM (NPU-PERF-FACTS §1).
+            l0a_bytes: 256.0,
+            l0b_bytes: 128.0,
             // UB -> UB on the vector pipe: one repeat a cycle (as add).
             ub_copy_bytes: 256.0,
             // Cube pipeline fill per Mmad (estimate).
             mmad_latency: 20.0,
             // Fixpipe start-up (estimate).
             fix_latency: 50.0,
-            // GE's autofuse table: L0C -> GM 32 bytes per cycle.
-            fix_bytes: 32.0,
+            // GE's autofuse table says L0C -> GM 32 bytes per cycle; fitted
+            // 72, from the Fixpipe busy ratios of the 1536³ and 6144³
+            // GEMMs (both give 71-73).
+            fix_bytes: 72.0,
             // PTO-ISA: an intra-core set/wait flag ~1 cycle.
             flag: 1.0,
             // Unpublished (DESIGN.md §6: a tunable; estimate).

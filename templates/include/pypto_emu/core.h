@@ -306,7 +306,11 @@ struct CoreGroup {
     uint8_t model_from[3][16][16] = {};
     uint8_t model_head[3][16] = {};
     uint8_t model_tail[3][16] = {};
-    double model_aiv_at[2][16] = {};
+    // Per kind of pair (mode 2, mode 1, mode 0), vector core and flag: when
+    // each of its sets not yet paired arrives (a ring in set order).
+    double model_pair_at[3][2][16][16] = {};
+    uint8_t model_pair_head[3][2][16] = {};
+    uint8_t model_pair_tail[3][2][16] = {};
 };
 
 inline thread_local BlockState block;

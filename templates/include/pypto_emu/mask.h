@@ -946,6 +946,7 @@ void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t re
     const char* what = "Brcb";
     pypto_emu::poll(what);
     pypto_emu::check_repeat_time(repeatTime, what);
+    pypto_emu::model_vector_repeats(what, static_cast<uint64_t>(repeatTime > 0 ? repeatTime : 0), sizeof(T));
     pypto_emu::check_vector_operand(src, 0, what);
     pypto_emu::check_vector_operand(dst, 0, what);
     if (repeatParams.dstBlkStride == 0) {

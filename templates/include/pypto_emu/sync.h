@@ -418,7 +418,7 @@ inline void CrossCoreSetFlag(uint16_t flagId)
         return;
     }
     double at = pypto_emu::model_cross_set(pipe);
-    auto from = static_cast<uint8_t>(pypto_emu::group_core() << 4 | static_cast<int>(pipe));
+    uint8_t from = static_cast<uint8_t>(pypto_emu::group_core() << 4 | static_cast<int>(pipe));
     std::lock_guard<std::mutex> hold(g->lock);
     if (b.aic) {
         if (modeId == 2) {
@@ -429,15 +429,34 @@ inline void CrossCoreSetFlag(uint16_t flagId)
             pypto_emu::group_raise(what, *g, 0, flagId, modeId, at, from);
         }
     } else {
-        // A pair's set arrives when the later of the two vector cores' does.
-        g->model_aiv_at[b.sub][flagId] = at;
-        double pair_at = std::max(g->model_aiv_at[0][flagId], g->model_aiv_at[1][flagId]);
+        // A pair's set arrives when the later of the two vector cores'
+        // sets does; each core's sets pair in the order it made them.
+        int kind = modeId == 2 ? 0 : modeId == 1 ? 1 : 2;
+        uint8_t& tail = g->model_pair_tail[kind][b.sub][flagId];
+        g->model_pair_at[kind][b.sub][flagId][tail] = at;
+        tail = static_cast<uint8_t>((tail + 1) % 16);
+        // The pair's arrival, and as its source the core whose set came
+        // later (the first on a tie), whichever thread completed it.
+        auto pair_at = [&]() {
+            double latest = -1;
+            for (int sub = 0; sub < 2; ++sub) {
+                uint8_t& head = g->model_pair_head[kind][sub][flagId];
+                double at_sub = g->model_pair_at[kind][sub][flagId][head];
+                head = static_cast<uint8_t>((head + 1) % 16);
+                if (at_sub > latest) {
+                    latest = at_sub;
+                    from = static_cast<uint8_t>((1 + sub) << 4 | static_cast<int>(pipe));
+                }
+            }
+            return latest;
+        };
         if (modeId == 2) {
             pypto_emu::group_add(what, g->from_aiv[b.sub][flagId]);
             if (g->from_aiv[0][flagId] > 0 && g->from_aiv[1][flagId] > 0) {
                 --g->from_aiv[0][flagId];
                 --g->from_aiv[1][flagId];
-                pypto_emu::group_raise(what, *g, 0, flagId, modeId, pair_at, from);
+                double both = pair_at(); // sets `from`: before the call reads it
+                pypto_emu::group_raise(what, *g, 0, flagId, modeId, both, from);
             }
         } else {
             uint8_t (&sets)[2][16] = g->pair_sets[modeId == 1 ? 1 : 0];
@@ -445,8 +464,9 @@ inline void CrossCoreSetFlag(uint16_t flagId)
             if (sets[0][flagId] > 0 && sets[1][flagId] > 0) {
                 --sets[0][flagId];
                 --sets[1][flagId];
-                pypto_emu::group_raise(what, *g, 1, flagId, modeId, pair_at, from);
-                pypto_emu::group_raise(what, *g, 2, flagId, modeId, pair_at, from);
+                double both = pair_at();
+                pypto_emu::group_raise(what, *g, 1, flagId, modeId, both, from);
+                pypto_emu::group_raise(what, *g, 2, flagId, modeId, both, from);
             }
         }
     }
