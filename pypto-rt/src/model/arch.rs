@@ -47,9 +47,19 @@ impl ModelArch {
         }
     }
 
-    /// Cycles a launch costs before its first block starts (*estimate*).
-    pub fn launch_cycles(self) -> u64 {
-        0
+    /// Microseconds a launch costs besides its blocks' work: task
+    /// dispatch, the cores' start and the end of the task. No public
+    /// figure; fitted (BENCHMARKS.md, "The modelled NPU"): a cube or vector
+    /// kernel's from the 1536³ GEMM (NPU-PERF-FACTS §1), a mixed kernel's
+    /// (whose cube and vector cores start as one task) from flash attention
+    /// at S0 = 128, S1 = 1024 (§2).
+    pub fn launch_micros(self, mixed: bool) -> f64 {
+        if mixed { 29.7 } else { 11.9 }
+    }
+
+    /// [`ModelArch::launch_micros`] in cycles of this architecture's clock.
+    pub fn launch_cycles(self, mixed: bool) -> u64 {
+        (self.launch_micros(mixed) * self.clock_mhz()).round() as u64
     }
 
     /// Microseconds for `cycles` of this architecture's clock.

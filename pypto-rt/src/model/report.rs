@@ -14,6 +14,14 @@ pub(super) fn schedule(
     cores: Vec<CoreProfile>,
     truncated: bool,
 ) -> LaunchProfile {
+    let mixed = cores.iter().any(|c| {
+        matches!(
+            c.core,
+            super::CoreKind::MixedCube
+                | super::CoreKind::MixedVector0
+                | super::CoreKind::MixedVector1
+        )
+    });
     let vector_only = cores.iter().all(|c| c.core == super::CoreKind::Vector);
     let slots = if vector_only {
         arch.ai_cores() * 2
@@ -50,7 +58,7 @@ pub(super) fn schedule(
         blocks,
         cores,
         schedule,
-        cycles: arch.launch_cycles() + end,
+        cycles: arch.launch_cycles(mixed) + end,
         truncated,
     }
 }
