@@ -2,13 +2,16 @@
 //! the same launches with every check off (`Sanitize::OFF`), each check on
 //! its own, and all of them (`Sanitize::ALL`, the default), interleaved so
 //! that drifts of the machine favour no setting. Workloads: add_bias,
-//! softmax and rms_norm over [16384, 1024] fp32 (vector kernels), and
-//! matmul_f16 [4096, 200] x [200, 144] (a cube kernel).
+//! softmax and rms_norm over [16384, 1024] fp32 (vector kernels),
+//! matmul_f16 [4096, 200] x [200, 144] (a cube kernel), and the decode
+//! shapes: a [1, 256] x [256, 1024] matmul and attention at S = 1. Each
+//! workload also runs traced under `pypto_rt::profile` on top of every
+//! check, against every check alone: what the modelled NPU costs.
 //!
 //! Run with `cargo bench -p pypto-tests --bench sanitize`. Each result is checked against
 //! the result with the checks off, so every setting computes the same thing.
 
-use pypto_rt::{Const, Device, Sanitize, with_sanitize};
+use pypto_rt::{Const, Device, ModelArch, Sanitize, profile, with_sanitize};
 use pypto_tests::bench::{Sample, compare};
 use pypto_tests::{data, kernels};
 
@@ -70,6 +73,23 @@ fn workload<T: PartialEq + std::fmt::Debug>(
             s.secs() / off
         );
     }
+    // The modelled NPU on top of every check (a traced profile), against
+    // every check alone: what `pypto_rt::profile` costs.
+    let mut all = || with_sanitize(Sanitize::ALL, &mut *launch.borrow_mut());
+    let mut profiled = || {
+        let ((), p) = profile(ModelArch::AtlasA3, || {
+            with_sanitize(Sanitize::ALL, &mut *launch.borrow_mut())
+        });
+        assert!(!p.launches.is_empty(), "{name}: nothing was modelled");
+    };
+    let [a, p]: [Sample; 2] = compare(ROUNDS, RUNS, 1, &mut [&mut all, &mut profiled]);
+    println!(
+        "  {:<20} {:8.2} ms  (spread {:3.0}%)  profiled / all {:.2}x",
+        "all + profile",
+        p.secs() * 1e3,
+        p.spread_percent,
+        p.secs() / a.secs()
+    );
 }
 
 fn main() -> anyhow::Result<()> {
@@ -123,6 +143,33 @@ fn main() -> anyhow::Result<()> {
                 .map(|v| v.to_bits())
                 .collect()
         },
+    );
+    drop((a, b, c));
+
+    // Decode shapes (issue 24): a one-token projection and one-token attention.
+    let (m, k, nn) = (1usize, 256usize, 1024usize);
+    let a = dev.tensor_from(&to_half(data(m * k, 9)), (m, k))?;
+    let b = dev.tensor_from(&to_half(data(k * nn, 10)), (k, nn))?;
+    let c = std::cell::RefCell::new(dev.zeros((m, nn))?);
+    workload(
+        "matmul [1, 256] x [256, 1024] fp16 (decode, cube)",
+        || kernels::profile_matmul(&a, &b, &mut *c.borrow_mut()).expect("matmul"),
+        || {
+            c.borrow()
+                .to_vec()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect()
+        },
+    );
+    let q = dev.tensor_from(&data(4 * 768, 11), (4usize, 1usize, Const::<768>))?;
+    let kv = dev.tensor_from(&data(4 * 768, 12), (4usize, 1usize, Const::<768>))?;
+    let o = std::cell::RefCell::new(dev.zeros((4usize, 1usize, Const::<768>))?);
+    workload(
+        "attention (B, S) = (4, 1), hidden 768 (decode)",
+        || kernels::attention_kernel(&q, &kv, &kv, &mut *o.borrow_mut()).expect("attention"),
+        || o.borrow().to_vec().unwrap(),
     );
     Ok(())
 }
