@@ -238,9 +238,13 @@ void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadDa
             uint64_t si = static_cast<uint64_t>(in - src.data()) * sizeof(T);
             uint64_t di = static_cast<uint64_t>(out - dst.data()) * sizeof(T);
             if (p.ifTranspose && mv.init) {
+                if (mv.race) {
+                    mv.race_read(si, 512);
+                    mv.race_write(di, 512);
+                }
                 for (uint32_t r = 0; r < 16; ++r) {
                     for (uint32_t c = 0; c < 16; ++c) {
-                        mv.move(si + (r * 16 + c) * sizeof(T), di + (c * 16 + r) * sizeof(T), sizeof(T));
+                        mv.init_copy(si + (r * 16 + c) * sizeof(T), di + (c * 16 + r) * sizeof(T), sizeof(T));
                     }
                 }
             } else {
@@ -296,14 +300,22 @@ void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
         if (mv.race || mv.init) {
             uint64_t si = static_cast<uint64_t>(in - src.data()) * sizeof(T);
             uint64_t di = static_cast<uint64_t>(out - dst.data()) * sizeof(T);
-            for (uint32_t r = 0; r < 16; ++r) {
+            if (mv.race) {
+                // The square read, and the one or two fractals written.
+                mv.race_read(si, square_bytes);
+                mv.race_write(di, 512);
+                if (sizeof(T) == 4) {
+                    mv.race_write(di + second * fractal * sizeof(T), 512);
+                }
+            }
+            for (uint32_t r = 0; mv.init && r < 16; ++r) {
                 for (uint32_t c = 0; c < 16; ++c) {
                     // Where S[r][c] lands: 16-bit, out[c][r]; 32-bit, out[c][r] for
                     // r < 8, else the second fractal's [c][r - 8].
                     uint64_t from = sizeof(T) == 2 ? r * 16 + c : (c < 8 ? r * 8 + c : 128 + r * 8 + (c - 8));
                     uint64_t to = sizeof(T) == 2 ? c * 16 + r
                                                  : (r < 8 ? c * 8 + r : second * fractal + c * 8 + (r - 8));
-                    mv.move(si + from * sizeof(T), di + to * sizeof(T), sizeof(T));
+                    mv.init_copy(si + from * sizeof(T), di + to * sizeof(T), sizeof(T));
                 }
             }
         }

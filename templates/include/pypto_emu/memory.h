@@ -946,14 +946,25 @@ struct InitMove {
     void move(uint64_t s_off, uint64_t d_off, uint64_t n) const
     {
         if (race) {
-            race_access(sm, sb + s_off, n, false, what);
-            race_access(dm, db + d_off, n, true, what);
+            race_read(s_off, n);
+            race_write(d_off, n);
         }
         if (init) {
-            uint64_t sc = memory_spec(sm).capacity, dc = memory_spec(dm).capacity;
-            if (sb + s_off + n <= sc && db + d_off + n <= dc) {
-                std::memmove(init_shadow(dm) + db + d_off, init_shadow(sm) + sb + s_off, n);
-            }
+            init_copy(s_off, d_off, n);
+        }
+    }
+    // racecheck alone: a transposing move reads and writes whole
+    // fractals, so it records them whole, not element by element (which
+    // left the interval maps in two-byte pieces, and every later access
+    // slow).
+    void race_read(uint64_t s_off, uint64_t n) const { race_access(sm, sb + s_off, n, false, what); }
+    void race_write(uint64_t d_off, uint64_t n) const { race_access(dm, db + d_off, n, true, what); }
+    // initcheck alone: carries the written state of n bytes across.
+    void init_copy(uint64_t s_off, uint64_t d_off, uint64_t n) const
+    {
+        uint64_t sc = memory_spec(sm).capacity, dc = memory_spec(dm).capacity;
+        if (sb + s_off + n <= sc && db + d_off + n <= dc) {
+            std::memmove(init_shadow(dm) + db + d_off, init_shadow(sm) + sb + s_off, n);
         }
     }
 };
