@@ -183,11 +183,7 @@ fn cargo(dir: &Path, args: &[&str]) -> (bool, String, String) {
 
 /// A ChaCha generator whose whole stream follows from `seed`.
 fn rng(seed: u64) -> proptest::test_runner::TestRng {
-    let mut key = [0u8; 32];
-    for (i, chunk) in key.chunks_mut(8).enumerate() {
-        let word = seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        chunk.copy_from_slice(&word.to_le_bytes());
-    }
+    let key = pypto_tests::test_key(seed);
     proptest::test_runner::TestRng::from_seed(proptest::test_runner::RngAlgorithm::ChaCha, &key)
 }
 

@@ -30,19 +30,12 @@ fn cases() -> u64 {
         .unwrap_or(2000)
 }
 
-/// The run's seed: `PYPTO_MUTATE_SEED`, else a fresh one.
-fn seed() -> u64 {
-    if let Some(seed) = std::env::var("PYPTO_MUTATE_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        return seed;
-    }
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    Rng(nanos ^ (u64::from(std::process::id()) << 32)).next()
-}
+// Shared with the other property tests; this one draws from its own
+// SplitMix64 stream, not a ChaCha key.
+#[allow(dead_code)]
+#[path = "support/seed.rs"]
+mod seed;
+use seed::seed;
 
 /// SplitMix64: small, and the same sequence for a seed on every platform.
 struct Rng(u64);

@@ -158,28 +158,13 @@ fn cases() -> u32 {
         .unwrap_or(2048)
 }
 
-/// The run's seed: `PYPTO_MUTATE_SEED`, else a fresh one.
-fn seed() -> u64 {
-    if let Some(seed) = std::env::var("PYPTO_MUTATE_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        return seed;
-    }
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    nanos ^ (u64::from(std::process::id()) << 32)
-}
+#[path = "support/seed.rs"]
+mod seed;
+use seed::seed;
 
 /// A ChaCha generator whose whole stream follows from `seed`.
 fn rng(seed: u64) -> proptest::test_runner::TestRng {
-    let mut key = [0u8; 32];
-    for (i, chunk) in key.chunks_mut(8).enumerate() {
-        chunk.copy_from_slice(
-            &(seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_le_bytes(),
-        );
-    }
+    let key = seed::key(seed);
     proptest::test_runner::TestRng::from_seed(proptest::test_runner::RngAlgorithm::ChaCha, &key)
 }
 

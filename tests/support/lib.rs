@@ -21,20 +21,12 @@ pub fn read_only_inputs() -> bool {
     std::env::var(pypto_rt::READONLY_INPUTS_VAR).map_or(cfg!(debug_assertions), |v| v == "1")
 }
 
+#[path = "../../pypto-build/tests/support/seed.rs"]
+mod seed;
+/// A ChaCha key whose whole stream follows from a seed.
+pub use seed::key as test_key;
 /// A property test's seed: `PYPTO_MUTATE_SEED`, else a fresh one per run.
-/// Tests print it, so a failing run can be repeated.
-pub fn test_seed() -> u64 {
-    if let Some(seed) = std::env::var("PYPTO_MUTATE_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        return seed;
-    }
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    nanos ^ (u64::from(std::process::id()) << 32)
-}
+pub use seed::seed as test_seed;
 
 /// The workspace root, for locating example specs and test fixtures.
 pub fn workspace_root() -> &'static Path {
