@@ -149,3 +149,27 @@ fn racecheck_off_leaves_the_races_unreported() {
         assert_eq!(message(rows(3, 1).0, "RACE alone"), MTE2_V);
     });
 }
+
+/// Instructions run by a builtin partial's helper (CopyToLocal in
+/// builtin/partials/common.hbs) are reported at the line of the user's
+/// template that called the helper, never at the partial's.
+#[test]
+fn helpers_of_a_partial_are_reported_at_the_callers_line() {
+    let dev = Device::host();
+    let x: Vec<f32> = (0..64).map(|i| i as f32 - 20.0).collect();
+    let xt = dev.tensor_from(&x, (64,)).unwrap();
+    let mut y = dev.zeros((64,)).unwrap();
+    let result = kernels::race_helpers(&xt, &mut y, 1).map(|_| ());
+    assert_eq!(
+        message(result, "race_helpers 1"),
+        "racecheck: V reads UB bytes [0, 256) (Muls, helpers.hbs:33), written by MTE2 \
+         (DataCopy(GM->local), helpers.hbs:28) with no synchronisation between them; insert \
+         SetFlag<HardEvent::MTE2_V>(id) after the DataCopy(GM->local) and \
+         WaitFlag<HardEvent::MTE2_V>(id) before the Muls, or pass the buffer through a TQue \
+         (EnQue after the DataCopy(GM->local), DeQue before the Muls)"
+    );
+    let mut y = dev.zeros((64,)).unwrap();
+    kernels::race_helpers(&xt, &mut y, 0).unwrap();
+    let want: Vec<f32> = x.iter().map(|v| 2.0 * v).collect();
+    assert_eq!(y.to_vec().unwrap(), want);
+}

@@ -20,6 +20,14 @@
 #endif
 
 #include "pypto_emu/core.h"
+
+// A helper in a builtin partial takes its caller's line as a last
+// parameter and opens a scope with it, so that the sanitizers and the
+// modelled timeline name the kernel's own line (pypto_emu::AtCaller). The
+// partials define both empty for CANN's headers.
+#define PYPTO_CALLER , ::pypto_emu::Site pypto_caller = ::pypto_emu::Site::here()
+#define PYPTO_CALLER_ONLY ::pypto_emu::Site pypto_caller = ::pypto_emu::Site::here()
+#define PYPTO_AT_CALLER ::pypto_emu::AtCaller pypto_at_caller(pypto_caller)
 #include "pypto_emu/types.h"
 #include "pypto_emu/memory.h"
 #include "pypto_emu/race.h" // already included by memory.h, which it needs

@@ -419,6 +419,30 @@ struct Site {
 
 inline thread_local Site current_site;
 
+// The line of a kernel's own source that called a helper of a builtin
+// partial (the helper takes `PYPTO_CALLER` and opens `PYPTO_AT_CALLER`):
+// the instructions the helper runs are reported there, the line a user
+// wrote, not the partial's. The outermost helper call wins.
+inline thread_local Site caller_site;
+
+struct AtCaller {
+    bool set;
+    explicit AtCaller(Site site) : set(caller_site.file == nullptr && site.file != nullptr)
+    {
+        if (set) {
+            caller_site = site;
+        }
+    }
+    ~AtCaller()
+    {
+        if (set) {
+            caller_site = Site{};
+        }
+    }
+    AtCaller(const AtCaller&) = delete;
+    AtCaller& operator=(const AtCaller&) = delete;
+};
+
 } // namespace pypto_emu
 
 #include "model/timeline.h"
@@ -441,9 +465,11 @@ struct AtSite {
     Site site;
     const char* name;
     bool set;
-    AtSite(Site site, const char* name)
-        : saved(current_site), site(site), name(name),
-          set(site.file != nullptr && std::strstr(site.file, "pypto_emu/") == nullptr)
+    // `called` is where the instruction was written; `site` is where the
+    // kernel's own source called it (the caller of a partial's helper).
+    AtSite(Site called, const char* name)
+        : saved(current_site), site(caller_site.file != nullptr ? caller_site : called), name(name),
+          set(called.file != nullptr && std::strstr(called.file, "pypto_emu/") == nullptr)
     {
         if (set) {
             current_site = site;

@@ -38,7 +38,15 @@ __aicore__ inline T pypto_scalar(uint64_t bits)
 // length is not a multiple of 32 bytes moves with DataCopyPad. When one tile
 // covers a whole row, the bias is loaded once per block and reused.
 #line 1 "builtin/partials/common.hbs"
-// Helpers shared by the builtin templates.
+// Helpers shared by the builtin templates. Each takes its caller's line
+// (PYPTO_CALLER), so that the emulation reports the line of the template
+// that called it; CANN's headers have no use for it.
+#ifndef PYPTO_CALLER
+#define PYPTO_CALLER
+#define PYPTO_CALLER_ONLY
+#define PYPTO_AT_CALLER
+#endif
+
 namespace {
 
 __aicore__ inline uint64_t PyptoMin(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -47,14 +55,19 @@ __aicore__ inline uint64_t PyptoMin(uint64_t a, uint64_t b) { return a < b ? a :
 __aicore__ inline uint32_t Aligned(uint32_t n, uint32_t size) { return (n * size + 31) / 32 * 32 / size; }
 
 // The scalar unit reads what the vector unit wrote only after this.
-__aicore__ inline void VectorToScalar() { AscendC::PipeBarrier<AscendC::PIPE_ALL>(); }
+__aicore__ inline void VectorToScalar(PYPTO_CALLER_ONLY)
+{
+    PYPTO_AT_CALLER;
+    AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+}
 
 // dst (fp32) = src, n elements. Templates, so that the branch not taken for
 // a dtype is never instantiated.
 template <typename T>
 __aicore__ inline void Widen(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<T>& src,
-                             uint32_t n)
+                             uint32_t n PYPTO_CALLER)
 {
+    PYPTO_AT_CALLER;
     if constexpr (sizeof(T) != sizeof(float)) {
         AscendC::Cast(dst, src, AscendC::RoundMode::CAST_NONE, n);
     } else {
@@ -65,8 +78,9 @@ __aicore__ inline void Widen(const AscendC::LocalTensor<float>& dst, const Ascen
 // dst = src (fp32), rounded to nearest even for narrow types.
 template <typename T>
 __aicore__ inline void Narrow(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<float>& src,
-                              uint32_t n)
+                              uint32_t n PYPTO_CALLER)
 {
+    PYPTO_AT_CALLER;
     if constexpr (sizeof(T) != sizeof(float)) {
         AscendC::Cast(dst, src, AscendC::RoundMode::CAST_RINT, n);
     } else {
@@ -78,8 +92,9 @@ __aicore__ inline void Narrow(const AscendC::LocalTensor<T>& dst, const AscendC:
 // DataCopyPad.
 template <typename T>
 __aicore__ inline void CopyToLocal(const AscendC::LocalTensor<T>& dst, const AscendC::GlobalTensor<T>& src,
-                                   uint32_t len)
+                                   uint32_t len PYPTO_CALLER)
 {
+    PYPTO_AT_CALLER;
     if ((len * sizeof(T)) % 32 == 0) {
         AscendC::DataCopy(dst, src, len);
     } else {
@@ -92,8 +107,9 @@ __aicore__ inline void CopyToLocal(const AscendC::LocalTensor<T>& dst, const Asc
 // UB -> GM, exactly `len` elements.
 template <typename T>
 __aicore__ inline void CopyToGlobal(const AscendC::GlobalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
-                                    uint32_t len)
+                                    uint32_t len PYPTO_CALLER)
 {
+    PYPTO_AT_CALLER;
     if ((len * sizeof(T)) % 32 == 0) {
         AscendC::DataCopy(dst, src, len);
     } else {
@@ -243,14 +259,14 @@ private:
 extern "C" __global__ __aicore__ void pypto_x6_goldenk10_add_5fbias_s0(GM_ADDR x, GM_ADDR bias, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 247 "add_bias_s0.cpp"
+#line 263 "add_bias_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
 #line 160 "builtin/add_bias.hbs"
     AddBiasKernel op;
     op.Init(x, bias, out, (static_cast<uint64_t>(pypto_tiling.dim[0])), 128u);
     op.Process();
 }
-#line 254 "add_bias_s0.cpp"
+#line 270 "add_bias_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)

@@ -40,7 +40,15 @@ __aicore__ inline T pypto_scalar(uint64_t bits)
 // in tiles of up to 128 rows, N in tiles of 128 columns (N is a multiple of
 // 16) and K in tiles of 128.
 #line 1 "builtin/partials/common.hbs"
-// Helpers shared by the builtin templates.
+// Helpers shared by the builtin templates. Each takes its caller's line
+// (PYPTO_CALLER), so that the emulation reports the line of the template
+// that called it; CANN's headers have no use for it.
+#ifndef PYPTO_CALLER
+#define PYPTO_CALLER
+#define PYPTO_CALLER_ONLY
+#define PYPTO_AT_CALLER
+#endif
+
 namespace {
 
 __aicore__ inline uint64_t PyptoMin(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -49,14 +57,19 @@ __aicore__ inline uint64_t PyptoMin(uint64_t a, uint64_t b) { return a < b ? a :
 __aicore__ inline uint32_t Aligned(uint32_t n, uint32_t size) { return (n * size + 31) / 32 * 32 / size; }
 
 // The scalar unit reads what the vector unit wrote only after this.
-__aicore__ inline void VectorToScalar() { AscendC::PipeBarrier<AscendC::PIPE_ALL>(); }
+__aicore__ inline void VectorToScalar(PYPTO_CALLER_ONLY)
+{
+    PYPTO_AT_CALLER;
+    AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+}
 
 // dst (fp32) = src, n elements. Templates, so that the branch not taken for
 // a dtype is never instantiated.
 template <typename T>
 __aicore__ inline void Widen(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<T>& src,
-                             uint32_t n)
+                             uint32_t n PYPTO_CALLER)
 {
+    PYPTO_AT_CALLER;
     if constexpr (sizeof(T) != sizeof(float)) {
         AscendC::Cast(dst, src, AscendC::RoundMode::CAST_NONE, n);
     } else {
@@ -67,8 +80,9 @@ __aicore__ inline void Widen(const AscendC::LocalTensor<float>& dst, const Ascen
 // dst = src (fp32), rounded to nearest even for narrow types.
 template <typename T>
 __aicore__ inline void Narrow(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<float>& src,
-                              uint32_t n)
+                              uint32_t n PYPTO_CALLER)
 {
+    PYPTO_AT_CALLER;
     if constexpr (sizeof(T) != sizeof(float)) {
         AscendC::Cast(dst, src, AscendC::RoundMode::CAST_RINT, n);
     } else {
@@ -80,8 +94,9 @@ __aicore__ inline void Narrow(const AscendC::LocalTensor<T>& dst, const AscendC:
 // DataCopyPad.
 template <typename T>
 __aicore__ inline void CopyToLocal(const AscendC::LocalTensor<T>& dst, const AscendC::GlobalTensor<T>& src,
-                                   uint32_t len)
+                                   uint32_t len PYPTO_CALLER)
 {
+    PYPTO_AT_CALLER;
     if ((len * sizeof(T)) % 32 == 0) {
         AscendC::DataCopy(dst, src, len);
     } else {
@@ -94,8 +109,9 @@ __aicore__ inline void CopyToLocal(const AscendC::LocalTensor<T>& dst, const Asc
 // UB -> GM, exactly `len` elements.
 template <typename T>
 __aicore__ inline void CopyToGlobal(const AscendC::GlobalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
-                                    uint32_t len)
+                                    uint32_t len PYPTO_CALLER)
 {
+    PYPTO_AT_CALLER;
     if ((len * sizeof(T)) % 32 == 0) {
         AscendC::DataCopy(dst, src, len);
     } else {
@@ -280,7 +296,7 @@ private:
 extern "C" __global__ __cube__ void pypto_x6_goldenk16_profile_5fmatmul_s0(GM_ADDR a, GM_ADDR b, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 284 "profile_matmul_s0.cpp"
+#line 300 "profile_matmul_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
 #line 21 "builtin/matmul.hbs"
     CubeMatmulKernel op;
@@ -288,7 +304,7 @@ extern "C" __global__ __cube__ void pypto_x6_goldenk16_profile_5fmatmul_s0(GM_AD
             pypto_tiling.dim[2]);
     op.Process();
 }
-#line 292 "profile_matmul_s0.cpp"
+#line 308 "profile_matmul_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)

@@ -40,7 +40,15 @@ __aicore__ inline T pypto_scalar(uint64_t bits)
 // evenly across blocks; a row is visited in column tiles of up to kTile
 // elements, loaded into fp32 (whatever the dtype) and stored back rounded.
 #line 1 "builtin/partials/common.hbs"
-// Helpers shared by the builtin templates.
+// Helpers shared by the builtin templates. Each takes its caller's line
+// (PYPTO_CALLER), so that the emulation reports the line of the template
+// that called it; CANN's headers have no use for it.
+#ifndef PYPTO_CALLER
+#define PYPTO_CALLER
+#define PYPTO_CALLER_ONLY
+#define PYPTO_AT_CALLER
+#endif
+
 namespace {
 
 __aicore__ inline uint64_t PyptoMin(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -49,14 +57,19 @@ __aicore__ inline uint64_t PyptoMin(uint64_t a, uint64_t b) { return a < b ? a :
 __aicore__ inline uint32_t Aligned(uint32_t n, uint32_t size) { return (n * size + 31) / 32 * 32 / size; }
 
 // The scalar unit reads what the vector unit wrote only after this.
-__aicore__ inline void VectorToScalar() { AscendC::PipeBarrier<AscendC::PIPE_ALL>(); }
+__aicore__ inline void VectorToScalar(PYPTO_CALLER_ONLY)
+{
+    PYPTO_AT_CALLER;
+    AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+}
 
 // dst (fp32) = src, n elements. Templates, so that the branch not taken for
 // a dtype is never instantiated.
 template <typename T>
 __aicore__ inline void Widen(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<T>& src,
-                             uint32_t n)
+                             uint32_t n PYPTO_CALLER)
 {
+    PYPTO_AT_CALLER;
     if constexpr (sizeof(T) != sizeof(float)) {
         AscendC::Cast(dst, src, AscendC::RoundMode::CAST_NONE, n);
     } else {
@@ -67,8 +80,9 @@ __aicore__ inline void Widen(const AscendC::LocalTensor<float>& dst, const Ascen
 // dst = src (fp32), rounded to nearest even for narrow types.
 template <typename T>
 __aicore__ inline void Narrow(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<float>& src,
-                              uint32_t n)
+                              uint32_t n PYPTO_CALLER)
 {
+    PYPTO_AT_CALLER;
     if constexpr (sizeof(T) != sizeof(float)) {
         AscendC::Cast(dst, src, AscendC::RoundMode::CAST_RINT, n);
     } else {
@@ -80,8 +94,9 @@ __aicore__ inline void Narrow(const AscendC::LocalTensor<T>& dst, const AscendC:
 // DataCopyPad.
 template <typename T>
 __aicore__ inline void CopyToLocal(const AscendC::LocalTensor<T>& dst, const AscendC::GlobalTensor<T>& src,
-                                   uint32_t len)
+                                   uint32_t len PYPTO_CALLER)
 {
+    PYPTO_AT_CALLER;
     if ((len * sizeof(T)) % 32 == 0) {
         AscendC::DataCopy(dst, src, len);
     } else {
@@ -94,8 +109,9 @@ __aicore__ inline void CopyToLocal(const AscendC::LocalTensor<T>& dst, const Asc
 // UB -> GM, exactly `len` elements.
 template <typename T>
 __aicore__ inline void CopyToGlobal(const AscendC::GlobalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
-                                    uint32_t len)
+                                    uint32_t len PYPTO_CALLER)
 {
+    PYPTO_AT_CALLER;
     if ((len * sizeof(T)) % 32 == 0) {
         AscendC::DataCopy(dst, src, len);
     } else {
@@ -150,8 +166,9 @@ public:
     __aicore__ inline AscendC::LocalTensor<float> Scratch() { return scratch_.Get<float>(); }
 
     // x[row, tile t] in fp32.
-    __aicore__ inline AscendC::LocalTensor<float> Load(uint64_t row, uint32_t t)
+    __aicore__ inline AscendC::LocalTensor<float> Load(uint64_t row, uint32_t t PYPTO_CALLER)
     {
+        PYPTO_AT_CALLER;
         uint32_t len = TileLen(t);
         AscendC::LocalTensor<DataT> in = inQue_.AllocTensor<DataT>();
         CopyToLocal(in, xGm_[row * cols_ + TileBegin(t)], len);
@@ -164,8 +181,9 @@ public:
     }
 
     // out[row, tile t] = values, rounded to DataT.
-    __aicore__ inline void Store(uint64_t row, uint32_t t, const AscendC::LocalTensor<float>& values)
+    __aicore__ inline void Store(uint64_t row, uint32_t t, const AscendC::LocalTensor<float>& values PYPTO_CALLER)
     {
+        PYPTO_AT_CALLER;
         uint32_t len = TileLen(t);
         AscendC::LocalTensor<DataT> o = outQue_.AllocTensor<DataT>();
         Narrow(o, values, len);
@@ -178,8 +196,9 @@ public:
 
     // A rank-1 param's tile t in fp32, into `dst`.
     __aicore__ inline void LoadParam(const AscendC::GlobalTensor<DataT>& param, uint32_t t,
-                                     const AscendC::LocalTensor<float>& dst)
+                                     const AscendC::LocalTensor<float>& dst PYPTO_CALLER)
     {
+        PYPTO_AT_CALLER;
         uint32_t len = TileLen(t);
         AscendC::LocalTensor<DataT> in = inQue_.AllocTensor<DataT>();
         CopyToLocal(in, param[TileBegin(t)], len);
@@ -189,16 +208,18 @@ public:
         inQue_.FreeTensor(in);
     }
 
-    __aicore__ inline float Sum(const AscendC::LocalTensor<float>& v, uint32_t n)
+    __aicore__ inline float Sum(const AscendC::LocalTensor<float>& v, uint32_t n PYPTO_CALLER)
     {
+        PYPTO_AT_CALLER;
         AscendC::LocalTensor<float> s = scalar_.Get<float>();
         AscendC::ReduceSum(s, v, work_.Get<float>(), n);
         VectorToScalar();
         return s.GetValue(0);
     }
 
-    __aicore__ inline float Max(const AscendC::LocalTensor<float>& v, uint32_t n)
+    __aicore__ inline float Max(const AscendC::LocalTensor<float>& v, uint32_t n PYPTO_CALLER)
     {
+        PYPTO_AT_CALLER;
         AscendC::LocalTensor<float> s = scalar_.Get<float>();
         AscendC::ReduceMax(s, v, work_.Get<float>(), n);
         VectorToScalar();
@@ -206,8 +227,9 @@ public:
     }
 
     // exp, and 1/sqrt, of one scalar, through the vector unit.
-    __aicore__ inline float Exp(float x)
+    __aicore__ inline float Exp(float x PYPTO_CALLER)
     {
+        PYPTO_AT_CALLER;
         AscendC::LocalTensor<float> s = scalar_.Get<float>();
         s.SetValue(0, x);
         VectorToScalar();
@@ -216,8 +238,9 @@ public:
         return s.GetValue(0);
     }
 
-    __aicore__ inline float InverseSqrt(float x)
+    __aicore__ inline float InverseSqrt(float x PYPTO_CALLER)
     {
+        PYPTO_AT_CALLER;
         AscendC::LocalTensor<float> s = scalar_.Get<float>();
         s.SetValue(0, x);
         VectorToScalar();
@@ -291,14 +314,14 @@ private:
 extern "C" __global__ __aicore__ void pypto_x6_goldenk17_profile_5fsoftmax_s0(GM_ADDR x, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 295 "profile_softmax_s0.cpp"
+#line 318 "profile_softmax_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
 #line 64 "builtin/softmax.hbs"
     SoftmaxKernel op;
     op.Init(x, out, (static_cast<uint64_t>(pypto_tiling.dim[0])), pypto_tiling.dim[1]);
     op.Process();
 }
-#line 302 "profile_softmax_s0.cpp"
+#line 325 "profile_softmax_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)

@@ -43,7 +43,15 @@ __aicore__ inline T pypto_scalar(uint64_t bits)
 // Unified Buffer holds one tile whatever the sequence length. Arithmetic is
 // fp32 for every dtype.
 #line 1 "builtin/partials/common.hbs"
-// Helpers shared by the builtin templates.
+// Helpers shared by the builtin templates. Each takes its caller's line
+// (PYPTO_CALLER), so that the emulation reports the line of the template
+// that called it; CANN's headers have no use for it.
+#ifndef PYPTO_CALLER
+#define PYPTO_CALLER
+#define PYPTO_CALLER_ONLY
+#define PYPTO_AT_CALLER
+#endif
+
 namespace {
 
 __aicore__ inline uint64_t PyptoMin(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -52,14 +60,19 @@ __aicore__ inline uint64_t PyptoMin(uint64_t a, uint64_t b) { return a < b ? a :
 __aicore__ inline uint32_t Aligned(uint32_t n, uint32_t size) { return (n * size + 31) / 32 * 32 / size; }
 
 // The scalar unit reads what the vector unit wrote only after this.
-__aicore__ inline void VectorToScalar() { AscendC::PipeBarrier<AscendC::PIPE_ALL>(); }
+__aicore__ inline void VectorToScalar(PYPTO_CALLER_ONLY)
+{
+    PYPTO_AT_CALLER;
+    AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+}
 
 // dst (fp32) = src, n elements. Templates, so that the branch not taken for
 // a dtype is never instantiated.
 template <typename T>
 __aicore__ inline void Widen(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<T>& src,
-                             uint32_t n)
+                             uint32_t n PYPTO_CALLER)
 {
+    PYPTO_AT_CALLER;
     if constexpr (sizeof(T) != sizeof(float)) {
         AscendC::Cast(dst, src, AscendC::RoundMode::CAST_NONE, n);
     } else {
@@ -70,8 +83,9 @@ __aicore__ inline void Widen(const AscendC::LocalTensor<float>& dst, const Ascen
 // dst = src (fp32), rounded to nearest even for narrow types.
 template <typename T>
 __aicore__ inline void Narrow(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<float>& src,
-                              uint32_t n)
+                              uint32_t n PYPTO_CALLER)
 {
+    PYPTO_AT_CALLER;
     if constexpr (sizeof(T) != sizeof(float)) {
         AscendC::Cast(dst, src, AscendC::RoundMode::CAST_RINT, n);
     } else {
@@ -83,8 +97,9 @@ __aicore__ inline void Narrow(const AscendC::LocalTensor<T>& dst, const AscendC:
 // DataCopyPad.
 template <typename T>
 __aicore__ inline void CopyToLocal(const AscendC::LocalTensor<T>& dst, const AscendC::GlobalTensor<T>& src,
-                                   uint32_t len)
+                                   uint32_t len PYPTO_CALLER)
 {
+    PYPTO_AT_CALLER;
     if ((len * sizeof(T)) % 32 == 0) {
         AscendC::DataCopy(dst, src, len);
     } else {
@@ -97,8 +112,9 @@ __aicore__ inline void CopyToLocal(const AscendC::LocalTensor<T>& dst, const Asc
 // UB -> GM, exactly `len` elements.
 template <typename T>
 __aicore__ inline void CopyToGlobal(const AscendC::GlobalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
-                                    uint32_t len)
+                                    uint32_t len PYPTO_CALLER)
 {
+    PYPTO_AT_CALLER;
     if ((len * sizeof(T)) % 32 == 0) {
         AscendC::DataCopy(dst, src, len);
     } else {
@@ -329,7 +345,7 @@ private:
 extern "C" __global__ __aicore__ void pypto_x6_goldenk18_attention_5fkernel_s0(GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 331 "attention_kernel_s0.cpp"
+#line 347 "attention_kernel_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
 #line 256 "builtin/attention.hbs"
     AttentionKernel op;
@@ -337,7 +353,7 @@ extern "C" __global__ __aicore__ void pypto_x6_goldenk18_attention_5fkernel_s0(G
             pypto_tiling.dim[1], 768u);
     op.Process();
 }
-#line 339 "attention_kernel_s0.cpp"
+#line 355 "attention_kernel_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)
