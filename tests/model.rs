@@ -345,7 +345,10 @@ fn print_fa_timeline() {
     r.unwrap();
     println!("{profile}");
     for core in profile.launches[0].cores.iter().take(2) {
-        println!("core {:?}: {} cycles, busy {:?}", core.core, core.cycles, core.busy);
+        println!(
+            "core {:?}: {} cycles, busy {:?}",
+            core.core, core.cycles, core.busy
+        );
         let mut slices = core.slices.clone();
         slices.sort_by_key(|s| s.start);
         for s in slices.iter().filter(|s| s.end > s.start + 1).take(160) {
