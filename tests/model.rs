@@ -322,3 +322,41 @@ fn first_difference(a: &pypto_rt::Profile, b: &pypto_rt::Profile) -> Option<Stri
     }
     (a.launches != b.launches).then(|| "launch totals differ".to_owned())
 }
+
+#[test]
+#[ignore = "prints a flash attention's modelled timeline, for calibrating by hand"]
+fn print_fa_timeline() {
+    let dev = Device::host();
+    let (s0, s1) = (128usize, 2048usize);
+    let q = dev.zeros::<half::f16, _>((s0, Const::<128>)).unwrap();
+    let k = dev.zeros::<half::f16, _>((s1, Const::<128>)).unwrap();
+    let v = dev.zeros::<half::f16, _>((s1, Const::<128>)).unwrap();
+    let mut out = dev.zeros::<f32, _>((s0, Const::<128>)).unwrap();
+    let mut ws_s = dev.zeros::<f32, _>((Const::<2>, s0, Const::<256>)).unwrap();
+    let mut ws_p = dev
+        .zeros::<half::f16, _>((Const::<2>, s0, Const::<256>))
+        .unwrap();
+    let mut ws_o = dev.zeros::<f32, _>((Const::<2>, s0, Const::<128>)).unwrap();
+    let (r, profile) = pypto_rt::Profiler::new(ModelArch::AtlasA3)
+        .timing_only(true)
+        .run(|| {
+            kernels::flash_attention_128_t256(&q, &k, &v, &mut out, &mut ws_s, &mut ws_p, &mut ws_o)
+        });
+    r.unwrap();
+    println!("{profile}");
+    for core in profile.launches[0].cores.iter().take(2) {
+        println!(
+            "core {:?}: {} cycles, busy {:?}",
+            core.core, core.cycles, core.busy
+        );
+        let mut slices = core.slices.clone();
+        slices.sort_by_key(|s| s.start);
+        for s in slices.iter().filter(|s| s.end > s.start + 1).take(160) {
+            println!(
+                "{:>7} {:>7} {:>5} {} {}",
+                s.start, s.end, PIPES[s.pipe as usize], s.name, s.bytes
+            );
+        }
+    }
+    std::fs::write("/tmp/fa_timeline.svg", pypto_rt::model::svg(&profile)).unwrap();
+}
