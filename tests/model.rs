@@ -272,11 +272,11 @@ fn a_mixed_kernel_s_timeline_is_the_same_every_run_and_in_timing_only_mode() {
         .unwrap();
     let run = |timing_only: bool| {
         let mut out = dev.zeros::<f32, _>((s0, Const::<128>)).unwrap();
-        let mut ws_s = dev.zeros::<f32, _>((Const::<2>, s0, Const::<128>)).unwrap();
+        let mut ws_s = dev.zeros::<f32, _>((Const::<5>, s0, Const::<128>)).unwrap();
         let mut ws_p = dev
-            .zeros::<half::f16, _>((Const::<2>, s0, Const::<128>))
+            .zeros::<half::f16, _>((Const::<5>, s0, Const::<128>))
             .unwrap();
-        let mut ws_o = dev.zeros::<f32, _>((Const::<2>, s0, Const::<128>)).unwrap();
+        let mut ws_o = dev.zeros::<f32, _>((Const::<5>, s0, Const::<128>)).unwrap();
         let (r, p) = pypto_rt::Profiler::new(ModelArch::AtlasA3)
             .timing_only(timing_only)
             .run(|| {
@@ -332,11 +332,11 @@ fn print_fa_timeline() {
     let k = dev.zeros::<half::f16, _>((s1, Const::<128>)).unwrap();
     let v = dev.zeros::<half::f16, _>((s1, Const::<128>)).unwrap();
     let mut out = dev.zeros::<f32, _>((s0, Const::<128>)).unwrap();
-    let mut ws_s = dev.zeros::<f32, _>((Const::<2>, s0, Const::<256>)).unwrap();
+    let mut ws_s = dev.zeros::<f32, _>((Const::<5>, s0, Const::<256>)).unwrap();
     let mut ws_p = dev
-        .zeros::<half::f16, _>((Const::<2>, s0, Const::<256>))
+        .zeros::<half::f16, _>((Const::<5>, s0, Const::<256>))
         .unwrap();
-    let mut ws_o = dev.zeros::<f32, _>((Const::<2>, s0, Const::<128>)).unwrap();
+    let mut ws_o = dev.zeros::<f32, _>((Const::<5>, s0, Const::<128>)).unwrap();
     let (r, profile) = pypto_rt::Profiler::new(ModelArch::AtlasA3)
         .timing_only(true)
         .run(|| {

@@ -1,8 +1,8 @@
 //! The flash-attention kernel the NPU performance model is calibrated with
 //! (tests/kernels/model_fa.yaml, template tests/kernels/model/flash_attention.hbs):
 //! a mixed kernel whose cube core computes q·kᵀ and p·v and whose two vector
-//! cores run the online softmax, handing tiles over through double-buffered
-//! GM workspaces with cross-core flags. Checked on the host backend, with
+//! cores run the online softmax, handing tiles over through five-slot GM
+//! workspace FIFOs with cross-core flags. Checked on the host backend, with
 //! the sanitizers on (the default), against softmax(q·kᵀ/√128)·v computed
 //! in f64 from the same fp16 inputs, within a per-row bound led by the fp16
 //! rounding of P (`bound`). `calibration_shapes` (ignored: minutes) runs the
@@ -14,10 +14,15 @@ use pypto_tests::{data, kernels};
 
 const D: usize = 128;
 
-/// What one launch leaves behind: the output and the score workspace.
+/// Slots of each workspace FIFO (the template's kSlots).
+const SLOTS: usize = 5;
+
+/// What one launch leaves behind: the output and the score and P·V
+/// workspaces.
 struct Run {
     out: Vec<f32>,
     ws_s: Vec<f32>,
+    ws_o: Vec<f32>,
 }
 
 /// Runs the kernel built with `tile` keys per tile on `[s0, 128]` queries
@@ -29,11 +34,11 @@ fn run(tile: usize, s0: usize, s1: usize, q: &[f16], k: &[f16], v: &[f16]) -> Re
     let k = dev.tensor_from(k, (s1, Const::<D>))?;
     let v = dev.tensor_from(v, (s1, Const::<D>))?;
     let mut out = dev.zeros((s0, Const::<D>))?;
-    let mut ws_o = dev.zeros::<f32, _>((Const::<2>, s0, Const::<D>))?;
+    let mut ws_o = dev.zeros::<f32, _>((Const::<5>, s0, Const::<D>))?;
     macro_rules! launch {
         ($kernel:ident, $tile:literal) => {{
-            let mut ws_s = dev.zeros::<f32, _>((Const::<2>, s0, Const::<$tile>))?;
-            let mut ws_p = dev.zeros::<f16, _>((Const::<2>, s0, Const::<$tile>))?;
+            let mut ws_s = dev.zeros::<f32, _>((Const::<5>, s0, Const::<$tile>))?;
+            let mut ws_p = dev.zeros::<f16, _>((Const::<5>, s0, Const::<$tile>))?;
             kernels::$kernel(&q, &k, &v, &mut out, &mut ws_s, &mut ws_p, &mut ws_o)?;
             ws_s.to_vec()?
         }};
@@ -47,6 +52,7 @@ fn run(tile: usize, s0: usize, s1: usize, q: &[f16], k: &[f16], v: &[f16]) -> Re
     Ok(Run {
         out: out.to_vec()?,
         ws_s,
+        ws_o: ws_o.to_vec()?,
     })
 }
 
@@ -74,17 +80,17 @@ fn inputs(s0: usize, s1: usize, q_scale: f32, ramp: bool, seed: u64) -> [Vec<f16
 
 /// The Unified Buffer a vector core takes, as the template's header comment
 /// adds it up: R = min(32, 8192 / tile) rows of scores per chunk, two
-/// buffers each of scores (fp32), probabilities (fp16, at least a 32-row
-/// output chunk of 16 KiB) and O (32 rows), the 64 x 128 accumulator, six
-/// 64-float row statistics, a 64-wide fold of R rows and 64 broadcast
-/// blocks.
+/// buffers each of scores (fp32) and probabilities (fp16, at least a 32-row
+/// output chunk of 16 KiB), one of O (all 64 rows), the 64 x 128
+/// accumulator, seven 64-float row statistics (alpha kept for three
+/// tiles), a 64-wide fold of R rows and 64 broadcast blocks.
 fn ub_bytes(tile: usize) -> u64 {
     let rows = (8192 / tile).min(32);
     let bytes = 2 * rows * tile * 4
         + 2 * (rows * tile * 2).max(32 * D * 4)
-        + 2 * 32 * D * 4
         + 64 * D * 4
-        + 6 * 64 * 4
+        + 64 * D * 4
+        + 7 * 64 * 4
         + rows * 64 * 4
         + 64 * 32;
     bytes as u64
@@ -256,28 +262,71 @@ fn matches_softmax_q_kt_v_in_f64() {
     }
 }
 
+/// q·k(key)ᵀ in f64 for query row `i`, and Σ|q·k| (for the error bound).
+fn dot(q: &[f16], k: &[f16], i: usize, key: usize) -> (f64, f64) {
+    (0..D)
+        .map(|d| q[i * D + d].to_f64() * k[key * D + d].to_f64())
+        .fold((0.0, 0.0), |(s, a), x| (s + x, a + x.abs()))
+}
+
 #[test]
-fn both_score_slots_hold_the_last_two_tiles() {
-    // Four tiles of 128 keys: tiles 0 and 2 went through slot 0, tiles 1
-    // and 3 through slot 1, so each slot holds the q·kᵀ of its last tile
-    // (unscaled, fp32), for every query row.
-    let (tile, s0, s1) = (128usize, 256usize, 512usize);
+fn each_workspace_slot_holds_its_last_tile() {
+    // Seven tiles of 128 keys through five-slot FIFOs: tile t went through
+    // slot t % 5, so slots 0 and 1 hold tiles 5 and 6 and slots 2 to 4
+    // tiles 2 to 4, for every query row. ws_s holds q·k(t)ᵀ (unscaled,
+    // fp32); ws_o holds P(t)·v(t), P(t) = exp(S(t)/√128 − m(t)) rounded to
+    // fp16, m(t) the running maximum of the row over tiles 0..=t.
+    let (tile, s0, s1) = (128usize, 256usize, 896usize);
     let [q, k, v] = inputs(s0, s1, 0.5, true, 7);
     let got = run(tile, s0, s1, &q, &k, &v).unwrap();
-    for slot in 0..2 {
-        let t = s1 / tile - 2 + slot;
+    let tiles = s1 / tile;
+    let scale = 1.0 / (D as f64).sqrt();
+    let v_max = v.iter().fold(0f64, |m, x| m.max(x.to_f64().abs()));
+    for slot in 0..SLOTS {
+        let t = (0..tiles).rev().find(|t| t % SLOTS == slot).unwrap();
         for i in 0..s0 {
+            let dots: Vec<(f64, f64)> =
+                (0..(t + 1) * tile).map(|key| dot(&q, &k, i, key)).collect();
             for j in 0..tile {
-                let key = t * tile + j;
-                let (dot, abs): (f64, f64) = (0..D)
-                    .map(|d| q[i * D + d].to_f64() * k[key * D + d].to_f64())
-                    .fold((0.0, 0.0), |(s, a), x| (s + x, a + x.abs()));
+                let (want, abs) = dots[t * tile + j];
                 let got = f64::from(got.ws_s[(slot * s0 + i) * tile + j]);
                 // fp32 sums of 128 exact products: within γ₁₂₈ Σ|q·k|.
                 let tol = D as f64 * 2f64.powi(-24) * abs;
                 assert!(
-                    (got - dot).abs() <= tol,
-                    "ws_s[{slot}][{i}][{j}] is {got}, q·k({key}) is {dot}"
+                    (got - want).abs() <= tol,
+                    "ws_s[{slot}][{i}][{j}] is {got}, q·k({}) is {want}",
+                    t * tile + j
+                );
+            }
+            // O(t) = Σ_j p_j v_j over the tile's keys, each p_j ≤ 1 rounded
+            // to fp16 (relative 2⁻¹¹, or 2⁻²⁵ absolute when subnormal), its
+            // exponent off by the scores' error (as in `bound`), the sum
+            // in fp32.
+            let max = dots
+                .iter()
+                .fold(f64::NEG_INFINITY, |m, d| m.max(d.0 * scale));
+            let abs_dot = dots.iter().fold(0f64, |m, d| m.max(d.1)) * scale;
+            let p: Vec<f64> = (0..tile)
+                .map(|j| (dots[t * tile + j].0 * scale - max).exp())
+                .collect();
+            let spread = (0..tile).fold(0f64, |m, j| m.max(max - dots[t * tile + j].0 * scale));
+            let eta = (D as f64 + 2.0) * 2f64.powi(-24) * abs_dot + 2f64.powi(-23) * spread;
+            let mass: f64 = p.iter().sum();
+            let tol = v_max
+                * (mass
+                    * (2f64.powi(-11) + 2.0 * eta + 2f64.powi(-18) + tile as f64 * 2f64.powi(-24))
+                    + tile as f64 * 2f64.powi(-25));
+            for c in 0..D {
+                let want: f64 = p
+                    .iter()
+                    .enumerate()
+                    .map(|(j, p)| p * v[(t * tile + j) * D + c].to_f64())
+                    .sum();
+                let got = f64::from(got.ws_o[(slot * s0 + i) * D + c]);
+                assert!(
+                    (got - want).abs() <= tol,
+                    "ws_o[{slot}][{i}][{c}] is {got}, P(t {t})·v is {want}: error {} > {tol}",
+                    (got - want).abs()
                 );
             }
         }

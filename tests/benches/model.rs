@@ -30,14 +30,14 @@ fn flash_attention(dev: &Device, s0: usize, s1: usize, tile: usize) -> Result<Pr
     let k = dev.zeros::<half::f16, _>((s1, Const::<128>))?;
     let v = dev.zeros::<half::f16, _>((s1, Const::<128>))?;
     let mut out = dev.zeros::<f32, _>((s0, Const::<128>))?;
-    let mut ws_o = dev.zeros::<f32, _>((Const::<2>, s0, Const::<128>))?;
+    let mut ws_o = dev.zeros::<f32, _>((Const::<5>, s0, Const::<128>))?;
     let profiler = Profiler::new(ModelArch::AtlasA3)
         .trace(false)
         .timing_only(true);
     macro_rules! launch {
         ($kernel:ident, $tile:literal) => {{
-            let mut ws_s = dev.zeros::<f32, _>((Const::<2>, s0, Const::<$tile>))?;
-            let mut ws_p = dev.zeros::<half::f16, _>((Const::<2>, s0, Const::<$tile>))?;
+            let mut ws_s = dev.zeros::<f32, _>((Const::<5>, s0, Const::<$tile>))?;
+            let mut ws_p = dev.zeros::<half::f16, _>((Const::<5>, s0, Const::<$tile>))?;
             let (r, p) = profiler
                 .run(|| kernels::$kernel(&q, &k, &v, &mut out, &mut ws_s, &mut ws_p, &mut ws_o));
             r?;
