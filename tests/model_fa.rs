@@ -82,7 +82,7 @@ fn inputs(s0: usize, s1: usize, q_scale: f32, ramp: bool, seed: u64) -> [Vec<f16
 /// adds it up: R = min(32, 8192 / tile) rows of scores per chunk, two
 /// buffers each of scores (fp32) and probabilities (fp16, at least a 32-row
 /// output chunk of 16 KiB), one of O (all 64 rows), the 64 x 128
-/// accumulator, seven 64-float row statistics (alpha kept for three
+/// accumulator, eight 64-float row statistics (alpha kept for four
 /// tiles), a 64-wide fold of R rows and 64 broadcast blocks.
 fn ub_bytes(tile: usize) -> u64 {
     let rows = (8192 / tile).min(32);
@@ -90,7 +90,7 @@ fn ub_bytes(tile: usize) -> u64 {
         + 2 * (rows * tile * 2).max(32 * D * 4)
         + 64 * D * 4
         + 64 * D * 4
-        + 7 * 64 * 4
+        + 8 * 64 * 4
         + rows * 64 * 4
         + 64 * 32;
     bytes as u64

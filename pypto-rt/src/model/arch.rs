@@ -54,7 +54,7 @@ impl ModelArch {
     /// (whose cube and vector cores start as one task) from flash attention
     /// at S0 = 128, S1 = 1024 (§2).
     pub fn launch_micros(self, mixed: bool) -> f64 {
-        if mixed { 29.7 } else { 11.9 }
+        if mixed { 31.8 } else { 11.9 }
     }
 
     /// [`ModelArch::launch_micros`] in cycles of this architecture's clock.
