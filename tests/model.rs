@@ -287,6 +287,27 @@ fn a_mixed_kernel_s_timeline_is_the_same_every_run_and_in_timing_only_mode() {
     };
     let first = run(false);
     assert_eq!(first.launches[0].cores.len(), 2 * 3);
+    // The two blocks start one mixed-launch stagger apart, and the launch
+    // ends with the later block's slowest core, after the launch overhead.
+    let launch = &first.launches[0];
+    let arch = ModelArch::AtlasA3;
+    let stagger = (arch.mixed_block_stagger_micros() * arch.clock_mhz()).round() as u64;
+    assert!(stagger > 0);
+    assert_eq!(launch.schedule[0].0, 0);
+    assert_eq!(launch.schedule[1].0, stagger);
+    let block_end = |b: u32| -> u64 {
+        launch
+            .cores
+            .iter()
+            .filter(|c| c.block == b)
+            .map(|c| launch.schedule[b as usize].0 + c.cycles)
+            .max()
+            .unwrap()
+    };
+    assert_eq!(
+        launch.cycles,
+        arch.launch_cycles(true) + block_end(0).max(block_end(1))
+    );
     for timing_only in [false, false, false, true] {
         let again = run(timing_only);
         if let Some(diff) = first_difference(&first, &again) {

@@ -57,6 +57,16 @@ impl ModelArch {
         if mixed { 31.8 } else { 11.9 }
     }
 
+    /// Microseconds between the starts of consecutive blocks of a mixed
+    /// launch (block b starts no earlier than b times this): each AI core's
+    /// cube and vector cores are started one block after another. No public
+    /// figure; fitted (BENCHMARKS.md, "The modelled NPU") on flash
+    /// attention at eight blocks, S0 = 1024, S1 = 1024 (NPU-PERF-FACTS §2),
+    /// the S1 of the row [`ModelArch::launch_micros`] is fitted on.
+    pub fn mixed_block_stagger_micros(self) -> f64 {
+        3.1
+    }
+
     /// [`ModelArch::launch_micros`] in cycles of this architecture's clock.
     pub fn launch_cycles(self, mixed: bool) -> u64 {
         (self.launch_micros(mixed) * self.clock_mhz()).round() as u64

@@ -6,7 +6,8 @@ use super::{CoreProfile, LaunchProfile, ModelArch, PIPES, Profile};
 
 /// Schedules `blocks` on the chip: a block takes the core (of its kind)
 /// that frees first, in block order, so a launch with more blocks than
-/// cores runs in waves.
+/// cores runs in waves; a mixed launch's block b starts no earlier than b
+/// times [`ModelArch::mixed_block_stagger_micros`].
 pub(super) fn schedule(
     arch: ModelArch,
     kernel: &'static str,
@@ -28,6 +29,11 @@ pub(super) fn schedule(
     } else {
         arch.ai_cores()
     } as usize;
+    let stagger = if mixed {
+        (arch.mixed_block_stagger_micros() * arch.clock_mhz()).round() as u64
+    } else {
+        0
+    };
     let mut free = vec![0u64; slots.max(1)];
     let mut schedule = Vec::with_capacity(blocks as usize);
     let mut end = 0u64;
@@ -49,6 +55,7 @@ pub(super) fn schedule(
             .enumerate()
             .min_by_key(|&(i, t)| (t, i))
             .unwrap_or((0, 0));
+        let start = start.max(u64::from(block) * stagger);
         free[slot] = start + length;
         end = end.max(start + length);
         schedule.push((start, slot as u32));
