@@ -49,7 +49,11 @@ fn vector_reference(rows: usize, which: i32) -> Vec<f32> {
             };
             // 3: w's buffer is Duplicate'd to 1.0.
             let wv = if which == 3 { 1.0 } else { w[i] };
-            xv + wv
+            match which {
+                -5 => (xv + wv).max(0.0),
+                -6 => xv * 2.0 + wv,
+                _ => xv + wv,
+            }
         })
         .collect()
 }
@@ -143,6 +147,47 @@ fn a_vector_input_never_copied_in_is_reported() {
         let what = format!("which 1, {rows} rows");
         assert_eq!(kernel_error(run_vector(rows, 1), 0, &what), NEVER_COPIED);
     }
+}
+
+const COMPOUND_NEVER_COPIED: &str = "initcheck: AddRelu reads bytes [0, 256) of src1 (a VECIN \
+                                     tensor at byte 256 of the Unified Buffer) but byte 0 of it \
+                                     (byte 256 of the Unified Buffer) was never written in this \
+                                     block; copy data in (DataCopy/DataCopyPad) or write it \
+                                     (Duplicate, a vector instruction, SetValue) before reading it";
+const COMPOUND_DST_UNWRITTEN: &str = "initcheck: FusedMulAdd reads bytes [0, 256) of dst (a \
+                                      VECOUT tensor at byte 512 of the Unified Buffer) but byte \
+                                      0 of it (byte 512 of the Unified Buffer) was never written \
+                                      in this block; copy data in (DataCopy/DataCopyPad) or \
+                                      write it (Duplicate, a vector instruction, SetValue) before \
+                                      reading it";
+
+#[test]
+fn count_form_compound_instructions_reading_unwritten_bytes_are_reported() {
+    for rows in [1, 2, 5] {
+        let what = format!("which 5, {rows} rows");
+        assert_eq!(
+            kernel_error(run_vector(rows, 5), 0, &what),
+            COMPOUND_NEVER_COPIED
+        );
+        let what = format!("which 6, {rows} rows");
+        assert_eq!(
+            kernel_error(run_vector(rows, 6), 0, &what),
+            COMPOUND_DST_UNWRITTEN
+        );
+        for which in [-5, -6] {
+            let y = run_vector(rows, which)
+                .unwrap_or_else(|e| panic!("which {which}, {rows} rows: {e}"));
+            assert_eq!(
+                y,
+                vector_reference(rows, which),
+                "which {which}, {rows} rows"
+            );
+        }
+    }
+    with_sanitize(Sanitize::OFF, || {
+        run_vector(2, 5).unwrap();
+        run_vector(2, 6).unwrap();
+    });
 }
 
 #[test]

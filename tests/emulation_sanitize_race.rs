@@ -45,6 +45,34 @@ fn matmul(m: usize, k: usize, n: usize, which: i32) -> (Result<(), Error>, bool)
     (result, c.to_vec().unwrap() == want)
 }
 
+/// Runs race_compound scenario `which`: the error, if any, and y.
+fn compound(which: i32) -> (Result<(), Error>, Vec<f32>) {
+    let dev = Device::host();
+    let x: Vec<f32> = (0..COLS).map(|i| (i % 13) as f32 - 6.0).collect();
+    let w: Vec<f32> = (0..COLS).map(|i| (i % 7) as f32 - 3.0).collect();
+    let xt = dev.tensor_from(&x, (Const::<64>,)).unwrap();
+    let wt = dev.tensor_from(&w, (Const::<64>,)).unwrap();
+    let mut y = dev.zeros((Const::<64>,)).unwrap();
+    let result = kernels::race_compound(&xt, &wt, &mut y, which).map(|_| ());
+    (result, y.to_vec().unwrap())
+}
+
+/// What race_compound computes with every synchronisation in place:
+/// relu(x + w) (0) or x * 2 + w (2), exact in f32 for these small whole numbers.
+fn compound_reference(which: i32) -> Vec<f32> {
+    (0..COLS)
+        .map(|i| {
+            let x = (i % 13) as f32 - 6.0;
+            let w = (i % 7) as f32 - 3.0;
+            if which == 2 {
+                x * 2.0 + w
+            } else {
+                (x + w).max(0.0)
+            }
+        })
+        .collect()
+}
+
 fn message(result: Result<(), Error>, what: &str) -> String {
     match result {
         Err(Error::Kernel {
@@ -99,6 +127,46 @@ fn each_missing_vector_pipe_flag_is_reported_with_its_fix() {
     let (one_row, exact) = rows(1, 3);
     one_row.unwrap();
     assert!(exact);
+}
+
+/// The MTE2 -> V race of race_compound's `w` copy (compound.cpp:31) with
+/// the count-form instruction `what` at `line`.
+fn compound_race(what: &str, line: u32) -> String {
+    format!(
+        "racecheck: V reads UB bytes [256, 512) ({what}, compound.cpp:{line}), written by MTE2 \
+         (DataCopy(GM->local), compound.cpp:31) with no synchronisation between them; insert \
+         SetFlag<HardEvent::MTE2_V>(id) after the DataCopy(GM->local) and \
+         WaitFlag<HardEvent::MTE2_V>(id) before the {what}, or pass the buffer through a TQue \
+         (EnQue after the DataCopy(GM->local), DeQue before the {what})"
+    )
+}
+
+#[test]
+fn count_form_compound_instructions_racing_a_copy_are_reported() {
+    assert_eq!(
+        message(compound(1).0, "AddRelu"),
+        compound_race("AddRelu", 43)
+    );
+    assert_eq!(
+        message(compound(3).0, "FusedMulAdd"),
+        compound_race("FusedMulAdd", 38)
+    );
+    assert_eq!(
+        message(compound(4).0, "ReduceSum"),
+        compound_race("ReduceSum", 41)
+    );
+    for which in [0, 2] {
+        let (result, y) = compound(which);
+        result.unwrap_or_else(|e| panic!("which {which}: {e}"));
+        assert_eq!(y, compound_reference(which), "which {which}");
+    }
+    with_sanitize(Sanitize::OFF, || {
+        for which in [1, 3] {
+            let (result, y) = compound(which);
+            result.unwrap_or_else(|e| panic!("off, which {which}: {e}"));
+            assert_eq!(y, compound_reference(which - 1), "off, which {which}");
+        }
+    });
 }
 
 #[test]

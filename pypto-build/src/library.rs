@@ -14,6 +14,7 @@ macro_rules! embed {
 /// The emulation headers, by path under the include directory.
 pub const EMULATION_HEADERS: &[(&str, &str)] = embed![
     "kernel_operator.h" => "include/kernel_operator.h",
+    "pypto_emu/memories.h" => "include/pypto_emu/memories.h",
     "pypto_emu/core.h" => "include/pypto_emu/core.h",
     "pypto_emu/types.h" => "include/pypto_emu/types.h",
     "pypto_emu/memory.h" => "include/pypto_emu/memory.h",
@@ -27,7 +28,10 @@ pub const EMULATION_HEADERS: &[(&str, &str)] = embed![
     "pypto_emu/cube.h" => "include/pypto_emu/cube.h",
     "pypto_emu/layout.h" => "include/pypto_emu/layout.h",
     "pypto_emu/system.h" => "include/pypto_emu/system.h",
-    "pypto_emu/race.h" => "include/pypto_emu/race.h",
+    "pypto_emu/sanitize/race.h" => "include/pypto_emu/sanitize/race.h",
+    "pypto_emu/sanitize/init.h" => "include/pypto_emu/sanitize/init.h",
+    "pypto_emu/sanitize/mem.h" => "include/pypto_emu/sanitize/mem.h",
+    "pypto_emu/sanitize/sync.h" => "include/pypto_emu/sanitize/sync.h",
     "pypto_emu/model/abi.h" => "include/pypto_emu/model/abi.h",
     "pypto_emu/model/timeline.h" => "include/pypto_emu/model/timeline.h",
     "pypto_emu/model/cost.h" => "include/pypto_emu/model/cost.h",

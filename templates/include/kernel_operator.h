@@ -19,6 +19,7 @@
 #define AscendC PYPTO_EMU_JOIN(AscendC_, PYPTO_EMU_ABI)
 #endif
 
+#include "pypto_emu/memories.h"
 #include "pypto_emu/core.h"
 
 // A helper in a builtin partial takes its caller's line as a last
@@ -29,8 +30,11 @@
 #define PYPTO_CALLER_ONLY ::pypto_emu::Site pypto_caller = ::pypto_emu::Site::here()
 #define PYPTO_AT_CALLER ::pypto_emu::AtCaller pypto_at_caller(pypto_caller)
 #include "pypto_emu/types.h"
+#include "pypto_emu/sanitize/race.h"
+#include "pypto_emu/sanitize/init.h"
+#include "pypto_emu/sanitize/mem.h"
 #include "pypto_emu/memory.h"
-#include "pypto_emu/race.h" // already included by memory.h, which it needs
+#include "pypto_emu/sanitize/sync.h"
 #include "pypto_emu/sync.h"
 #include "pypto_emu/misc.h"
 #include "pypto_emu/copy.h"

@@ -127,6 +127,22 @@ void compound_count(const AscendC::LocalTensor<D>& dst, const AscendC::LocalTens
     check_vector_operand(dst, count, what);
     check_vector_operand(src0, count, what);
     check_vector_operand(src1, count, what);
+    uint64_t sbytes = count > 0 ? static_cast<uint64_t>(count) * sizeof(S) : 0;
+    uint64_t dbytes = count > 0 ? static_cast<uint64_t>(count) * sizeof(D) : 0;
+    if constexpr (F::one_source) {
+        init_read(what, "src", src0, 0, sbytes);
+    } else {
+        init_read(what, "src0", src0, 0, sbytes);
+        init_read(what, "src1", src1, 0, sbytes);
+    }
+    if constexpr (F::reads_dst) {
+        init_read(what, "dst", dst, 0, dbytes);
+    }
+    init_write(dst, 0, dbytes);
+    model_vector_bytes(what, sbytes > dbytes ? sbytes : dbytes, static_cast<uint32_t>(sizeof(D) > sizeof(S) ? sizeof(D) : sizeof(S)));
+    if (timing_only()) {
+        return;
+    }
     D* d = dst.data();
     const S* a = src0.data();
     const S* b = src1.data();
@@ -145,12 +161,18 @@ void compound_masked(const AscendC::LocalTensor<D>& dst, const AscendC::LocalTen
     constexpr uint32_t wide = static_cast<uint32_t>(sizeof(D) > sizeof(S) ? sizeof(D) : sizeof(S));
     RepeatPlan p = make_plan(what, wide, arg, bits, len, repeat_time);
     auto d = strided(dst, dblk, drep, "dst", what, true);
-    auto a = strided(src0, ablk, arep, "src0", what);
-    auto b = strided(src1, bblk, brep, "src1", what);
+    auto a = strided(src0, ablk, arep, F::one_source ? "src" : "src0", what);
+    auto b = strided(src1, bblk, brep, F::one_source ? "src" : "src1", what);
     check_reach(d, p, what);
     check_reach(a, p, what);
     check_reach(b, p, what);
-    run_plan(p, d, [&](uint32_t r, uint32_t e) { return f(a.at(r, e), b.at(r, e), d.at(r, e)); });
+    // Sources through the checked accessor (racecheck and initcheck see
+    // each element read); dst too where the function reads it.
+    run_plan(p, d, [&](uint32_t r, uint32_t e) {
+        S x = a.get(r, e);
+        S y = F::one_source ? x : b.get(r, e);
+        return f(x, y, F::reads_dst ? d.get(r, e) : d.at(r, e));
+    });
 }
 
 template <typename D, typename S, typename F>
@@ -162,17 +184,22 @@ void compound_masked(const AscendC::LocalTensor<D>& dst, const AscendC::LocalTen
                     rp.src0BlkStride, rp.src0RepStride, rp.src1BlkStride, rp.src1RepStride, what, f);
 }
 
-// The element functions.
+// The element functions. `reads_dst`: the result depends on dst's old
+// value (which the instruction then reads); `one_source`: src0 and src1
+// are the same operand (Axpy's src).
 struct AddReluF {
+    static constexpr bool reads_dst = false, one_source = false;
     template <typename T>
     T operator()(T a, T b, T) const { return relu_of(rounded(a, b, [](auto x, auto y) { return x + y; })); }
 };
 struct SubReluF {
+    static constexpr bool reads_dst = false, one_source = false;
     template <typename T>
     T operator()(T a, T b, T) const { return relu_of(rounded(a, b, [](auto x, auto y) { return x - y; })); }
 };
 // dst = src0 * dst + src1
 struct FusedMulAddF {
+    static constexpr bool reads_dst = true, one_source = false;
     template <typename T>
     T operator()(T a, T b, T d) const
     {
@@ -180,11 +207,13 @@ struct FusedMulAddF {
     }
 };
 struct MulAddReluF {
+    static constexpr bool reads_dst = true, one_source = false;
     template <typename T>
     T operator()(T a, T b, T d) const { return relu_of(FusedMulAddF()(a, b, d)); }
 };
 // dst = src0 * src1 + dst
 struct MulAddDstF {
+    static constexpr bool reads_dst = true, one_source = false;
     template <typename S, typename D>
     D operator()(S a, S b, D d) const
     {
@@ -193,6 +222,7 @@ struct MulAddDstF {
 };
 template <typename D, bool sub>
 struct ReluCastF {
+    static constexpr bool reads_dst = false, one_source = false;
     template <typename S>
     D operator()(S a, S b, D) const
     {
@@ -202,6 +232,7 @@ struct ReluCastF {
 };
 template <typename D>
 struct MulCastF {
+    static constexpr bool reads_dst = false, one_source = false;
     D operator()(half a, half b, D) const
     {
         half v = rounded(a, b, [](auto x, auto y) { return x * y; });
@@ -209,11 +240,21 @@ struct MulCastF {
     }
 };
 struct AddDeqReluF {
+    static constexpr bool reads_dst = false, one_source = false;
     half operator()(int32_t a, int32_t b, half) const
     {
         int32_t sum = static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
         return relu_of(convert<half, int32_t>(sum, AscendC::RoundMode::CAST_NONE));
     }
+};
+
+// Axpy: dst = s * src + dst.
+template <typename U>
+struct AxpyF {
+    static constexpr bool reads_dst = true, one_source = true;
+    U s;
+    template <typename T>
+    T operator()(U a, U, T d) const { return MulAddDstF()(s, a, d); }
 };
 
 inline void require_deq_scale(const char* what)
@@ -236,23 +277,26 @@ inline void require_deq_scale(const char* what)
 #define PYPTO_COMPOUND_SAME(NAME, TRAIT, TYPES, FN)                                                        \
     template <typename T>                                                                                  \
     void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,           \
-              const int32_t& count)                                                                        \
+              const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here()) \
     {                                                                                                      \
+        pypto_emu::AtSite at_site(site, #NAME);                                        \
         PYPTO_COMPOUND_TYPE(TRAIT, #NAME, TYPES);                                                          \
         pypto_emu::compound_count(dst, src0, src1, count, #NAME, FN());                                    \
     }                                                                                                      \
     template <typename T, bool isSetMask = true>                                                           \
     void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,           \
-              const uint64_t mask[], const int32_t repeatTime, const BinaryRepeatParams& repeatParams)     \
+              const uint64_t mask[], const int32_t repeatTime, const BinaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here()) \
     {                                                                                                      \
+        pypto_emu::AtSite at_site(site, #NAME);                                        \
         PYPTO_COMPOUND_TYPE(TRAIT, #NAME, TYPES);                                                          \
         pypto_emu::compound_masked(dst, src0, src1, PYPTO_COMPOUND_BITS(mask), repeatTime, repeatParams,   \
                                    #NAME, FN());                                                           \
     }                                                                                                      \
     template <typename T, bool isSetMask = true>                                                           \
     void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,           \
-              const uint64_t mask, const int32_t repeatTime, const BinaryRepeatParams& repeatParams)       \
+              const uint64_t mask, const int32_t repeatTime, const BinaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here()) \
     {                                                                                                      \
+        pypto_emu::AtSite at_site(site, #NAME);                                        \
         PYPTO_COMPOUND_TYPE(TRAIT, #NAME, TYPES);                                                          \
         pypto_emu::compound_masked(dst, src0, src1, PYPTO_COMPOUND_LEN(mask), repeatTime, repeatParams,    \
                                    #NAME, FN());                                                           \
@@ -262,16 +306,18 @@ inline void require_deq_scale(const char* what)
 #define PYPTO_COMPOUND_MIXED(NAME, TRAIT, TYPES, FN, COUNT_T, CHECK)                                       \
     template <typename T, typename U>                                                                      \
     void NAME(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const LocalTensor<U>& src1,           \
-              COUNT_T count)                                                                               \
+              COUNT_T count, pypto_emu::Site site = pypto_emu::Site::here()) \
     {                                                                                                      \
+        pypto_emu::AtSite at_site(site, #NAME);                                        \
         PYPTO_COMPOUND_PAIR(TRAIT, #NAME, TYPES);                                                          \
         CHECK;                                                                                             \
         pypto_emu::compound_count(dst, src0, src1, pypto_emu::count_of(count, #NAME), #NAME, FN);          \
     }                                                                                                      \
     template <typename T, typename U, bool isSetMask = true>                                               \
     void NAME(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const LocalTensor<U>& src1,           \
-              const uint64_t mask[], const int32_t repeatTime, const BinaryRepeatParams& repeatParams)     \
+              const uint64_t mask[], const int32_t repeatTime, const BinaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here()) \
     {                                                                                                      \
+        pypto_emu::AtSite at_site(site, #NAME);                                        \
         PYPTO_COMPOUND_PAIR(TRAIT, #NAME, TYPES);                                                          \
         CHECK;                                                                                             \
         pypto_emu::compound_masked(dst, src0, src1, PYPTO_COMPOUND_BITS(mask), repeatTime, repeatParams,   \
@@ -279,8 +325,9 @@ inline void require_deq_scale(const char* what)
     }                                                                                                      \
     template <typename T, typename U, bool isSetMask = true>                                               \
     void NAME(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const LocalTensor<U>& src1,           \
-              const uint64_t mask, const int32_t repeatTime, const BinaryRepeatParams& repeatParams)       \
+              const uint64_t mask, const int32_t repeatTime, const BinaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here()) \
     {                                                                                                      \
+        pypto_emu::AtSite at_site(site, #NAME);                                        \
         PYPTO_COMPOUND_PAIR(TRAIT, #NAME, TYPES);                                                          \
         CHECK;                                                                                             \
         pypto_emu::compound_masked(dst, src0, src1, PYPTO_COMPOUND_LEN(mask), repeatTime, repeatParams,    \
@@ -372,7 +419,7 @@ void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const pypto_emu:
     pypto_emu::check_apart(dst, src, "src", "Axpy");
     U s = scalarValue;
     pypto_emu::compound_count(dst, src, src, count, "Axpy",
-                              [s](U a, U, T d) { return pypto_emu::MulAddDstF()(s, a, d); });
+                              pypto_emu::AxpyF<U>{s});
 }
 template <typename T, typename U, bool isSetMask = true>
 void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const pypto_emu::same_t<U>& scalarValue,
@@ -385,7 +432,7 @@ void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const pypto_emu:
     pypto_emu::compound_masked(dst, src, src, PYPTO_COMPOUND_BITS(mask), repeatTime, repeatParams.dstBlkStride,
                                repeatParams.dstRepStride, repeatParams.srcBlkStride, repeatParams.srcRepStride,
                                repeatParams.srcBlkStride, repeatParams.srcRepStride, "Axpy",
-                               [s](U a, U, T d) { return pypto_emu::MulAddDstF()(s, a, d); });
+                               pypto_emu::AxpyF<U>{s});
 }
 template <typename T, typename U, bool isSetMask = true>
 void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const pypto_emu::same_t<U>& scalarValue,
@@ -398,7 +445,7 @@ void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const pypto_emu:
     pypto_emu::compound_masked(dst, src, src, PYPTO_COMPOUND_LEN(mask), repeatTime, repeatParams.dstBlkStride,
                                repeatParams.dstRepStride, repeatParams.srcBlkStride, repeatParams.srcRepStride,
                                repeatParams.srcBlkStride, repeatParams.srcRepStride, "Axpy",
-                               [s](U a, U, T d) { return pypto_emu::MulAddDstF()(s, a, d); });
+                               pypto_emu::AxpyF<U>{s});
 }
 
 } // namespace AscendC

@@ -547,16 +547,18 @@ void SetVectorMask(int32_t len, pypto_emu::Site site = pypto_emu::Site::here())
 #define PYPTO_MASK_BINARY(NAME, TRAIT, TYPES, EXPR)                                                      \
     template <typename T, bool isSetMask = true>                                                         \
     void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,         \
-              const uint64_t mask[], const int32_t repeatTime, const BinaryRepeatParams& repeatParams)   \
+              const uint64_t mask[], const int32_t repeatTime, const BinaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())   \
     {                                                                                                    \
+        pypto_emu::AtSite at_site(site, #NAME);                                                         \
         PYPTO_REQUIRE_TYPE(TRAIT, #NAME, TYPES);                                                         \
         pypto_emu::masked_binary(dst, src0, src1, PYPTO_MASK_ARG(mask, 0), repeatTime, repeatParams,     \
                                  #NAME, [](auto a, auto b) { return EXPR; });                            \
     }                                                                                                    \
     template <typename T, bool isSetMask = true>                                                         \
     void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,         \
-              const uint64_t mask, const int32_t repeatTime, const BinaryRepeatParams& repeatParams)     \
+              const uint64_t mask, const int32_t repeatTime, const BinaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())     \
     {                                                                                                    \
+        pypto_emu::AtSite at_site(site, #NAME);                                                         \
         PYPTO_REQUIRE_TYPE(TRAIT, #NAME, TYPES);                                                         \
         pypto_emu::masked_binary(dst, src0, src1, PYPTO_MASK_LEN(mask), repeatTime, repeatParams, #NAME, \
                                  [](auto a, auto b) { return EXPR; });                                   \
@@ -565,8 +567,9 @@ void SetVectorMask(int32_t len, pypto_emu::Site site = pypto_emu::Site::here())
 #define PYPTO_MASK_SCALAR(NAME, TRAIT, TYPES, CHECK, EXPR)                                               \
     template <typename T, bool isSetMask = true>                                                         \
     void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const pypto_emu::same_t<T>& scalarValue, \
-              const uint64_t mask[], const int32_t repeatTime, const UnaryRepeatParams& repeatParams)    \
+              const uint64_t mask[], const int32_t repeatTime, const UnaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())    \
     {                                                                                                    \
+        pypto_emu::AtSite at_site(site, #NAME);                                                         \
         PYPTO_REQUIRE_TYPE(TRAIT, #NAME, TYPES);                                                         \
         CHECK;                                                                                           \
         auto s = static_cast<pypto_emu::compute_t<T>>(scalarValue);                                      \
@@ -575,8 +578,9 @@ void SetVectorMask(int32_t len, pypto_emu::Site site = pypto_emu::Site::here())
     }                                                                                                    \
     template <typename T, bool isSetMask = true>                                                         \
     void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const pypto_emu::same_t<T>& scalarValue, \
-              const uint64_t mask, const int32_t repeatTime, const UnaryRepeatParams& repeatParams)      \
+              const uint64_t mask, const int32_t repeatTime, const UnaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())      \
     {                                                                                                    \
+        pypto_emu::AtSite at_site(site, #NAME);                                                         \
         PYPTO_REQUIRE_TYPE(TRAIT, #NAME, TYPES);                                                         \
         CHECK;                                                                                           \
         auto s = static_cast<pypto_emu::compute_t<T>>(scalarValue);                                      \
@@ -587,16 +591,18 @@ void SetVectorMask(int32_t len, pypto_emu::Site site = pypto_emu::Site::here())
 #define PYPTO_MASK_UNARY(NAME, TRAIT, TYPES, EXPR)                                                       \
     template <typename T, bool isSetMask = true>                                                         \
     void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint64_t mask[],               \
-              const int32_t repeatTime, const UnaryRepeatParams& repeatParams)                           \
+              const int32_t repeatTime, const UnaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())                           \
     {                                                                                                    \
+        pypto_emu::AtSite at_site(site, #NAME);                                                         \
         PYPTO_REQUIRE_TYPE(TRAIT, #NAME, TYPES);                                                         \
         pypto_emu::masked_unary(dst, src, PYPTO_MASK_ARG(mask, 0), repeatTime, repeatParams, #NAME,      \
                                 [](auto a) { return EXPR; });                                            \
     }                                                                                                    \
     template <typename T, bool isSetMask = true>                                                         \
     void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint64_t mask,                 \
-              const int32_t repeatTime, const UnaryRepeatParams& repeatParams)                           \
+              const int32_t repeatTime, const UnaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())                           \
     {                                                                                                    \
+        pypto_emu::AtSite at_site(site, #NAME);                                                         \
         PYPTO_REQUIRE_TYPE(TRAIT, #NAME, TYPES);                                                         \
         pypto_emu::masked_unary(dst, src, PYPTO_MASK_LEN(mask), repeatTime, repeatParams, #NAME,         \
                                 [](auto a) { return EXPR; });                                            \
@@ -1120,6 +1126,7 @@ void masked_select(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTenso
         }
     }
     const uint8_t* sel = bit_operand(selMask, (need + 7) / 8, "selMask", what);
+    init_read(what, "selMask", selMask, 0, (need + 7) / 8);
     run_plan(p, d, [&](uint32_t r, uint32_t e) {
         return bit_at(sel, select_bit(mode, p.per_repeat, r, e)) ? a.get(r, e) : src1_at(r, e);
     });
@@ -1135,6 +1142,8 @@ void select_count(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor
     constexpr uint32_t per_repeat = 256 / sizeof(T);
     uint64_t need = mode == SELMODE::VSEL_CMPMASK_SPR ? (count < per_repeat ? count : per_repeat) : count;
     const uint8_t* sel = bit_operand(selMask, (need + 7) / 8, "selMask", what);
+    init_read(what, "selMask", selMask, 0, (need + 7) / 8);
+    model_vector_bytes(what, static_cast<uint64_t>(count) * sizeof(T), sizeof(T));
     std::vector<T> out(count);
     for (uint32_t i = 0; i < count; ++i) {
         uint64_t b = mode == SELMODE::VSEL_CMPMASK_SPR ? i % per_repeat : i;
@@ -1279,33 +1288,38 @@ uint8_t* cmp_mask_operand(const LocalTensor<T>& t, const char* what)
 // Copies the 128-bit compare-mask register to dst (which must hold at least
 // 128 bytes, as documented).
 template <typename T>
-void GetCmpMask(const LocalTensor<T>& dst)
+void GetCmpMask(const LocalTensor<T>& dst, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "GetCmpMask");
     const char* what = "GetCmpMask";
     uint8_t* d = detail_mask::cmp_mask_operand(dst, what);
     uint64_t have = static_cast<uint64_t>(dst.GetSize()) * sizeof(T);
     if (have < 128) {
         pypto_emu::fail(what, ": dst has ", have, " bytes; it must have at least 128");
     }
+    pypto_emu::init_write(dst, 0, 16);
     std::memcpy(d, pypto_emu::mask_registers().cmp, 16);
 }
 
 // Loads the 128-bit compare-mask register from src's first 16 bytes.
 template <typename T>
-void SetCmpMask(const LocalTensor<T>& src)
+void SetCmpMask(const LocalTensor<T>& src, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "SetCmpMask");
     const char* what = "SetCmpMask";
     uint8_t* s = detail_mask::cmp_mask_operand(src, what);
     if (static_cast<uint64_t>(src.GetSize()) * sizeof(T) < 16) {
         pypto_emu::fail(what, ": src has fewer than 16 bytes");
     }
+    pypto_emu::init_read(what, "src", src, 0, 16);
     std::memcpy(pypto_emu::mask_registers().cmp, s, 16);
 }
 
 template <typename T, typename U>
 void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
-            const pypto_emu::same_t<T> src1, SELMODE selMode, uint32_t count)
+            const pypto_emu::same_t<T> src1, SELMODE selMode, uint32_t count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Select");
     PYPTO_REQUIRE_SELECT;
     pypto_emu::check_select_mode<T>(selMode, true, "Select");
     pypto_emu::select_count(dst, selMask, src0, [src1](uint32_t) { return src1; }, selMode, count);
@@ -1313,20 +1327,25 @@ void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const Loca
 
 template <typename T, typename U>
 void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
-            const LocalTensor<T>& src1, SELMODE selMode, uint32_t count)
+            const LocalTensor<T>& src1, SELMODE selMode, uint32_t count, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Select");
     PYPTO_REQUIRE_SELECT;
     pypto_emu::check_select_mode<T>(selMode, false, "Select");
     pypto_emu::check_vector_operand(src1, static_cast<int32_t>(count), "Select");
     const T* b = src1.data();
-    pypto_emu::select_count(dst, selMask, src0, [b](uint32_t i) { return b[i]; }, selMode, count);
+    pypto_emu::select_count(dst, selMask, src0, [b, &src1](uint32_t i) {
+        pypto_emu::init_read("Select", "src1", src1, static_cast<uint64_t>(i) * sizeof(T), sizeof(T));
+        return b[i];
+    }, selMode, count);
 }
 
 template <typename T, typename U, bool isSetMask = true>
 void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
             const pypto_emu::same_t<T> src1, SELMODE selMode, const uint64_t mask[], const int32_t repeatTime,
-            const BinaryRepeatParams& repeatParams)
+            const BinaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Select");
     PYPTO_REQUIRE_SELECT;
     pypto_emu::masked_select<T>(dst, selMask, src0, [src1](uint32_t, uint32_t) { return src1; }, true, selMode,
                                 PYPTO_MASK_ARG(mask, 0), repeatTime, repeatParams, nullptr);
@@ -1335,8 +1354,9 @@ void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const Loca
 template <typename T, typename U, bool isSetMask = true>
 void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
             const pypto_emu::same_t<T> src1, SELMODE selMode, const uint64_t mask, const int32_t repeatTime,
-            const BinaryRepeatParams& repeatParams)
+            const BinaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Select");
     PYPTO_REQUIRE_SELECT;
     pypto_emu::masked_select<T>(dst, selMask, src0, [src1](uint32_t, uint32_t) { return src1; }, true, selMode,
                                 PYPTO_MASK_LEN(mask), repeatTime, repeatParams, nullptr);
@@ -1345,8 +1365,9 @@ void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const Loca
 template <typename T, typename U, bool isSetMask = true>
 void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
             const LocalTensor<T>& src1, SELMODE selMode, const uint64_t mask[], const int32_t repeatTime,
-            const BinaryRepeatParams& repeatParams)
+            const BinaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Select");
     PYPTO_REQUIRE_SELECT;
     auto b = pypto_emu::strided(src1, repeatParams.src1BlkStride, repeatParams.src1RepStride, "src1", "Select");
     pypto_emu::masked_select<T>(dst, selMask, src0, [&b](uint32_t r, uint32_t e) { return b.get(r, e); }, false,
@@ -1356,8 +1377,9 @@ void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const Loca
 template <typename T, typename U, bool isSetMask = true>
 void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
             const LocalTensor<T>& src1, SELMODE selMode, const uint64_t mask, const int32_t repeatTime,
-            const BinaryRepeatParams& repeatParams)
+            const BinaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
+    pypto_emu::AtSite at_site(site, "Select");
     PYPTO_REQUIRE_SELECT;
     auto b = pypto_emu::strided(src1, repeatParams.src1BlkStride, repeatParams.src1RepStride, "src1", "Select");
     pypto_emu::masked_select<T>(dst, selMask, src0, [&b](uint32_t r, uint32_t e) { return b.get(r, e); }, false,

@@ -14,15 +14,15 @@
 #include <memory>
 
 #include "core.h"
+#include "memories.h"
+#include "model/cost.h"
+#include "sanitize/init.h"
+#include "sanitize/mem.h"
+#include "sanitize/race.h"
 #include "types.h"
 
 namespace AscendC {
 
-enum class TPosition : uint8_t {
-    GM, A1, A2, B1, B2, C1, C2, CO1, CO2, VECIN, VECOUT, VECCALC,
-    LCM = VECCALC, SPM, SHM = SPM, TSCM, C2PIPE2GM, C2PIPE2LOCAL, MAX
-};
-using QuePosition = TPosition;
 
 // L2 cache hints for a GlobalTensor (SetL2CacheHint); the host has no L2
 // to steer, so they are accepted and ignored.
@@ -36,72 +36,6 @@ enum CacheRwMode { READ = 1, WRITE = 2, RW = 3 };
 } // namespace AscendC
 
 namespace pypto_emu {
-
-using AscendC::TPosition;
-
-enum class Memory : uint8_t { GM, UB, L1, L0A, L0B, L0C, BT, FB, COUNT };
-
-struct MemorySpec {
-    const char* name;
-    uint32_t capacity; // bytes on the chip
-    uint32_t usable;   // bytes a kernel's buffers may take
-    uint32_t align;    // start-address alignment, bytes
-    const char* why;   // what the difference between capacity and usable is
-};
-
-// Atlas A2/A3 (NPU architecture 2201) unless PYPTO_TARGET_950 is defined.
-inline const MemorySpec& memory_spec(Memory m)
-{
-#if defined(PYPTO_TARGET_950)
-    static const MemorySpec specs[] = {
-        {"global memory", 0, 0, 1, ""},
-        {"Unified Buffer", 256 * 1024, 248 * 1024, 32, "256 KiB less the 6 KiB stack and 2 KiB API reserves"},
-        {"L1 buffer", 512 * 1024, 512 * 1024, 32, ""},
-        {"L0A buffer", 64 * 1024, 64 * 1024, 512, ""},
-        {"L0B buffer", 64 * 1024, 64 * 1024, 512, ""},
-        {"L0C buffer", 256 * 1024, 256 * 1024, 64, ""},
-        {"BiasTable", 4 * 1024, 4 * 1024, 64, ""},
-        {"Fixpipe buffer", 4 * 1024, 4 * 1024, 64, ""},
-    };
-#else
-    static const MemorySpec specs[] = {
-        {"global memory", 0, 0, 1, ""},
-        {"Unified Buffer", 192 * 1024, 192 * 1024 - 256 - 8 * 1024, 32,
-         "192 KiB less the 256 B framework and 8 KiB API reserves"},
-        {"L1 buffer", 512 * 1024, 512 * 1024 - 256, 32, "512 KiB less the 256 B framework reserve"},
-        {"L0A buffer", 64 * 1024, 64 * 1024, 512, ""},
-        {"L0B buffer", 64 * 1024, 64 * 1024, 512, ""},
-        {"L0C buffer", 128 * 1024, 128 * 1024, 64, ""},
-        {"BiasTable", 1024, 1024, 64, ""},
-        {"Fixpipe buffer", 2 * 1024, 2 * 1024, 64, ""},
-    };
-#endif
-    return specs[static_cast<int>(m)];
-}
-
-constexpr Memory memory_of(TPosition p)
-{
-    switch (p) {
-    case TPosition::VECIN: case TPosition::VECOUT: case TPosition::VECCALC:
-        return Memory::UB;
-    case TPosition::A1: case TPosition::B1: case TPosition::C1: case TPosition::TSCM:
-        return Memory::L1;
-    case TPosition::A2: return Memory::L0A;
-    case TPosition::B2: return Memory::L0B;
-    case TPosition::CO1: return Memory::L0C;
-    case TPosition::C2: return Memory::BT;
-    case TPosition::C2PIPE2GM: return Memory::FB;
-    default: return Memory::GM;
-    }
-}
-
-inline const char* position_name(TPosition p)
-{
-    static const char* names[] = {"GM", "A1", "A2", "B1", "B2", "C1", "C2", "CO1", "CO2",
-                                  "VECIN", "VECOUT", "VECCALC", "SPM", "TSCM", "C2PIPE2GM",
-                                  "C2PIPE2LOCAL", "MAX"};
-    return names[static_cast<int>(p)];
-}
 
 // The block's on-chip memories: one arena per memory and host thread,
 // shared by TPipe buffers and static tensors (LocalTensor(pos, addr, n),
@@ -118,129 +52,6 @@ inline uint8_t* arena(Memory mem)
     auto addr = reinterpret_cast<uintptr_t>(a.get());
     return a.get() + ((512 - addr % 512) % 512);
 }
-
-} // namespace pypto_emu
-
-#include "model/cost.h"
-#include "race.h"
-
-namespace pypto_emu {
-
-// ---- initcheck (SANITIZE_INIT) -------------------------------------------
-// A shadow byte per byte of each on-chip memory: 1 once an instruction of
-// this block wrote it. Every block of every launch starts with nothing
-// written (the arenas themselves carry over between blocks).
-
-struct InitShadow {
-    std::unique_ptr<uint8_t[]> bytes;
-    uint64_t launch = ~0ull;
-    uint32_t block_idx = ~0u;
-    bool aic = false;
-};
-
-// The shadow of `mem` for the running block, cleared on its first use in a block.
-inline uint8_t* init_shadow(Memory mem)
-{
-    thread_local InitShadow shadows[static_cast<int>(Memory::COUNT)];
-    InitShadow& s = shadows[static_cast<int>(mem)];
-    uint32_t cap = memory_spec(mem).capacity;
-    if (!s.bytes) {
-        s.bytes.reset(new uint8_t[cap]);
-        s.launch = ~block.launch_id;
-    }
-    if (s.launch != block.launch_id || s.block_idx != block.idx || s.aic != block.aic) {
-        std::memset(s.bytes.get(), 0, cap);
-        s.launch = block.launch_id;
-        s.block_idx = block.idx;
-        s.aic = block.aic;
-    }
-    return s.bytes.get();
-}
-
-// Bytes [at, at + n) of `mem` are written.
-inline void init_mark(Memory mem, uint64_t at, uint64_t n, const char* what = nullptr)
-{
-    if (mem == Memory::GM || n == 0 || !sanitizing(SANITIZE_LOCAL)) {
-        return;
-    }
-    if (sanitizing(SANITIZE_RACE)) {
-        race_access(mem, at, n, true, what != nullptr ? what : instruction_name);
-    }
-    if (!sanitizing(SANITIZE_INIT)) {
-        return;
-    }
-    uint64_t cap = memory_spec(mem).capacity;
-    if (at >= cap) {
-        return;
-    }
-    std::memset(init_shadow(mem) + at, 1, at + n > cap ? cap - at : n);
-}
-
-PYPTO_RUNTIME const char* init_fix(Memory mem)
-#if PYPTO_RUNTIME_BODY
-{
-    switch (mem) {
-    case Memory::UB:
-        return "copy data in (DataCopy/DataCopyPad) or write it (Duplicate, a vector instruction, SetValue) "
-               "before reading it";
-    case Memory::L1: return "DataCopy the data into the L1 buffer before reading it";
-    case Memory::L0A: case Memory::L0B:
-        return "LoadData it from L1 bytes that DataCopy wrote before the Mmad reads it";
-    case Memory::L0C:
-        return "start the accumulation with an Mmad that initialises C (cmatrixInitVal true) before "
-               "accumulating into it or moving it out";
-    default: return "write it before reading it";
-    }
-}
-#else
-;
-#endif
-
-// `what` reads bytes [off, off + n) of `operand`, a tensor at byte `base`
-// of `mem` (position `pos`): every byte must have been written.
-[[gnu::noinline]] PYPTO_RUNTIME void init_fail(const char* what, const char* operand, TPosition pos, Memory mem,
-                                        uint64_t base, uint64_t off, uint64_t n, uint64_t bad)
-#if PYPTO_RUNTIME_BODY
-{
-    const char* name = position_name(pos);
-    fail("initcheck: ", what, " reads bytes [", off, ", ", off + n, ") of ", operand, name[0] == 'A' ? " (an " : " (a ",
-         name, " tensor at byte ", base, " of the ", memory_spec(mem).name, ") but byte ", bad,
-         " of it (byte ", base + bad, " of the ", memory_spec(mem).name,
-         ") was never written in this block; ", init_fix(mem));
-}
-#else
-;
-#endif
-
-PYPTO_RUNTIME void init_check(const char* what, const char* operand, TPosition pos, Memory mem, uint64_t base,
-                       uint64_t off, uint64_t n)
-#if PYPTO_RUNTIME_BODY
-{
-    if (mem == Memory::GM || n == 0 || !sanitizing(SANITIZE_LOCAL)) {
-        return;
-    }
-    if (sanitizing(SANITIZE_RACE)) {
-        race_access(mem, base + off, n, false, what);
-    }
-    if (!sanitizing(SANITIZE_INIT)) {
-        return;
-    }
-    uint64_t cap = memory_spec(mem).capacity;
-    uint64_t at = base + off;
-    if (at >= cap) {
-        return;
-    }
-    uint64_t len = at + n > cap ? cap - at : n;
-    const uint8_t* sh = init_shadow(mem) + at;
-    if (len == 1 ? sh[0] != 0 : std::memchr(sh, 0, len) == nullptr) {
-        return;
-    }
-    const void* z = std::memchr(sh, 0, len);
-    init_fail(what, operand, pos, mem, base, off, n, off + static_cast<uint64_t>(static_cast<const uint8_t*>(z) - sh));
-}
-#else
-;
-#endif
 
 // One buffer of a queue, and where its tensor is in the queue protocol.
 struct Slot {
@@ -1031,7 +842,7 @@ public:
                 std::string kind = src_ == dst_ ? pypto_emu::concat("TQue<", name(), ">")
                                                 : pypto_emu::concat("TQueBind<", pypto_emu::position_name(src_),
                                                                     ", ", pypto_emu::position_name(dst_), ">");
-                return pypto_emu::concat(", in ", kind, " buffer ", i, " (", pypto_emu::race_short_memory(mem),
+                return pypto_emu::concat(", in ", kind, " buffer ", i, " (", pypto_emu::memory_short_name(mem),
                                          " bytes [", lo, ", ", hi, "))");
             }
         }

@@ -574,6 +574,7 @@ void reduce_maxmin_count(const AscendC::LocalTensor<T>& dst, const AscendC::Loca
     if (static_cast<uint32_t>(count) > src.GetSize()) {
         fail(what, ": count ", count, " exceeds src's ", src.GetSize(), " elements");
     }
+    model_vector_bytes(what, static_cast<uint64_t>(count) * sizeof(T), sizeof(T));
     if (count == 0) {
         return;
     }
@@ -590,7 +591,9 @@ void reduce_maxmin_count(const AscendC::LocalTensor<T>& dst, const AscendC::Loca
     p.counter = true;
     p.total = static_cast<uint64_t>(count);
     p.repeats = static_cast<uint32_t>(repeats);
-    Strided<T> s{src.data(), static_cast<uint64_t>(src.GetSize()) * sizeof(T), 1, 8, "src", InitView{}};
+    init_write(work, 0, work.GetLength());
+    Strided<T> s{src.data(), static_cast<uint64_t>(src.GetSize()) * sizeof(T), 1, 8, "src",
+                 init_view(src, what, "src")};
     reduce_maxmin_all<kind>(dst, s, p, cal_index, nullptr, what);
 }
 
@@ -616,6 +619,7 @@ void reduce_maxmin_mask(const AscendC::LocalTensor<T>& dst, const AscendC::Local
     }
     check_work(work, maxmin_work(p.repeats, sizeof(T), cal_index),
                concat(p.repeats, " repeats", cal_index ? " with the index" : "").c_str(), what);
+    init_write(work, 0, work.GetLength());
     const char* bad = p.counter ? "it ran in counter mode"
                       : srep != 8 ? "its source was not contiguous (srcRepStride 8)"
                                   : nullptr;
@@ -714,8 +718,9 @@ void ReduceRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& src, const in
     template <typename T, bool isSetMask = true>                                                          \
     void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint64_t mask[],                \
               const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,           \
-              const int32_t srcRepStride ORDER_PARAM)                                                     \
+              const int32_t srcRepStride ORDER_PARAM, pypto_emu::Site site = pypto_emu::Site::here())                                                     \
     {                                                                                                     \
+        pypto_emu::AtSite at_site(site, #NAME);                                                           \
         using U = T;                                                                                      \
         PYPTO_REDUCE_REQUIRE(#NAME);                                                                      \
         pypto_emu::reduce_repeat<KIND>(dst, src, PYPTO_REDUCE_BITS(mask), repeatTime, dstRepStride,        \
@@ -724,8 +729,9 @@ void ReduceRepeat(const LocalTensor<T>& dst, const LocalTensor<U>& src, const in
     template <typename T, bool isSetMask = true>                                                          \
     void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t mask,                   \
               const int32_t repeatTime, const int32_t dstRepStride, const int32_t srcBlkStride,           \
-              const int32_t srcRepStride ORDER_PARAM)                                                     \
+              const int32_t srcRepStride ORDER_PARAM, pypto_emu::Site site = pypto_emu::Site::here())                                                     \
     {                                                                                                     \
+        pypto_emu::AtSite at_site(site, #NAME);                                                           \
         using U = T;                                                                                      \
         PYPTO_REDUCE_REQUIRE(#NAME);                                                                      \
         uint64_t len = isSetMask ? pypto_emu::mask_length(mask, #NAME) : 0;                               \
@@ -788,8 +794,9 @@ void ReduceDataBlock(const LocalTensor<T>& dst, const LocalTensor<U>& src, const
     template <typename T, bool isSetMask = true>                                                          \
     void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,             \
               const uint64_t mask[], const int32_t dstRepStride, const int32_t srcBlkStride,              \
-              const int32_t srcRepStride)                                                                 \
+              const int32_t srcRepStride, pypto_emu::Site site = pypto_emu::Site::here())                                                                 \
     {                                                                                                     \
+        pypto_emu::AtSite at_site(site, #NAME);                                                           \
         using U = T;                                                                                      \
         PYPTO_REDUCE_FLOAT_REQUIRE(#NAME);                                                                \
         pypto_emu::reduce_data_block<KIND>(dst, src, PYPTO_REDUCE_BITS(mask), repeatTime, dstRepStride,    \
@@ -798,8 +805,9 @@ void ReduceDataBlock(const LocalTensor<T>& dst, const LocalTensor<U>& src, const
     template <typename T, bool isSetMask = true>                                                          \
     void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t repeatTime,             \
               const int32_t mask, const int32_t dstRepStride, const int32_t srcBlkStride,                 \
-              const int32_t srcRepStride)                                                                 \
+              const int32_t srcRepStride, pypto_emu::Site site = pypto_emu::Site::here())                                                                 \
     {                                                                                                     \
+        pypto_emu::AtSite at_site(site, #NAME);                                                           \
         using U = T;                                                                                      \
         PYPTO_REDUCE_FLOAT_REQUIRE(#NAME);                                                                \
         uint64_t len = isSetMask ? pypto_emu::mask_length(mask, #NAME) : 0;                               \
@@ -906,6 +914,7 @@ void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Local
     if (dst.GetSize() < 1) {
         pypto_emu::fail(what, ": dst has no elements");
     }
+    pypto_emu::init_read(what, "src", src, 0, static_cast<uint64_t>(n) * sizeof(T));
     constexpr int64_t per_repeat = 256 / sizeof(T);
     T total{};
     for (int64_t start = 0; start < n; start += per_repeat) {
@@ -957,8 +966,9 @@ void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Local
 #define PYPTO_REDUCE_ALL(NAME, KIND)                                                                       \
     template <typename T>                                                                                 \
     void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer, \
-              const int32_t count, bool calIndex = 0)                                                     \
+              const int32_t count, bool calIndex = 0, pypto_emu::Site site = pypto_emu::Site::here())                                                     \
     {                                                                                                     \
+        pypto_emu::AtSite at_site(site, #NAME);                                                           \
         using U = T;                                                                                      \
         PYPTO_REDUCE_REQUIRE(#NAME);                                                                      \
         pypto_emu::reduce_maxmin_count<KIND>(dst, src, sharedTmpBuffer, count, calIndex, #NAME);          \
@@ -966,8 +976,9 @@ void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Local
     template <typename T>                                                                                 \
     void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer, \
               const uint64_t mask[], const int32_t repeatTime, const int32_t srcRepStride,                \
-              bool calIndex = 0)                                                                          \
+              bool calIndex = 0, pypto_emu::Site site = pypto_emu::Site::here())                                                                          \
     {                                                                                                     \
+        pypto_emu::AtSite at_site(site, #NAME);                                                           \
         using U = T;                                                                                      \
         PYPTO_REDUCE_REQUIRE(#NAME);                                                                      \
         pypto_emu::reduce_maxmin_mask<KIND>(dst, src, sharedTmpBuffer, pypto_emu::MaskArg::Bitwise, mask, \
@@ -976,8 +987,9 @@ void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Local
     template <typename T>                                                                                 \
     void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer, \
               const int32_t mask, const int32_t repeatTime, const int32_t srcRepStride,                   \
-              bool calIndex = 0)                                                                          \
+              bool calIndex = 0, pypto_emu::Site site = pypto_emu::Site::here())                                                                          \
     {                                                                                                     \
+        pypto_emu::AtSite at_site(site, #NAME);                                                           \
         using U = T;                                                                                      \
         PYPTO_REDUCE_REQUIRE(#NAME);                                                                      \
         pypto_emu::reduce_maxmin_mask<KIND>(dst, src, sharedTmpBuffer, pypto_emu::MaskArg::Continuous,    \

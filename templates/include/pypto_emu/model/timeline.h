@@ -14,6 +14,7 @@
 #include <new>
 #include <vector>
 
+#include "../memories.h"
 #include "abi.h"
 
 namespace pypto_emu {

@@ -28,6 +28,9 @@
 #include <new>
 #include <string>
 
+#include "../core.h"
+#include "../memories.h"
+
 namespace pypto_emu {
 
 constexpr int pipe_slots = 8; // indexed by pipe_t; PIPE_ALL's slot unused
@@ -179,12 +182,6 @@ inline void race_snapshot(const RaceState& s, int p, uint32_t* out)
 // where the queues are): ", TQue<VECIN> buffer 0 (UB bytes [0, 4096))" or "".
 PYPTO_RUNTIME std::string describe_local(Memory mem, uint64_t at);
 
-inline const char* race_short_memory(Memory mem)
-{
-    static const char* names[] = {"GM", "UB", "L1", "L0A", "L0B", "L0C", "BT", "FB"};
-    return names[static_cast<int>(mem)];
-}
-
 // Pipes the compiler orders itself (--cce-auto-sync): the scalar pipe with
 // V, MTE2 and MTE3 (both ways) on a vector core.
 inline bool race_auto_synced(int p, int q)
@@ -211,7 +208,7 @@ inline bool race_queue_pair(int q, int p)
                                         bool other_write, const RaceAccess& other, uint64_t lo, uint64_t hi)
 #if PYPTO_RUNTIME_BODY
 {
-    const char* mname = race_short_memory(mem);
+    const char* mname = memory_short_name(mem);
     const char* pn = pipe_name(p);
     const char* qn = pipe_name(q);
     std::string bytes = concat(mname, " bytes [", lo, ", ", hi, ")", describe_local(mem, lo), " ",

@@ -1,0 +1,133 @@
+// initcheck (SANITIZE_INIT): a shadow byte per byte of each on-chip
+// memory, set when an instruction of the running block writes the byte and
+// checked when one reads it (README.md, "initcheck"). The tensor-level
+// helpers (InitView, init_read, init_write, InitMove) are in memory.h, next
+// to LocalTensor.
+#pragma once
+
+#include <cstring>
+#include <memory>
+
+#include "../core.h"
+#include "../memories.h"
+#include "race.h"
+
+namespace pypto_emu {
+
+// ---- initcheck (SANITIZE_INIT) -------------------------------------------
+// A shadow byte per byte of each on-chip memory: 1 once an instruction of
+// this block wrote it. Every block of every launch starts with nothing
+// written (the arenas themselves carry over between blocks).
+
+struct InitShadow {
+    std::unique_ptr<uint8_t[]> bytes;
+    uint64_t launch = ~0ull;
+    uint32_t block_idx = ~0u;
+    bool aic = false;
+};
+
+// The shadow of `mem` for the running block, cleared on its first use in a block.
+inline uint8_t* init_shadow(Memory mem)
+{
+    thread_local InitShadow shadows[static_cast<int>(Memory::COUNT)];
+    InitShadow& s = shadows[static_cast<int>(mem)];
+    uint32_t cap = memory_spec(mem).capacity;
+    if (!s.bytes) {
+        s.bytes.reset(new uint8_t[cap]);
+        s.launch = ~block.launch_id;
+    }
+    if (s.launch != block.launch_id || s.block_idx != block.idx || s.aic != block.aic) {
+        std::memset(s.bytes.get(), 0, cap);
+        s.launch = block.launch_id;
+        s.block_idx = block.idx;
+        s.aic = block.aic;
+    }
+    return s.bytes.get();
+}
+
+// Bytes [at, at + n) of `mem` are written.
+inline void init_mark(Memory mem, uint64_t at, uint64_t n, const char* what = nullptr)
+{
+    if (mem == Memory::GM || n == 0 || !sanitizing(SANITIZE_LOCAL)) {
+        return;
+    }
+    if (sanitizing(SANITIZE_RACE)) {
+        race_access(mem, at, n, true, what != nullptr ? what : instruction_name);
+    }
+    if (!sanitizing(SANITIZE_INIT)) {
+        return;
+    }
+    uint64_t cap = memory_spec(mem).capacity;
+    if (at >= cap) {
+        return;
+    }
+    std::memset(init_shadow(mem) + at, 1, at + n > cap ? cap - at : n);
+}
+
+PYPTO_RUNTIME const char* init_fix(Memory mem)
+#if PYPTO_RUNTIME_BODY
+{
+    switch (mem) {
+    case Memory::UB:
+        return "copy data in (DataCopy/DataCopyPad) or write it (Duplicate, a vector instruction, SetValue) "
+               "before reading it";
+    case Memory::L1: return "DataCopy the data into the L1 buffer before reading it";
+    case Memory::L0A: case Memory::L0B:
+        return "LoadData it from L1 bytes that DataCopy wrote before the Mmad reads it";
+    case Memory::L0C:
+        return "start the accumulation with an Mmad that initialises C (cmatrixInitVal true) before "
+               "accumulating into it or moving it out";
+    default: return "write it before reading it";
+    }
+}
+#else
+;
+#endif
+
+// `what` reads bytes [off, off + n) of `operand`, a tensor at byte `base`
+// of `mem` (position `pos`): every byte must have been written.
+[[gnu::noinline]] PYPTO_RUNTIME void init_fail(const char* what, const char* operand, TPosition pos, Memory mem,
+                                        uint64_t base, uint64_t off, uint64_t n, uint64_t bad)
+#if PYPTO_RUNTIME_BODY
+{
+    const char* name = position_name(pos);
+    fail("initcheck: ", what, " reads bytes [", off, ", ", off + n, ") of ", operand, name[0] == 'A' ? " (an " : " (a ",
+         name, " tensor at byte ", base, " of the ", memory_spec(mem).name, ") but byte ", bad,
+         " of it (byte ", base + bad, " of the ", memory_spec(mem).name,
+         ") was never written in this block; ", init_fix(mem));
+}
+#else
+;
+#endif
+
+PYPTO_RUNTIME void init_check(const char* what, const char* operand, TPosition pos, Memory mem, uint64_t base,
+                       uint64_t off, uint64_t n)
+#if PYPTO_RUNTIME_BODY
+{
+    if (mem == Memory::GM || n == 0 || !sanitizing(SANITIZE_LOCAL)) {
+        return;
+    }
+    if (sanitizing(SANITIZE_RACE)) {
+        race_access(mem, base + off, n, false, what);
+    }
+    if (!sanitizing(SANITIZE_INIT)) {
+        return;
+    }
+    uint64_t cap = memory_spec(mem).capacity;
+    uint64_t at = base + off;
+    if (at >= cap) {
+        return;
+    }
+    uint64_t len = at + n > cap ? cap - at : n;
+    const uint8_t* sh = init_shadow(mem) + at;
+    if (len == 1 ? sh[0] != 0 : std::memchr(sh, 0, len) == nullptr) {
+        return;
+    }
+    const void* z = std::memchr(sh, 0, len);
+    init_fail(what, operand, pos, mem, base, off, n, off + static_cast<uint64_t>(static_cast<const uint8_t*>(z) - sh));
+}
+#else
+;
+#endif
+
+} // namespace pypto_emu
