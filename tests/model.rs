@@ -381,3 +381,84 @@ fn print_fa_timeline() {
     }
     std::fs::write("/tmp/fa_timeline.svg", pypto_rt::model::svg(&profile)).unwrap();
 }
+
+/// Models add_bias_f32 over `rows` rows of `h` floats: one block per row,
+/// each streaming its row and the bias in and its row out.
+fn streaming(rows: usize, h: usize) -> pypto_rt::model::LaunchProfile {
+    let dev = Device::host();
+    let x = dev.zeros::<f32, _>((rows, h)).unwrap();
+    let bias = dev.zeros::<f32, _>((h,)).unwrap();
+    let mut out = dev.zeros::<f32, _>((rows, h)).unwrap();
+    let (result, profile) = pypto_rt::Profiler::new(ModelArch::AtlasA3)
+        .trace(false)
+        .run(|| kernels::add_bias_f32(&x, &bias, &mut out));
+    result.unwrap();
+    assert_eq!(profile.launches.len(), 1);
+    profile.launches[0].clone()
+}
+
+#[test]
+fn many_cores_streaming_global_memory_share_the_chip_s_bandwidth() {
+    let arch = ModelArch::AtlasA3;
+    let h = 16 * 1024;
+    let overhead = arch.launch_cycles(false);
+    let few = streaming(4, h);
+    let all = streaming(48, h);
+    let waves = streaming(96, h);
+    let kernel = |l: &pypto_rt::model::LaunchProfile| l.cycles - overhead;
+    let read = |l: &pypto_rt::model::LaunchProfile| l.cores.iter().map(|c| c.gm_read).sum::<u64>();
+    let written =
+        |l: &pypto_rt::model::LaunchProfile| l.cores.iter().map(|c| c.gm_write).sum::<u64>();
+    // Every block moves the same bytes.
+    assert_eq!(read(&all), 12 * read(&few));
+    assert_eq!(written(&waves), 2 * written(&all));
+
+    // Four cores stream at their own rates: the chip's L2 is not reached,
+    // and the launch takes as long as its slowest core.
+    assert_eq!(few.gm_stall, 0);
+    let slowest = |l: &pypto_rt::model::LaunchProfile| l.cores.iter().map(|c| c.cycles).max().unwrap();
+    assert_eq!(kernel(&few), slowest(&few));
+
+    // 48 vector cores ask for more than the L2 serves: the launch takes at
+    // least its bytes at the chip's rate (less at most two bins of
+    // rounding), longer than any one core's own timeline, so each byte
+    // costs more than on four cores.
+    let bound = |l: &pypto_rt::model::LaunchProfile| {
+        let reads = read(l) as f64 / arch.chip_l2_bytes_per_cycle();
+        let writes = written(l) as f64 / arch.chip_l2_write_bytes_per_cycle();
+        reads.max(writes) - 2.0 * 1024.0
+    };
+    assert!(all.gm_stall > 0);
+    assert!(kernel(&all) as f64 >= bound(&all), "{} < {}", kernel(&all), bound(&all));
+    assert!(kernel(&all) > slowest(&all));
+    let per_byte = |l: &pypto_rt::model::LaunchProfile| kernel(l) as f64 / read(l) as f64;
+    assert!(
+        per_byte(&all) * 48.0 > per_byte(&few) * 4.0 * 1.5,
+        "48 cores {} cycles, 4 cores {}",
+        kernel(&all),
+        kernel(&few)
+    );
+
+    // First reads of the inputs come from HBM, split evenly over the cores:
+    // on four cores at the core's L2 rate (the HBM's 768 bytes a cycle over
+    // four is more), on 48 at 768 / 48 = 16 bytes a cycle, so each of the
+    // 48 cores' own timelines is longer too.
+    let inputs = |rows: u64| (rows * h as u64 + h as u64) * 4;
+    for (l, rows) in [(&few, 4u64), (&all, 48)] {
+        for c in &l.cores {
+            assert_eq!(c.gm_cold, inputs(rows) / rows, "block {}", c.block);
+        }
+    }
+    assert_eq!(arch.chip_hbm_bytes_per_cycle() / 48.0, 16.0);
+    assert!(slowest(&all) > slowest(&few));
+
+    // 96 blocks on 48 vector cores run in two waves: the second starts as
+    // first-wave blocks end, on the same cores, and the launch is bound by
+    // the chip's bandwidth over both waves.
+    let slots: std::collections::BTreeSet<u32> = waves.schedule.iter().map(|&(_, s)| s).collect();
+    assert_eq!(slots.len(), 48);
+    assert!(waves.schedule[..48].iter().all(|&(start, _)| start == 0));
+    assert!(waves.schedule[48..].iter().all(|&(start, _)| start > 0));
+    assert!(kernel(&waves) as f64 >= bound(&waves));
+    assert!(kernel(&waves) > kernel(&all));
+}

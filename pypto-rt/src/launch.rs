@@ -1065,6 +1065,8 @@ unsafe fn run_on_host(
     };
     let mut info: Small<HostArg> = Small::new();
     let mut read_only: Small<ReadOnly<'_>> = Small::new();
+    // The inputs' bytes: the modelled NPU reads them from HBM the first time.
+    let mut input_bytes = 0u64;
     for (i, arg) in args.iter().enumerate() {
         let Arg::Tensor { memory, .. } = arg else {
             continue;
@@ -1078,10 +1080,18 @@ unsafe fn run_on_host(
                 ..
             } => {
                 read_only.push(buffer.read_only(*offset, *bytes));
+                input_bytes = input_bytes.saturating_add(*bytes as u64);
                 (Some(*buffer), 0)
             }
             MemoryKind::HostOutput { buffer, .. } => (Some(*buffer), 1),
-            MemoryKind::Raw { writable, .. } => (None, u32::from(*writable)),
+            MemoryKind::Raw {
+                writable, bytes, ..
+            } => {
+                if !*writable {
+                    input_bytes = input_bytes.saturating_add(*bytes);
+                }
+                (None, u32::from(*writable))
+            }
         };
         let (map_begin, map_end) = buffer.map_or((0, 0), HostBuffer::mapping);
         info.push(HostArg {
@@ -1096,7 +1106,7 @@ unsafe fn run_on_host(
     // The blocks read a copy of the tiling made for this launch: one that
     // writes it (a raw `GM_ADDR` store) is found when the launch is over.
     let mut tiling: Small<u64> = tensors.tiling.iter().copied().collect();
-    let model = match crate::model::begin(blocks) {
+    let model = match crate::model::begin(blocks, input_bytes) {
         Ok(model) => model,
         Err(e) => return (Err(e), 0),
     };

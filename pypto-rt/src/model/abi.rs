@@ -29,7 +29,9 @@ pub(crate) struct ModelParams {
     pub flag: f64,
     pub cross_core: f64,
     pub scalar_access: f64,
-    pub chip_gm_bytes: f64,
+    pub chip_l2_bytes: f64,
+    pub chip_l2_write_bytes: f64,
+    pub chip_hbm_bytes: f64,
 }
 
 /// One instruction on one pipe (`pypto_emu::ModelEvent`).
@@ -60,9 +62,13 @@ pub(crate) struct ModelFlow {
     pub reserved: u32,
 }
 
+/// The width in cycles of a core's global-memory bins
+/// (`pypto_emu::model_gm_bin`).
+pub(crate) const GM_BIN: u64 = 1024;
+
 /// One core's totals (`pypto_emu::ModelCore`).
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct ModelCore {
     pub end: u64,
     pub busy: [u64; 8],
@@ -70,6 +76,10 @@ pub(crate) struct ModelCore {
     pub gm_write: u64,
     pub instructions: u64,
     pub unmodelled: u64,
+    pub gm_cold: u64,
+    pub gm_read_bins: *const f64,
+    pub gm_write_bins: *const f64,
+    pub n_gm_bins: u64,
 }
 
 /// Receives each core's timeline.
@@ -95,12 +105,13 @@ pub struct ModelSink {
     pub(crate) blocks: u32,
     pub(crate) ai_cores: u32,
     pub(crate) timing_only: u32,
+    pub(crate) input_bytes: u64,
 }
 
 const _: () = {
-    assert!(std::mem::size_of::<ModelParams>() == 23 * 8);
+    assert!(std::mem::size_of::<ModelParams>() == 25 * 8);
     assert!(std::mem::size_of::<ModelEvent>() == 48);
     assert!(std::mem::size_of::<ModelFlow>() == 24);
-    assert!(std::mem::size_of::<ModelCore>() == 104);
-    assert!(std::mem::size_of::<ModelSink>() == 40);
+    assert!(std::mem::size_of::<ModelCore>() == 136);
+    assert!(std::mem::size_of::<ModelSink>() == 48);
 };

@@ -77,8 +77,33 @@ impl ModelArch {
         cycles as f64 / self.clock_mhz()
     }
 
+    /// The chip's L2 read bandwidth in bytes per cycle, shared by every core
+    /// that moves global-memory data (a mixed block's cube core and both
+    /// vector cores count): the platform ini's per-core L2 read rate, 110
+    /// bytes per cycle, times the AI cores. No vendor figure for the L2 as
+    /// a whole; an estimate from the ini (DESIGN.md §6).
+    pub fn chip_l2_bytes_per_cycle(self) -> f64 {
+        110.0 * f64::from(self.ai_cores())
+    }
+
+    /// The chip's L2 write bandwidth in bytes per cycle, shared as
+    /// [`ModelArch::chip_l2_bytes_per_cycle`]: the platform ini's per-core
+    /// L2 write rate, 86 bytes per cycle, times the AI cores (an estimate
+    /// from the ini).
+    pub fn chip_l2_write_bytes_per_cycle(self) -> f64 {
+        86.0 * f64::from(self.ai_cores())
+    }
+
+    /// The chip's HBM bandwidth in bytes per cycle, which first reads of a
+    /// launch's inputs share: the platform ini's per-core GM rate, 32 bytes
+    /// per cycle, times the AI cores (768 on A2/A3: 1.42 TB/s at 1850 MHz;
+    /// third parties claim 1.2 TB/s for 910B; no vendor figure; DESIGN.md
+    /// §6, NPU-PERF-FACTS §3).
+    pub fn chip_hbm_bytes_per_cycle(self) -> f64 {
+        32.0 * f64::from(self.ai_cores())
+    }
+
     pub(crate) fn params(self) -> ModelParams {
-        let cores = f64::from(self.ai_cores());
         ModelParams {
             // Scalar issue of one instruction (estimate).
             issue: 1.0,
@@ -100,7 +125,8 @@ impl ModelArch {
             // PyPTO's models: ~300 cycles per MTE2 transfer.
             mte2_latency: 300.0,
             // Platform ini: L2 read 110 bytes per cycle per core (data
-            // read again comes from the 192 MiB L2).
+            // read again comes from the 192 MiB L2; first reads of the
+            // inputs at the HBM rate, chip_hbm_bytes).
             mte2_bytes: 110.0,
             // PyPTO's models: ~150-300 per MTE3 transfer.
             mte3_latency: 200.0,
@@ -129,10 +155,10 @@ impl ModelArch {
             cross_core: 100.0,
             // A scalar load or store of local memory (estimate).
             scalar_access: 10.0,
-            // The chip's global-memory bandwidth, shared by every core:
-            // no vendor figure; until the model tells L2 hits from HBM
-            // reads, every core may stream at its L2 rate at once.
-            chip_gm_bytes: 110.0 * cores,
+            // The chip's L2 and HBM bandwidths (see their methods).
+            chip_l2_bytes: self.chip_l2_bytes_per_cycle(),
+            chip_l2_write_bytes: self.chip_l2_write_bytes_per_cycle(),
+            chip_hbm_bytes: self.chip_hbm_bytes_per_cycle(),
         }
     }
 }

@@ -140,6 +140,9 @@ pub struct CoreProfile {
     pub gm_read: u64,
     /// See `gm_read`.
     pub gm_write: u64,
+    /// Bytes of `gm_read` charged as first reads of the launch's inputs,
+    /// from HBM (the rest hit L2).
+    pub gm_cold: u64,
     /// Instructions issued.
     pub instructions: u64,
     /// Instructions the cost table has no figure for.
@@ -163,8 +166,12 @@ pub struct LaunchProfile {
     /// in waves) and the modelled core it runs on.
     pub schedule: Vec<(u64, u32)>,
     /// Modelled cycles from the launch's start to its last block's end,
-    /// the launch overhead included.
+    /// the launch overhead and `gm_stall` included.
     pub cycles: u64,
+    /// Cycles the chip's shared L2 bandwidth added: the most global-memory
+    /// traffic the cores asked for beyond what the L2 serves, at any point
+    /// of the launch, at the L2's rate (0 when it never binds).
+    pub gm_stall: u64,
     /// Timelines left out because memory for them ran short.
     pub truncated: bool,
 }
@@ -185,6 +192,9 @@ pub struct Profile {
 /// block's thread).
 struct Collect {
     cores: Vec<CoreProfile>,
+    /// Per core (block, kind), its global-memory bytes read and written
+    /// per `abi::GM_BIN` cycles.
+    bins: Vec<report::GmBins>,
     trace: bool,
     truncated: bool,
 }
@@ -305,9 +315,11 @@ impl Modelled {
     }
 }
 
-/// A model for a launch of `blocks` blocks when a profiler is active on
-/// this thread, or `PYPTO_PROFILE` asks for every launch.
-pub(crate) fn begin(blocks: u32) -> Result<Option<Modelled>, Error> {
+/// A model for a launch of `blocks` blocks, given `input_bytes` of
+/// read-only global memory (its inputs, read first from HBM), when a
+/// profiler is active on this thread, or `PYPTO_PROFILE` asks for every
+/// launch.
+pub(crate) fn begin(blocks: u32, input_bytes: u64) -> Result<Option<Modelled>, Error> {
     let active = ACTIVE.with(|a| a.borrow().as_ref().map(|a| a.profiler));
     let (profiler, env) = match active {
         Some(p) => (p, None),
@@ -320,6 +332,7 @@ pub(crate) fn begin(blocks: u32) -> Result<Option<Modelled>, Error> {
     let params = Box::new(arch.params());
     let collect = Box::new(Mutex::new(Collect {
         cores: Vec::new(),
+        bins: Vec::new(),
         trace,
         truncated: false,
     }));
@@ -331,6 +344,7 @@ pub(crate) fn begin(blocks: u32) -> Result<Option<Modelled>, Error> {
         blocks,
         ai_cores: arch.ai_cores(),
         timing_only: u32::from(profiler.timing_only),
+        input_bytes,
     });
     Ok(Some(Modelled {
         arch,
@@ -356,7 +370,9 @@ pub(crate) fn finish(model: Modelled, kernel: &'static str, blocks: u32) -> Resu
     let collect = (*collect).into_inner().unwrap_or_else(|e| e.into_inner());
     let mut cores = collect.cores;
     cores.sort_by_key(|c| (c.block, c.core));
-    let launch = report::schedule(arch, kernel, blocks, cores, collect.truncated);
+    let mut bins = collect.bins;
+    bins.sort_by_key(|b| (b.block, b.core));
+    let launch = report::schedule(arch, kernel, blocks, cores, &bins, collect.truncated);
     if let Some(env) = env {
         return env.record(launch);
     }
@@ -448,10 +464,30 @@ unsafe extern "C" fn core_done(
             }
         }
     }
-    if guard.cores.try_reserve(1).is_err() {
+    let n_bins = usize::try_from(s.n_gm_bins).unwrap_or(usize::MAX);
+    let mut bins = Vec::new();
+    if guard.cores.try_reserve(1).is_err()
+        || guard.bins.try_reserve(1).is_err()
+        || (n_bins > 0 && bins.try_reserve_exact(n_bins).is_err())
+    {
         guard.truncated = true;
         return;
     }
+    if n_bins > 0 && !s.gm_read_bins.is_null() && !s.gm_write_bins.is_null() {
+        // SAFETY: both hold `n_gm_bins` values (the contract above).
+        let (read, write) = unsafe {
+            (
+                std::slice::from_raw_parts(s.gm_read_bins, n_bins),
+                std::slice::from_raw_parts(s.gm_write_bins, n_bins),
+            )
+        };
+        bins.extend(read.iter().copied().zip(write.iter().copied()));
+    }
+    guard.bins.push(report::GmBins {
+        block,
+        core: kind,
+        bins,
+    });
     guard.cores.push(CoreProfile {
         block,
         core: kind,
@@ -459,6 +495,7 @@ unsafe extern "C" fn core_done(
         busy: s.busy,
         gm_read: s.gm_read,
         gm_write: s.gm_write,
+        gm_cold: s.gm_cold,
         instructions: s.instructions,
         unmodelled: s.unmodelled,
         slices,
@@ -476,7 +513,7 @@ mod tests {
             let ((), inner) = profile(ModelArch::AtlasA2, || ());
             assert_eq!(inner.arch, ModelArch::AtlasA2);
             assert!(
-                begin(1)
+                begin(1, 0)
                     .unwrap()
                     .is_some_and(|m| m.arch == ModelArch::AtlasA3)
             );

@@ -2,17 +2,29 @@
 
 use std::fmt;
 
-use super::{CoreProfile, LaunchProfile, ModelArch, PIPES, Profile};
+use super::abi::GM_BIN;
+use super::{CoreKind, CoreProfile, LaunchProfile, ModelArch, PIPES, Profile};
+
+/// One core's global-memory traffic over time, from its start: bytes read
+/// and written per [`GM_BIN`] cycles.
+pub(super) struct GmBins {
+    pub block: u32,
+    pub core: CoreKind,
+    pub bins: Vec<(f64, f64)>,
+}
 
 /// Schedules `blocks` on the chip: a block takes the core (of its kind)
 /// that frees first, in block order, so a launch with more blocks than
 /// cores runs in waves; a mixed launch's block b starts no earlier than b
-/// times [`ModelArch::mixed_block_stagger_micros`].
+/// times [`ModelArch::mixed_block_stagger_micros`]; then shares the chip's
+/// L2 bandwidth between the cores by what they moved and when (`bins`,
+/// [`gm_stall`]).
 pub(super) fn schedule(
     arch: ModelArch,
     kernel: &'static str,
     blocks: u32,
     cores: Vec<CoreProfile>,
+    bins: &[GmBins],
     truncated: bool,
 ) -> LaunchProfile {
     let mixed = cores.iter().any(|c| {
@@ -60,14 +72,67 @@ pub(super) fn schedule(
         end = end.max(start + length);
         schedule.push((start, slot as u32));
     }
+    let gm_stall = gm_stall(arch, &schedule, bins);
     LaunchProfile {
         kernel,
         blocks,
         cores,
         schedule,
-        cycles: arch.launch_cycles(mixed) + end,
+        cycles: arch.launch_cycles(mixed) + end + gm_stall,
+        gm_stall,
         truncated,
     }
+}
+
+/// The cycles a launch loses to the chip's shared L2 bandwidth. Each
+/// core streams at its own rate on its timeline; here every core's bytes
+/// per [`GM_BIN`] cycles, placed at its block's start, add up to what the
+/// chip is asked for over time, reads and writes apart. The L2 serves
+/// [`ModelArch::chip_l2_bytes_per_cycle`] (reads) and
+/// [`ModelArch::chip_l2_write_bytes_per_cycle`] (writes); what exceeds it
+/// waits, served in order, and the longest wait at any point is the
+/// stall: the cores stream together, so all of them are held up by it. A
+/// post-pass over the finished timelines, it depends on how many cores
+/// actually stream at once (not on how many were launched) and is the
+/// same every run, though the cores run on their own threads. Its limit:
+/// a core's later work is shifted by the stall, not re-timed (a core that
+/// had slack absorbs none of it).
+fn gm_stall(arch: ModelArch, schedule: &[(u64, u32)], bins: &[GmBins]) -> u64 {
+    let width = GM_BIN as f64;
+    let mut demand: Vec<(f64, f64)> = Vec::new();
+    for core in bins {
+        let Some(&(start, _)) = schedule.get(core.block as usize) else {
+            continue;
+        };
+        let first = usize::try_from(start / GM_BIN).unwrap_or(usize::MAX);
+        // A block starting inside a bin puts each of its bins across two.
+        let late = (start % GM_BIN) as f64 / width;
+        let need = first.saturating_add(core.bins.len() + 1);
+        if demand.len() < need {
+            demand.resize(need, (0.0, 0.0));
+        }
+        for (i, &(read, write)) in core.bins.iter().enumerate() {
+            let here = &mut demand[first + i];
+            here.0 += read * (1.0 - late);
+            here.1 += write * (1.0 - late);
+            let next = &mut demand[first + i + 1];
+            next.0 += read * late;
+            next.1 += write * late;
+        }
+    }
+    let caps = (
+        arch.chip_l2_bytes_per_cycle(),
+        arch.chip_l2_write_bytes_per_cycle(),
+    );
+    let (mut queued, mut worst) = ((0.0f64, 0.0f64), 0.0f64);
+    for (read, write) in demand {
+        queued.0 = (queued.0 + read - caps.0 * width).max(0.0);
+        queued.1 = (queued.1 + write - caps.1 * width).max(0.0);
+        worst = worst.max(queued.0 / caps.0).max(queued.1 / caps.1);
+    }
+    // Rounded: sums of fractions of bins must not turn a cap that is just
+    // met into a cycle's stall.
+    worst.round() as u64
 }
 
 impl LaunchProfile {

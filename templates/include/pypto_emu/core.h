@@ -902,7 +902,8 @@ int32_t run_core(HostLaunch* launch, CoreRole role, CoreGroup* group, Body&& bod
         }
         block.regions.push_back(
             {launch->tiling, launch->tiling_bytes, UINT32_MAX, false, nullptr, 0, 0, 0});
-        model_begin(launch->model, vector1 ? 2 : mixed_vector ? 1 : 0, !block.aic);
+        model_begin(launch->model, vector1 ? 2 : mixed_vector ? 1 : 0, !block.aic,
+                    mixed_vector || role == CoreRole::MixedCube);
         block.in_kernel = 1;
         body();
         block.in_kernel = 0;

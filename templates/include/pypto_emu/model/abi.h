@@ -9,6 +9,11 @@
 
 namespace pypto_emu {
 
+// The width in cycles of the bins a core counts its global-memory bytes in
+// (ModelCore::gm_read_bins, gm_write_bins): pypto-rt adds every core's bins up to share the
+// chip's bandwidth after the launch (model/report.rs).
+constexpr uint64_t model_gm_bin = 1024;
+
 // Costs in cycles of the modelled core's clock; rates in bytes per cycle.
 // Every number comes from pypto-rt's architecture table, which names its
 // source.
@@ -35,7 +40,9 @@ struct ModelParams {
     double flag;             // SetFlag / WaitFlag
     double cross_core;       // a cross-core flag's travel time
     double scalar_access;    // GetValue / SetValue on local memory
-    double chip_gm_bytes;    // the chip's global-memory bytes per cycle, shared by every core
+    double chip_l2_bytes;    // the chip's L2 read bytes per cycle, shared by every core that moves GM data
+    double chip_l2_write_bytes; // ... and its L2 write bytes per cycle
+    double chip_hbm_bytes;   // the chip's HBM bytes per cycle: first reads of a launch's inputs
 };
 
 // One instruction on one pipe of one core.
@@ -70,6 +77,10 @@ struct ModelCore {
     uint64_t gm_write;
     uint64_t instructions;
     uint64_t unmodelled;    // instructions with no cost in the table
+    uint64_t gm_cold;       // bytes of gm_read charged as first reads from HBM
+    const double* gm_read_bins;  // global-memory bytes read per model_gm_bin cycles, from the core's start
+    const double* gm_write_bins; // ... and written
+    uint64_t n_gm_bins;
 };
 
 // Where a core sends its timeline. `core`: 0 a vector kernel's core, 1 a
@@ -86,15 +97,16 @@ struct ModelSink {
     uint32_t blocks;   // the launch's block count
     uint32_t ai_cores; // the chip's AI cores (one cube core and two vector cores each)
     uint32_t timing_only; // non-zero: cost the instructions, compute nothing
+    uint64_t input_bytes; // bytes of the launch's read-only global-memory regions (its inputs)
 };
 
 #define PYPTO_MODEL_SIZE(type, bytes) \
     static_assert(sizeof(type) == bytes, #type " is not " #bytes " bytes; model/abi.h and pypto-rt must agree")
-PYPTO_MODEL_SIZE(ModelParams, 23 * 8);
+PYPTO_MODEL_SIZE(ModelParams, 25 * 8);
 PYPTO_MODEL_SIZE(ModelEvent, 48);
 PYPTO_MODEL_SIZE(ModelFlow, 24);
-PYPTO_MODEL_SIZE(ModelCore, 104);
-PYPTO_MODEL_SIZE(ModelSink, 40);
+PYPTO_MODEL_SIZE(ModelCore, 136);
+PYPTO_MODEL_SIZE(ModelSink, 48);
 #undef PYPTO_MODEL_SIZE
 
 } // namespace pypto_emu

@@ -67,13 +67,24 @@ inline void model_copy(Memory src, Memory dst, uint64_t bytes, uint64_t bursts =
     (void)bursts;
     if (src == Memory::GM) {
         t.gm_read += bytes;
-        model_note(PIPE_MTE2, p.mte2_latency + static_cast<double>(bytes) / t.gm_in, bytes);
+        // The core's share of the inputs' first reads comes from HBM, the
+        // rest from L2 (model_begin).
+        uint64_t cold = std::min(bytes, t.cold_left);
+        t.cold_left -= cold;
+        t.gm_cold += cold;
+        double stream = static_cast<double>(cold) / t.cold_rate + static_cast<double>(bytes - cold) / t.gm_in;
+        model_note(PIPE_MTE2, p.mte2_latency + stream, bytes);
+        model_note_gm(bytes, stream, false);
     } else if (dst == Memory::GM) {
         t.gm_write += bytes;
         if (src == Memory::L0C) {
-            model_note(PIPE_FIX, p.fix_latency + static_cast<double>(bytes) / std::min(p.fix_bytes, t.gm_out), bytes);
+            double stream = static_cast<double>(bytes) / std::min(p.fix_bytes, t.gm_out);
+            model_note(PIPE_FIX, p.fix_latency + stream, bytes);
+            model_note_gm(bytes, stream, true);
         } else {
-            model_note(PIPE_MTE3, p.mte3_latency + static_cast<double>(bytes) / t.gm_out, bytes);
+            double stream = static_cast<double>(bytes) / t.gm_out;
+            model_note(PIPE_MTE3, p.mte3_latency + stream, bytes);
+            model_note_gm(bytes, stream, true);
         }
     } else if (dst == Memory::L0A) {
         model_note(PIPE_MTE1, p.mte1_latency + static_cast<double>(bytes) / p.l0a_bytes, bytes);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <new>
 #include <vector>
@@ -27,14 +28,17 @@ struct Timeline {
     const ModelSink* sink = nullptr;
     ModelParams p{};
     uint8_t core = 0;       // index in the block (ModelFlow::from_core)
-    double gm_in = 0;       // MTE2 bytes per cycle after the chip's share
-    double gm_out = 0;      // MTE3 bytes per cycle after the chip's share
+    double gm_in = 0;       // MTE2 bytes per cycle (re-reads and workspaces: L2 hits)
+    double gm_out = 0;      // MTE3 bytes per cycle
+    double cold_rate = 0;   // MTE2 bytes per cycle of a first read from HBM, after the chip's share
+    uint64_t cold_left = 0; // bytes of this core's reads still charged as first reads
     double issue = 0;       // when the scalar unit issues the next instruction
     double free[model_pipes] = {};
     double busy[model_pipes] = {};
     double flag_at[model_events][model_event_ids] = {};
     uint8_t flag_pipe[model_events][model_event_ids] = {};
-    uint64_t gm_read = 0, gm_write = 0, instructions = 0, unmodelled = 0;
+    uint64_t gm_read = 0, gm_write = 0, gm_cold = 0, instructions = 0, unmodelled = 0;
+    std::vector<double> gm_bins[2]; // bytes read from, written to GM per model_gm_bin cycles
     std::vector<ModelEvent> events;
     std::vector<ModelFlow> flows;
     bool trace = false;
@@ -58,13 +62,31 @@ struct ModelInstr {
     pipe_t pipe = PIPE_S;
     double cycles = 0;
     uint64_t bytes = 0;
+    uint64_t gm = 0;       // bytes it moves to or from global memory
+    double gm_cycles = 0;  // cycles it streams them for (its cost less latencies)
+    bool gm_write = false; // it writes them
 };
 
 inline thread_local ModelInstr model_instr;
 
 // Starts the core's timeline (run_core): `sink` null turns the model off.
-// `vector`: the core is a vector core (two per AI core).
-inline void model_begin(const ModelSink* sink, uint8_t core, bool vector)
+// `vector`: the core is a vector core; `mixed`: it is one of a mixed
+// kernel's three cores of a block (one cube core, two vector cores).
+//
+// Global memory, as modelled: every byte a core reads or writes goes
+// through the chip's L2 at the core's own rate (the platform ini's L2
+// rates); cores streaming at once share the L2's bandwidth, which
+// pypto-rt applies after the launch from every core's bytes over time
+// (gm_bins; model/report.rs), so that it depends on what the cores moved
+// and when, not on how many were launched, and stays deterministic while
+// the cores run on their own threads. A launch's inputs are read from HBM
+// once, the first time: their bytes are split evenly over the launch's
+// cores, each charging its share of its first reads at the HBM rate, the
+// chip's HBM bandwidth split statically over the cores running at once
+// (first reads happen together at the start, when every core fetches its
+// first tiles). Re-reads hit L2 (192 MiB on A2/A3): capacity misses are
+// not modelled.
+inline void model_begin(const ModelSink* sink, uint8_t core, bool vector, bool mixed)
 {
     timeline.~Timeline();
     new (&timeline) Timeline();
@@ -77,14 +99,16 @@ inline void model_begin(const ModelSink* sink, uint8_t core, bool vector)
     timeline.core = core;
     timeline.trace = sink->trace != 0;
     timeline.timing_only = sink->timing_only != 0;
-    // Global memory is shared: the engines of this kind running at once
-    // split the chip's bandwidth evenly (a launch with more blocks than
-    // engines runs in waves, each as wide as the chip).
-    uint64_t engines = static_cast<uint64_t>(sink->ai_cores) * (vector ? 2 : 1);
-    uint64_t active = std::min<uint64_t>(std::max<uint32_t>(sink->blocks, 1), std::max<uint64_t>(engines, 1));
-    double share = timeline.p.chip_gm_bytes / static_cast<double>(active);
-    timeline.gm_in = std::min(timeline.p.mte2_bytes, share);
-    timeline.gm_out = std::min(timeline.p.mte3_bytes, share);
+    timeline.gm_in = timeline.p.mte2_bytes;
+    timeline.gm_out = timeline.p.mte3_bytes;
+    // A block's cores that move GM data: one, or a mixed kernel's three. A
+    // vector kernel's blocks run two to an AI core, the others one.
+    uint64_t per_block = mixed ? 3 : 1;
+    uint64_t slots = static_cast<uint64_t>(sink->ai_cores) * (vector && !mixed ? 2 : 1);
+    uint64_t blocks = std::max<uint32_t>(sink->blocks, 1);
+    uint64_t at_once = std::min(blocks, std::max<uint64_t>(slots, 1)) * per_block;
+    timeline.cold_rate = std::min(timeline.p.mte2_bytes, timeline.p.chip_hbm_bytes / static_cast<double>(at_once));
+    timeline.cold_left = sink->input_bytes / (blocks * per_block);
 }
 
 inline uint64_t model_cycle(double t) { return static_cast<uint64_t>(t + 0.5); }
@@ -148,6 +172,50 @@ inline void model_note(pipe_t pipe, double cycles, uint64_t bytes)
     model_instr.bytes = bytes;
 }
 
+// The running instruction also reads (or, `write`, writes) `bytes` of
+// global memory, streaming them for `cycles` (after model_note).
+inline void model_note_gm(uint64_t bytes, double cycles, bool write)
+{
+    model_instr.gm += bytes;
+    model_instr.gm_cycles += cycles;
+    model_instr.gm_write = write;
+}
+
+// Counts `bytes` read (or written) over the cycles [from, to) in the
+// core's bins, evenly.
+inline void model_count_gm(double from, double to, double bytes, bool write)
+{
+    Timeline& t = timeline;
+    std::vector<double>& bins = t.gm_bins[write ? 1 : 0];
+    if (t.failed || bytes <= 0) {
+        return;
+    }
+    constexpr double width = static_cast<double>(model_gm_bin);
+    from = std::max(from, 0.0);
+    to = std::max(to, from);
+    auto first = static_cast<size_t>(from / width);
+    auto last = to > from ? static_cast<size_t>(std::ceil(to / width)) - 1 : first;
+    last = std::max(last, first);
+    try {
+        if (bins.size() <= last) {
+            bins.resize(last + 1, 0.0);
+        }
+    } catch (...) {
+        t.failed = true;
+        return;
+    }
+    if (first == last) {
+        bins[first] += bytes;
+        return;
+    }
+    double rate = bytes / (to - from);
+    for (size_t b = first; b <= last; ++b) {
+        double lo = std::max(from, static_cast<double>(b) * width);
+        double hi = std::min(to, static_cast<double>(b + 1) * width);
+        bins[b] += rate * (hi - lo);
+    }
+}
+
 // The kernel's instruction `name` at `site` is issued: it runs on the pipe
 // and for the cycles its cost function noted (one scalar cycle when none did).
 inline void model_retire(const char* name, const Site& site)
@@ -166,6 +234,9 @@ inline void model_retire(const char* name, const Site& site)
     ++t.instructions;
     if (!r.noted) {
         ++t.unmodelled;
+    }
+    if (r.gm > 0) {
+        model_count_gm(std::max(start, end - r.gm_cycles), end, static_cast<double>(r.gm), r.gm_write);
     }
     model_push_event(start, end, pipe, name, site, r.noted, r.bytes);
 }
@@ -300,6 +371,18 @@ inline void model_finish(uint32_t block, uint32_t core_kind)
     summary.gm_write = t.gm_write;
     summary.instructions = t.instructions;
     summary.unmodelled = t.unmodelled;
+    summary.gm_cold = t.gm_cold;
+    // Both directions' bins as long as the longer.
+    size_t n_bins = std::max(t.gm_bins[0].size(), t.gm_bins[1].size());
+    try {
+        t.gm_bins[0].resize(n_bins, 0.0);
+        t.gm_bins[1].resize(n_bins, 0.0);
+    } catch (...) {
+        return;
+    }
+    summary.gm_read_bins = t.gm_bins[0].data();
+    summary.gm_write_bins = t.gm_bins[1].data();
+    summary.n_gm_bins = n_bins;
     t.sink->core_done(t.sink->ctx, block, core_kind, &summary, t.events.data(), t.events.size(), t.flows.data(),
                       t.flows.size());
 }
