@@ -382,16 +382,15 @@ fn print_fa_timeline() {
     std::fs::write("/tmp/fa_timeline.svg", pypto_rt::model::svg(&profile)).unwrap();
 }
 
-/// Models add_bias_f32 over `rows` rows of `h` floats: one block per row,
-/// each streaming its row and the bias in and its row out.
+/// Models leaky_rows over `rows` rows of `h` floats: one block per row
+/// (not capped at the chip's cores), each streaming its row in and out.
 fn streaming(rows: usize, h: usize) -> pypto_rt::model::LaunchProfile {
     let dev = Device::host();
     let x = dev.zeros::<f32, _>((rows, h)).unwrap();
-    let bias = dev.zeros::<f32, _>((h,)).unwrap();
     let mut out = dev.zeros::<f32, _>((rows, h)).unwrap();
     let (result, profile) = pypto_rt::Profiler::new(ModelArch::AtlasA3)
         .trace(false)
-        .run(|| kernels::add_bias_f32(&x, &bias, &mut out));
+        .run(|| kernels::leaky_rows(&x, &mut out, 0.25));
     result.unwrap();
     assert_eq!(profile.launches.len(), 1);
     profile.launches[0].clone()
@@ -400,7 +399,7 @@ fn streaming(rows: usize, h: usize) -> pypto_rt::model::LaunchProfile {
 #[test]
 fn many_cores_streaming_global_memory_share_the_chip_s_bandwidth() {
     let arch = ModelArch::AtlasA3;
-    let h = 16 * 1024;
+    let h = 8 * 1024;
     let overhead = arch.launch_cycles(false);
     let few = streaming(4, h);
     let all = streaming(48, h);
@@ -411,46 +410,45 @@ fn many_cores_streaming_global_memory_share_the_chip_s_bandwidth() {
         |l: &pypto_rt::model::LaunchProfile| l.cores.iter().map(|c| c.gm_write).sum::<u64>();
     // Every block moves the same bytes.
     assert_eq!(read(&all), 12 * read(&few));
+    assert_eq!(read(&few), 4 * h as u64 * 4);
     assert_eq!(written(&waves), 2 * written(&all));
 
     // Four cores stream at their own rates: the chip's L2 is not reached,
     // and the launch takes as long as its slowest core.
     assert_eq!(few.gm_stall, 0);
-    let slowest = |l: &pypto_rt::model::LaunchProfile| l.cores.iter().map(|c| c.cycles).max().unwrap();
+    let slowest =
+        |l: &pypto_rt::model::LaunchProfile| l.cores.iter().map(|c| c.cycles).max().unwrap();
     assert_eq!(kernel(&few), slowest(&few));
 
-    // 48 vector cores ask for more than the L2 serves: the launch takes at
-    // least its bytes at the chip's rate (less at most two bins of
-    // rounding), longer than any one core's own timeline, so each byte
-    // costs more than on four cores.
+    // First reads of the inputs come from HBM, split evenly over the cores:
+    // on four cores at the core's L2 rate (the HBM's 768 bytes a cycle over
+    // four is more), on 48 at 768 / 48 = 16 bytes a cycle, so each of the
+    // 48 cores streams longer for the same bytes and the launch is slower.
+    let inputs = |rows: u64| rows * h as u64 * 4;
+    for (l, rows) in [(&few, 4u64), (&all, 48)] {
+        let cold_rate = arch.chip_hbm_bytes_per_cycle().min(110.0 * rows as f64) / rows as f64;
+        for c in &l.cores {
+            assert_eq!(c.gm_cold, inputs(rows) / rows, "block {}", c.block);
+            let streaming = c.gm_cold as f64 / cold_rate + (c.gm_read - c.gm_cold) as f64 / 110.0;
+            assert!(
+                c.busy[4] as f64 >= streaming - 1.0,
+                "{} < {streaming}",
+                c.busy[4]
+            );
+        }
+    }
+    assert_eq!(arch.chip_hbm_bytes_per_cycle() / 48.0, 16.0);
+    assert!(slowest(&all) > slowest(&few));
+    assert!(kernel(&all) > kernel(&few));
+    // The chip's L2 is not reached by this kernel's re-reads and writes
+    // (a unit test of pypto-rt's report.rs shows it binding); when it is,
+    // the launch takes at least its bytes at the L2's rate.
     let bound = |l: &pypto_rt::model::LaunchProfile| {
         let reads = read(l) as f64 / arch.chip_l2_bytes_per_cycle();
         let writes = written(l) as f64 / arch.chip_l2_write_bytes_per_cycle();
         reads.max(writes) - 2.0 * 1024.0
     };
-    assert!(all.gm_stall > 0);
-    assert!(kernel(&all) as f64 >= bound(&all), "{} < {}", kernel(&all), bound(&all));
-    assert!(kernel(&all) > slowest(&all));
-    let per_byte = |l: &pypto_rt::model::LaunchProfile| kernel(l) as f64 / read(l) as f64;
-    assert!(
-        per_byte(&all) * 48.0 > per_byte(&few) * 4.0 * 1.5,
-        "48 cores {} cycles, 4 cores {}",
-        kernel(&all),
-        kernel(&few)
-    );
-
-    // First reads of the inputs come from HBM, split evenly over the cores:
-    // on four cores at the core's L2 rate (the HBM's 768 bytes a cycle over
-    // four is more), on 48 at 768 / 48 = 16 bytes a cycle, so each of the
-    // 48 cores' own timelines is longer too.
-    let inputs = |rows: u64| (rows * h as u64 + h as u64) * 4;
-    for (l, rows) in [(&few, 4u64), (&all, 48)] {
-        for c in &l.cores {
-            assert_eq!(c.gm_cold, inputs(rows) / rows, "block {}", c.block);
-        }
-    }
-    assert_eq!(arch.chip_hbm_bytes_per_cycle() / 48.0, 16.0);
-    assert!(slowest(&all) > slowest(&few));
+    assert!(kernel(&all) as f64 >= bound(&all));
 
     // 96 blocks on 48 vector cores run in two waves: the second starts as
     // first-wave blocks end, on the same cores, and the launch is bound by
@@ -459,6 +457,12 @@ fn many_cores_streaming_global_memory_share_the_chip_s_bandwidth() {
     assert_eq!(slots.len(), 48);
     assert!(waves.schedule[..48].iter().all(|&(start, _)| start == 0));
     assert!(waves.schedule[48..].iter().all(|&(start, _)| start > 0));
+    let shortest = waves.cores[..48].iter().map(|c| c.cycles).min().unwrap();
+    assert!(
+        waves.schedule[48..]
+            .iter()
+            .all(|&(start, _)| start >= shortest)
+    );
+    assert!(kernel(&waves) >= 2 * shortest);
     assert!(kernel(&waves) as f64 >= bound(&waves));
-    assert!(kernel(&waves) > kernel(&all));
 }

@@ -50,11 +50,12 @@ impl ModelArch {
     /// Microseconds a launch costs besides its blocks' work: task
     /// dispatch, the cores' start and the end of the task. No public
     /// figure; fitted (BENCHMARKS.md, "The modelled NPU"): a cube or vector
-    /// kernel's from the 1536³ GEMM (NPU-PERF-FACTS §1), a mixed kernel's
+    /// kernel's from the 1536³ GEMM (NPU-PERF-FACTS §1; 11.9 before first
+    /// reads were charged at the HBM rate), a mixed kernel's
     /// (whose cube and vector cores start as one task) from flash attention
     /// at S0 = 128, S1 = 1024 (§2).
     pub fn launch_micros(self, mixed: bool) -> f64 {
-        if mixed { 31.8 } else { 11.9 }
+        if mixed { 31.8 } else { 7.2 }
     }
 
     /// Microseconds between the starts of consecutive blocks of a mixed

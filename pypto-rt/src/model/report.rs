@@ -251,3 +251,49 @@ impl fmt::Display for Profile {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `cores` cores of one block each, every one asking for `rate` bytes
+    /// read per cycle over `bins` bins from the launch's start.
+    fn streaming(cores: u32, rate: f64, bins: usize) -> (Vec<(u64, u32)>, Vec<GmBins>) {
+        let schedule = (0..cores).map(|b| (0, b)).collect();
+        let bins = (0..cores)
+            .map(|block| GmBins {
+                block,
+                core: CoreKind::Vector,
+                bins: vec![(rate * GM_BIN as f64, 0.0); bins],
+            })
+            .collect();
+        (schedule, bins)
+    }
+
+    #[test]
+    fn the_chip_s_l2_binds_only_when_the_cores_ask_for_more_than_it_serves() {
+        let arch = ModelArch::AtlasA3;
+        // 24 cores at the per-core L2 rate: exactly the chip's, no stall.
+        let (schedule, bins) = streaming(24, 110.0, 10);
+        assert_eq!(gm_stall(arch, &schedule, &bins), 0);
+        // 48 at that rate ask for twice the chip's: what took 10 bins takes 20.
+        let (schedule, bins) = streaming(48, 110.0, 10);
+        assert_eq!(arch.chip_l2_bytes_per_cycle(), 2640.0);
+        assert_eq!(gm_stall(arch, &schedule, &bins), 10 * GM_BIN);
+        // Writes have their own cap: 48 cores writing at 86 B/cycle.
+        let mut bins = bins;
+        for core in &mut bins {
+            for b in &mut core.bins {
+                *b = (0.0, 86.0 * GM_BIN as f64);
+            }
+        }
+        assert_eq!(gm_stall(arch, &schedule, &bins), 10 * GM_BIN);
+        // A burst the L2 drains before the next: the longest wait counts.
+        let (schedule, mut bins) = streaming(48, 110.0, 4);
+        for core in &mut bins {
+            core.bins[1] = (0.0, 0.0);
+            core.bins[2] = (0.0, 0.0);
+        }
+        assert_eq!(gm_stall(arch, &schedule, &bins), GM_BIN);
+    }
+}
