@@ -92,7 +92,7 @@ constexpr FixpipeConfig CFG_ROW_MAJOR = {CO2Layout::ROW_MAJOR};
 struct FixpipeParamsV220 {
     uint16_t nSize = 0;
     uint16_t mSize = 0;
-    uint16_t srcStride = 0; // L0C column block to column block, in 16-row units
+    uint16_t srcStride = 0; // L0C column block to column block, in rows of 16 values (at least mSize)
     uint32_t dstStride = 0; // row-major output: the destination row pitch, elements
     QuantMode_t quantPre = NoQuant;
     uint64_t deqScalar = 0;
