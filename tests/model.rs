@@ -248,7 +248,17 @@ fn print_gemm_timeline() {
             s.start, s.end, PIPES[s.pipe as usize], s.name, s.site
         );
     }
-    std::fs::write("/tmp/gemm_trace.json", chrome_trace(&profile)).unwrap();
+    let dir = std::env::temp_dir();
+    std::fs::write(dir.join("gemm_trace.json"), chrome_trace(&profile)).unwrap();
+    std::fs::write(
+        dir.join("gemm_timeline.svg"),
+        pypto_rt::model::svg(&profile),
+    )
+    .unwrap();
+    println!(
+        "wrote gemm_trace.json and gemm_timeline.svg in {}",
+        dir.display()
+    );
 }
 
 #[test]
@@ -379,7 +389,9 @@ fn print_fa_timeline() {
             );
         }
     }
-    std::fs::write("/tmp/fa_timeline.svg", pypto_rt::model::svg(&profile)).unwrap();
+    let path = std::env::temp_dir().join("fa_timeline.svg");
+    std::fs::write(&path, pypto_rt::model::svg(&profile)).unwrap();
+    println!("wrote {}", path.display());
 }
 
 /// Models leaky_rows over `rows` rows of `h` floats: one block per row
