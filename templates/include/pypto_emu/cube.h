@@ -186,6 +186,25 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2Nz
     if (pypto_emu::timing_only()) {
         return;
     }
+    // The sanitizers' bookkeeping for all 32-byte rows at once (column
+    // block by column block, where the rows of a block are contiguous);
+    // else row by row as they are copied.
+    bool noted = true;
+    if (pypto_emu::sanitizing(pypto_emu::SANITIZE_LOCAL)) {
+        pypto_emu::InitView v = pypto_emu::init_view(dst);
+        pypto_emu::SanBatch batch;
+        for (uint32_t nd = 0; nd < p.ndNum; ++nd) {
+            for (uint32_t b = 0; b < blocks; ++b) {
+                for (uint32_t r = 0; r < p.nValue; ++r) {
+                    uint64_t row = nd * p.dstNzMatrixStride +
+                                   (static_cast<uint64_t>(b) * p.dstNzC0Stride +
+                                    static_cast<uint64_t>(r) * p.dstNzNStride) * c0;
+                    batch.add(v, true, row * sizeof(T), 32);
+                }
+            }
+        }
+        noted = batch.commit();
+    }
     for (uint32_t nd = 0; nd < p.ndNum; ++nd) {
         for (uint32_t r = 0; r < p.nValue; ++r) {
             for (uint32_t b = 0; b < blocks; ++b) {
@@ -196,7 +215,9 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2Nz
                     row[c] = col < p.dValue ? s[nd * p.srcNdMatrixStride + static_cast<uint64_t>(r) * p.srcDValue + col]
                                             : T(0);
                 }
-                pypto_emu::init_write(dst, static_cast<uint64_t>(row - dst.data()) * sizeof(T), 32);
+                if (!noted) {
+                    pypto_emu::init_write(dst, static_cast<uint64_t>(row - dst.data()) * sizeof(T), 32);
+                }
             }
         }
     }
@@ -231,24 +252,33 @@ void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadDa
         return;
     }
     auto mv = pypto_emu::init_move(what, src, dst);
+    // racecheck on every fractal at once (else fractal by fractal below).
+    bool raced = false;
+    if (mv.race) {
+        pypto_emu::InitView sv = mv.source_view(), dv = mv.destination_view();
+        pypto_emu::SanBatch batch;
+        for (uint32_t i = 0; i < p.repeatTimes; ++i) {
+            batch.add(sv, false, (p.startIndex + static_cast<uint64_t>(i) * p.srcStride) * 512, 512, false);
+        }
+        for (uint32_t i = 0; i < p.repeatTimes; ++i) {
+            batch.add(dv, true, static_cast<uint64_t>(i) * (1 + p.dstGap) * 512, 512, false);
+        }
+        raced = batch.commit();
+    }
     for (uint32_t i = 0; i < p.repeatTimes; ++i) {
         const T* in = src.data() + (p.startIndex + static_cast<uint64_t>(i) * p.srcStride) * fractal;
         T* out = dst.data() + static_cast<uint64_t>(i) * (1 + p.dstGap) * fractal;
         if (mv.race || mv.init) {
             uint64_t si = static_cast<uint64_t>(in - src.data()) * sizeof(T);
             uint64_t di = static_cast<uint64_t>(out - dst.data()) * sizeof(T);
-            if (p.ifTranspose && mv.init) {
-                if (mv.race) {
-                    mv.race_read(si, 512);
-                    mv.race_write(di, 512);
-                }
-                for (uint32_t r = 0; r < 16; ++r) {
-                    for (uint32_t c = 0; c < 16; ++c) {
-                        mv.init_copy(si + (r * 16 + c) * sizeof(T), di + (c * 16 + r) * sizeof(T), sizeof(T));
-                    }
-                }
-            } else {
-                mv.move(si, di, 512);
+            if (mv.race && !raced) {
+                mv.race_read(si, 512);
+                mv.race_write(di, 512);
+            }
+            if (mv.init && p.ifTranspose) {
+                mv.init_copy_transposed16(si, di);
+            } else if (mv.init) {
+                mv.init_copy(si, di, 512);
             }
         }
         if (p.ifTranspose) {
@@ -294,13 +324,31 @@ void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
         return;
     }
     auto mv = pypto_emu::init_move(what, src, dst);
+    // racecheck on every square at once (else square by square below).
+    bool raced = false;
+    if (mv.race) {
+        pypto_emu::InitView sv = mv.source_view(), dv = mv.destination_view();
+        pypto_emu::SanBatch batch;
+        for (uint32_t i = 0; i < p.repeatTimes; ++i) {
+            batch.add(sv, false, (p.startIndex + static_cast<uint64_t>(i) * p.srcStride) * square_bytes,
+                      square_bytes, false);
+        }
+        for (uint32_t i = 0; i < p.repeatTimes; ++i) {
+            uint64_t di = static_cast<uint64_t>(i) * (1 + p.dstGap) * 512;
+            batch.add(dv, true, di, 512, false);
+            if (sizeof(T) == 4) {
+                batch.add(dv, true, di + second * 512, 512, false);
+            }
+        }
+        raced = batch.commit();
+    }
     for (uint32_t i = 0; i < p.repeatTimes; ++i) {
         const T* in = src.data() + (p.startIndex + static_cast<uint64_t>(i) * p.srcStride) * (square_bytes / sizeof(T));
         T* out = dst.data() + static_cast<uint64_t>(i) * (1 + p.dstGap) * fractal;
         if (mv.race || mv.init) {
             uint64_t si = static_cast<uint64_t>(in - src.data()) * sizeof(T);
             uint64_t di = static_cast<uint64_t>(out - dst.data()) * sizeof(T);
-            if (mv.race) {
+            if (mv.race && !raced) {
                 // The square read, and the one or two fractals written.
                 mv.race_read(si, square_bytes);
                 mv.race_write(di, 512);
@@ -378,23 +426,50 @@ void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor
         auto va = pypto_emu::init_view(fm, what, "the A matrix (fm)");
         auto vb = pypto_emu::init_view(filter, what, "the B matrix (filter)");
         auto vc = pypto_emu::init_view(dst, what, "the C matrix (dst, accumulated into)");
-        for (uint32_t kb = 0; kb < k1; ++kb) {
-            uint64_t kn = std::min<uint64_t>(k0, p.k - uint64_t(kb) * k0) * sizeof(U);
-            for (uint32_t m = 0; m < p.m; ++m) {
-                va.read((((m / 16) * k1 + kb) * (16ull * k0) + (m % 16) * k0) * sizeof(U), kn);
-            }
-            for (uint32_t n = 0; n < p.n; ++n) {
-                vb.read(((uint64_t(kb) * n1 + n / 16) * (16ull * k0) + (n % 16) * k0) * sizeof(S), kn);
+        // All at once, operand by operand in the order of memory (else
+        // row by row below, which reports a failure).
+        pypto_emu::SanBatch batch;
+        for (uint32_t mb = 0; mb < m1; ++mb) {
+            for (uint32_t kb = 0; kb < k1; ++kb) {
+                uint64_t kn = std::min<uint64_t>(k0, p.k - uint64_t(kb) * k0) * sizeof(U);
+                for (uint32_t m = mb * 16; m < p.m && m < mb * 16 + 16; ++m) {
+                    batch.add(va, false, (((m / 16) * k1 + kb) * (16ull * k0) + (m % 16) * k0) * sizeof(U), kn);
+                }
             }
         }
-        for (uint32_t nb = 0; nb < n1; ++nb) {
-            uint64_t nn = std::min<uint64_t>(16, p.n - uint64_t(nb) * 16) * sizeof(T);
-            for (uint32_t m = 0; m < p.m; ++m) {
-                uint64_t off = ((uint64_t(nb) * m1 + m / 16) * 256 + (m % 16) * 16) * sizeof(T);
-                if (!p.cmatrixInitVal) {
-                    vc.read(off, nn);
+        for (uint32_t kb = 0; kb < k1; ++kb) {
+            uint64_t kn = std::min<uint64_t>(k0, p.k - uint64_t(kb) * k0) * sizeof(U);
+            for (uint32_t n = 0; n < p.n; ++n) {
+                batch.add(vb, false, ((uint64_t(kb) * n1 + n / 16) * (16ull * k0) + (n % 16) * k0) * sizeof(S), kn);
+            }
+        }
+        for (int write = p.cmatrixInitVal ? 1 : 0; write < 2; ++write) {
+            for (uint32_t nb = 0; nb < n1; ++nb) {
+                uint64_t nn = std::min<uint64_t>(16, p.n - uint64_t(nb) * 16) * sizeof(T);
+                for (uint32_t m = 0; m < p.m; ++m) {
+                    batch.add(vc, write == 1, ((uint64_t(nb) * m1 + m / 16) * 256 + (m % 16) * 16) * sizeof(T), nn);
                 }
-                vc.write(off, nn);
+            }
+        }
+        if (!batch.commit()) {
+            for (uint32_t kb = 0; kb < k1; ++kb) {
+                uint64_t kn = std::min<uint64_t>(k0, p.k - uint64_t(kb) * k0) * sizeof(U);
+                for (uint32_t m = 0; m < p.m; ++m) {
+                    va.read((((m / 16) * k1 + kb) * (16ull * k0) + (m % 16) * k0) * sizeof(U), kn);
+                }
+                for (uint32_t n = 0; n < p.n; ++n) {
+                    vb.read(((uint64_t(kb) * n1 + n / 16) * (16ull * k0) + (n % 16) * k0) * sizeof(S), kn);
+                }
+            }
+            for (uint32_t nb = 0; nb < n1; ++nb) {
+                uint64_t nn = std::min<uint64_t>(16, p.n - uint64_t(nb) * 16) * sizeof(T);
+                for (uint32_t m = 0; m < p.m; ++m) {
+                    uint64_t off = ((uint64_t(nb) * m1 + m / 16) * 256 + (m % 16) * 16) * sizeof(T);
+                    if (!p.cmatrixInitVal) {
+                        vc.read(off, nn);
+                    }
+                    vc.write(off, nn);
+                }
             }
         }
     }
@@ -452,9 +527,19 @@ void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const Fixpip
     std::vector<T> row(p.nSize);
     if (pypto_emu::sanitizing(pypto_emu::SANITIZE_LOCAL)) {
         auto v = pypto_emu::init_view(src, what, "src");
-        for (uint32_t m = 0; m < p.mSize; ++m) {
-            for (uint64_t nb = 0; nb < blocks; ++nb) {
-                v.read((nb * p.srcStride * 16 + m * 16ull) * 4, 64);
+        // All rows at once, column block by column block (else row by row,
+        // which reports a failure).
+        pypto_emu::SanBatch batch;
+        for (uint64_t nb = 0; nb < blocks; ++nb) {
+            for (uint32_t m = 0; m < p.mSize; ++m) {
+                batch.add(v, false, (nb * p.srcStride * 16 + m * 16ull) * 4, 64);
+            }
+        }
+        if (!batch.commit()) {
+            for (uint32_t m = 0; m < p.mSize; ++m) {
+                for (uint64_t nb = 0; nb < blocks; ++nb) {
+                    v.read((nb * p.srcStride * 16 + m * 16ull) * 4, 64);
+                }
             }
         }
     }

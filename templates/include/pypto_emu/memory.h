@@ -773,11 +773,41 @@ struct InitMove {
     // initcheck alone: carries the written state of n bytes across.
     void init_copy(uint64_t s_off, uint64_t d_off, uint64_t n) const
     {
-        uint64_t sc = memory_spec(sm).capacity, dc = memory_spec(dm).capacity;
         if (sb + s_off + n <= sc && db + d_off + n <= dc) {
-            std::memmove(init_shadow(dm) + db + d_off, init_shadow(sm) + sb + s_off, n);
+            std::memmove(ds + db + d_off, ss + sb + s_off, n);
         }
     }
+    // init_copy of each 2-byte element of a 16 x 16 square at s_off to its
+    // transposed place in the one at d_off ((r, c) to (c, r)), as
+    // element-by-element calls would, in one pass when both squares lie
+    // inside their memories.
+    void init_copy_transposed16(uint64_t s_off, uint64_t d_off) const
+    {
+        if (sb + s_off + 512 > sc || db + d_off + 512 > dc) {
+            for (uint32_t r = 0; r < 16; ++r) {
+                for (uint32_t c = 0; c < 16; ++c) {
+                    init_copy(s_off + (r * 16 + c) * 2, d_off + (c * 16 + r) * 2, 2);
+                }
+            }
+            return;
+        }
+        const uint8_t* from = ss + sb + s_off;
+        uint8_t* to = ds + db + d_off;
+        for (uint32_t r = 0; r < 16; ++r) {
+            for (uint32_t c = 0; c < 16; ++c) {
+                to[(c * 16 + r) * 2] = from[(r * 16 + c) * 2];
+                to[(c * 16 + r) * 2 + 1] = from[(r * 16 + c) * 2 + 1];
+            }
+        }
+    }
+    // The two tensors as InitViews (for a SanBatch of racecheck ranges).
+    InitView source_view() const { return InitView{TPosition::GM, sm, sb, what, ""}; }
+    InitView destination_view() const { return InitView{TPosition::GM, dm, db, what, ""}; }
+    // With initcheck: both memories' shadows (this block's) and capacities,
+    // looked up once per instruction rather than per element.
+    uint8_t* ss = nullptr;
+    uint8_t* ds = nullptr;
+    uint64_t sc = 0, dc = 0;
 };
 
 template <typename T, typename U>
@@ -797,8 +827,102 @@ InitMove init_move(const char* what, const AscendC::LocalTensor<T>& src, const A
     m.what = what;
     m.race = sanitizing(SANITIZE_RACE);
     m.init = sanitizing(SANITIZE_INIT);
+    if (m.init) {
+        m.ss = init_shadow(m.sm);
+        m.ds = init_shadow(m.dm);
+        m.sc = memory_spec(m.sm).capacity;
+        m.dc = memory_spec(m.dm).capacity;
+    }
     return m;
 }
+
+// One instruction's racecheck and initcheck bookkeeping at once, for the
+// instructions that touch many small ranges (the cube's fractal rows):
+// the byte ranges of its operands, merged where one starts at the end of
+// the one before. commit() first runs every check without changing
+// anything: if racecheck finds no earlier access to report or to order,
+// initcheck no unwritten byte read, and all accesses are on one pipe, it
+// records them (racecheck's accesses, initcheck's written bytes) as the
+// range-by-range calls would, and returns true. Otherwise it returns
+// false having changed nothing, and the instruction runs its range-by-range
+// bookkeeping, which reports exactly what it always did. Merging changes
+// no check: each looks at every byte of every range either way.
+struct SanBatch {
+    static constexpr int capacity = 96;
+    struct Run {
+        const InitView* view;
+        bool write;
+        bool init; // initcheck applies (false: a move's ranges, racecheck only)
+        uint64_t off, end;
+    };
+    Run runs[capacity];
+    int count = 0;
+    bool overflow = false; // too many ranges: commit() declines
+
+    // `view` reads (write false) or writes bytes [off, off + n) of its tensor;
+    // `init` false: racecheck only (InitMove's ranges).
+    void add(const InitView& view, bool write, uint64_t off, uint64_t n, bool init = true)
+    {
+        if (view.mem == Memory::GM || n == 0) {
+            return;
+        }
+        if (count > 0) {
+            Run& last = runs[count - 1];
+            if (last.view == &view && last.write == write && last.init == init && last.end == off) {
+                last.end += n;
+                return;
+            }
+        }
+        if (count == capacity) {
+            overflow = true;
+            return;
+        }
+        runs[count++] = Run{&view, write, init, off, off + n};
+    }
+
+    bool commit() const
+    {
+        if (overflow) {
+            return false;
+        }
+        bool race = sanitizing(SANITIZE_RACE);
+        bool init = sanitizing(SANITIZE_INIT);
+        int pipe = -1;
+        for (int i = 0; i < count; ++i) {
+            const Run& r = runs[i];
+            Memory mem = r.view->mem;
+            uint64_t at = r.view->base + r.off;
+            uint64_t n = r.end - r.off;
+            if (race) {
+                int p = race_pipe(mem, r.write);
+                if ((pipe >= 0 && p != pipe) || !race_clean(mem, at, n, r.write)) {
+                    return false;
+                }
+                pipe = p;
+            }
+            if (init && r.init && !r.write && !init_written(mem, at, n)) {
+                return false;
+            }
+        }
+        for (int i = 0; i < count; ++i) {
+            const Run& r = runs[i];
+            Memory mem = r.view->mem;
+            uint64_t at = r.view->base + r.off;
+            uint64_t n = r.end - r.off;
+            if (race) {
+                const char* what = r.view->what;
+                if (r.write && r.init && what[0] == '\0') {
+                    what = instruction_name; // as init_mark names a writer
+                }
+                race_commit(mem, at, n, r.write, what);
+            }
+            if (init && r.init && r.write) {
+                init_fill(mem, at, n);
+            }
+        }
+        return true;
+    }
+};
 
 } // namespace pypto_emu
 

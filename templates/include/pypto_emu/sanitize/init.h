@@ -64,6 +64,28 @@ inline void init_mark(Memory mem, uint64_t at, uint64_t n, const char* what = nu
     std::memset(init_shadow(mem) + at, 1, at + n > cap ? cap - at : n);
 }
 
+// initcheck's part of init_mark: bytes [at, at + n) of `mem` are written.
+inline void init_fill(Memory mem, uint64_t at, uint64_t n)
+{
+    uint64_t cap = memory_spec(mem).capacity;
+    if (at < cap) {
+        std::memset(init_shadow(mem) + at, 1, at + n > cap ? cap - at : n);
+    }
+}
+
+// initcheck's part of init_check, without the report: whether every byte
+// of [at, at + n) of `mem` (what lies inside it) was written.
+inline bool init_written(Memory mem, uint64_t at, uint64_t n)
+{
+    uint64_t cap = memory_spec(mem).capacity;
+    if (at >= cap) {
+        return true;
+    }
+    uint64_t len = at + n > cap ? cap - at : n;
+    const uint8_t* sh = init_shadow(mem) + at;
+    return len == 1 ? sh[0] != 0 : std::memchr(sh, 0, len) == nullptr;
+}
+
 PYPTO_RUNTIME const char* init_fix(Memory mem)
 #if PYPTO_RUNTIME_BODY
 {

@@ -303,6 +303,77 @@ PYPTO_RUNTIME void race_record(RaceMap& m, uint64_t at, uint64_t n, const RaceAc
 ;
 #endif
 
+// The pipe an access of `mem` runs on.
+inline int race_pipe(Memory mem, bool write)
+{
+    return current_pipe != PIPE_ALL ? current_pipe : default_pipe(mem, write);
+}
+
+// Pipe `p`'s access counts as one of its running instruction's.
+inline void race_tick(RaceState& s, int p)
+{
+    if (s.last_seq[p] != instruction_seq || s.vc[p][p] == 0) {
+        s.last_seq[p] = instruction_seq;
+        ++s.vc[p][p];
+    }
+}
+
+// Records pipe `p`'s access of bytes [at, at + n) of memory `mi`.
+inline void race_note(RaceState& s, int p, int mi, uint64_t at, uint64_t n, bool write, const char* what)
+{
+    RaceAccess a{0, s.vc[p][p], instruction_seq, what, current_site};
+    race_record(s.acc[mi][p][write ? 1 : 0], at, n, a);
+    uint32_t& mc = s.max_clock[mi][p][write ? 1 : 0];
+    mc = std::max(mc, a.clock);
+}
+
+// Whether race_access(mem, at, n, write, ...) would find no earlier access
+// to report or to order (it then only records the access): the same
+// lookups, changing nothing.
+PYPTO_RUNTIME bool race_clean(Memory mem, uint64_t at, uint64_t n, bool write)
+#if PYPTO_RUNTIME_BODY
+{
+    if (mem == Memory::GM || n == 0) {
+        return true;
+    }
+    RaceState& s = race_state();
+    int p = race_pipe(mem, write);
+    int mi = static_cast<int>(mem);
+    for (int q = 0; q < pipe_slots; ++q) {
+        bool same = q == p;
+        if (same && !(write && (p == PIPE_MTE2 || p == PIPE_MTE3))) {
+            continue;
+        }
+        for (int kind = 1; kind >= (write && !same ? 0 : 1); --kind) {
+            uint32_t known = same ? s.done[p] : s.vc[p][q];
+            if (s.max_clock[mi][q][kind] > known &&
+                race_find(s.acc[mi][q][kind], at, n, known, same ? instruction_seq : ~0ull) != nullptr) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+#else
+;
+#endif
+
+// race_access of an access race_clean passed: records it.
+PYPTO_RUNTIME void race_commit(Memory mem, uint64_t at, uint64_t n, bool write, const char* what)
+#if PYPTO_RUNTIME_BODY
+{
+    if (mem == Memory::GM || n == 0) {
+        return;
+    }
+    RaceState& s = race_state();
+    int p = race_pipe(mem, write);
+    race_tick(s, p);
+    race_note(s, p, static_cast<int>(mem), at, n, write, what);
+}
+#else
+;
+#endif
+
 // Pipe `p`'s access of bytes [at, at + n) of `mem`.
 PYPTO_RUNTIME void race_access(Memory mem, uint64_t at, uint64_t n, bool write, const char* what)
 #if PYPTO_RUNTIME_BODY
@@ -311,11 +382,8 @@ PYPTO_RUNTIME void race_access(Memory mem, uint64_t at, uint64_t n, bool write, 
         return;
     }
     RaceState& s = race_state();
-    int p = current_pipe != PIPE_ALL ? current_pipe : default_pipe(mem, write);
-    if (s.last_seq[p] != instruction_seq || s.vc[p][p] == 0) {
-        s.last_seq[p] = instruction_seq;
-        ++s.vc[p][p];
-    }
+    int p = race_pipe(mem, write);
+    race_tick(s, p);
     int mi = static_cast<int>(mem);
     for (int q = 0; q < pipe_slots; ++q) {
         bool same = q == p;
@@ -347,10 +415,7 @@ PYPTO_RUNTIME void race_access(Memory mem, uint64_t at, uint64_t n, bool write, 
             race_fail(mem, p, write, what, q, kind == 1, hit->second, lo, hi);
         }
     }
-    RaceAccess a{0, s.vc[p][p], instruction_seq, what, current_site};
-    race_record(s.acc[mi][p][write ? 1 : 0], at, n, a);
-    uint32_t& mc = s.max_clock[mi][p][write ? 1 : 0];
-    mc = std::max(mc, a.clock);
+    race_note(s, p, mi, at, n, write, what);
 }
 #else
 ;
