@@ -29,11 +29,13 @@ const SETTINGS: [(&str, Sanitize); 6] = [
     ("all (the default)", Sanitize::ALL),
 ];
 
-/// Times `launch` under every setting, interleaved; prints each time and
-/// its ratio to the time with the checks off, and checks that every
-/// setting's `result` matches the first's.
+/// Times `launch` under every setting, interleaved (`iters` launches per
+/// run: many for the small shapes, whose launches take microseconds);
+/// prints each time and its ratio to the time with the checks off, and
+/// checks that every setting's `result` matches the first's.
 fn workload<T: PartialEq + std::fmt::Debug>(
     name: &str,
+    iters: usize,
     mut launch: impl FnMut(),
     mut result: impl FnMut() -> Vec<T>,
 ) {
@@ -60,14 +62,14 @@ fn workload<T: PartialEq + std::fmt::Debug>(
     let samples: [Sample; 6] = compare(
         ROUNDS,
         RUNS,
-        1,
+        iters,
         &mut [&mut **a, &mut **b, &mut **c, &mut **d, &mut **e, &mut **f],
     );
     let off = samples[0].secs();
     println!("{name}:");
     for ((label, _), s) in SETTINGS.iter().zip(samples) {
         println!(
-            "  {label:<20} {:8.2} ms  (spread {:3.0}%)  on / off {:.2}x",
+            "  {label:<20} {:8.3} ms  (spread {:3.0}%)  on / off {:.2}x",
             s.secs() * 1e3,
             s.spread_percent,
             s.secs() / off
@@ -82,9 +84,9 @@ fn workload<T: PartialEq + std::fmt::Debug>(
         });
         assert!(!p.launches.is_empty(), "{name}: nothing was modelled");
     };
-    let [a, p]: [Sample; 2] = compare(ROUNDS, RUNS, 1, &mut [&mut all, &mut profiled]);
+    let [a, p]: [Sample; 2] = compare(ROUNDS, RUNS, iters, &mut [&mut all, &mut profiled]);
     println!(
-        "  {:<20} {:8.2} ms  (spread {:3.0}%)  profiled / all {:.2}x",
+        "  {:<20} {:8.3} ms  (spread {:3.0}%)  profiled / all {:.2}x",
         "all + profile",
         p.secs() * 1e3,
         p.spread_percent,
@@ -110,16 +112,19 @@ fn main() -> anyhow::Result<()> {
 
     workload(
         "add_bias [16384, 1024] + [1024]",
+        1,
         || kernels::add_bias_f32(&tx, &tbias, &mut *out.borrow_mut()).expect("add_bias"),
         || out.borrow().to_vec().unwrap(),
     );
     workload(
         "softmax over rows of [16384, 1024]",
+        1,
         || kernels::softmax_f32(&tx, &mut *out.borrow_mut()).expect("softmax"),
         || out.borrow().to_vec().unwrap(),
     );
     workload(
         "rms_norm over rows of [16384, 1024]",
+        1,
         || kernels::rms_norm_f32(&tx, &tw, 1e-6, &mut *out.borrow_mut()).expect("rms_norm"),
         || out.borrow().to_vec().unwrap(),
     );
@@ -134,6 +139,7 @@ fn main() -> anyhow::Result<()> {
     let c = std::cell::RefCell::new(dev.zeros((m, Const::<144>))?);
     workload(
         "matmul_f16 [4096, 200] x [200, 144] (cube)",
+        1,
         || kernels::matmul_f16(&a, &b, &mut *c.borrow_mut()).expect("matmul"),
         || {
             c.borrow()
@@ -153,6 +159,7 @@ fn main() -> anyhow::Result<()> {
     let c = std::cell::RefCell::new(dev.zeros((m, nn))?);
     workload(
         "matmul [1, 256] x [256, 1024] fp16 (decode, cube)",
+        1,
         || kernels::profile_matmul(&a, &b, &mut *c.borrow_mut()).expect("matmul"),
         || {
             c.borrow()
@@ -168,8 +175,83 @@ fn main() -> anyhow::Result<()> {
     let o = std::cell::RefCell::new(dev.zeros((4usize, 1usize, Const::<768>))?);
     workload(
         "attention (B, S) = (4, 1), hidden 768 (decode)",
+        20,
         || kernels::attention_kernel(&q, &kv, &kv, &mut *o.borrow_mut()).expect("attention"),
         || o.borrow().to_vec().unwrap(),
     );
+    drop((q, kv, o));
+
+    // The smallest shapes the tests use: one-row matmuls, a batched matmul
+    // of one row, attention of one token, and rows of 1 to 33 values (one
+    // launch is microseconds, so per-launch costs of the checks show).
+    let a = dev.tensor_from(&to_half(data(200, 13)), (1usize, Const::<200>))?;
+    let b = dev.tensor_from(&to_half(data(200 * 144, 14)), (Const::<200>, Const::<144>))?;
+    let c = std::cell::RefCell::new(dev.zeros((1usize, Const::<144>))?);
+    workload(
+        "matmul_f16 [1, 200] x [200, 144] (cube)",
+        20,
+        || kernels::matmul_f16(&a, &b, &mut *c.borrow_mut()).expect("matmul"),
+        || {
+            c.borrow()
+                .to_vec()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect()
+        },
+    );
+    let a = dev.tensor_from(&to_half(data(40, 15)), (1usize, 1usize, Const::<40>))?;
+    let b = dev.tensor_from(
+        &to_half(data(40 * 32, 16)),
+        (1usize, Const::<40>, Const::<32>),
+    )?;
+    let c = std::cell::RefCell::new(dev.zeros((1usize, 1usize, Const::<32>))?);
+    workload(
+        "batch_matmul_f16 [1, 1, 40] x [1, 40, 32] (cube)",
+        50,
+        || kernels::batch_matmul_f16(&a, &b, &mut *c.borrow_mut()).expect("batch_matmul"),
+        || {
+            c.borrow()
+                .to_vec()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect()
+        },
+    );
+    let q = dev.tensor_from(&data(64, 17), (1usize, 1usize, Const::<64>))?;
+    let o = std::cell::RefCell::new(dev.zeros((1usize, 1usize, Const::<64>))?);
+    workload(
+        "attn_f32 (B, S) = (1, 1), hidden 64, 2 heads",
+        50,
+        || kernels::attn_f32(&q, &q, &q, &mut *o.borrow_mut()).expect("attention"),
+        || o.borrow().to_vec().unwrap(),
+    );
+    for (rows, cols) in [(1usize, 1usize), (1, 32), (33, 7)] {
+        let x = dev.tensor_from(&data(rows * cols, 18), (rows, cols))?;
+        let w = dev.tensor_from(&data(cols, 19), (cols,))?;
+        let out = std::cell::RefCell::new(dev.zeros((rows, cols))?);
+        workload(
+            &format!("softmax [{rows}, {cols}]"),
+            50,
+            || kernels::softmax_f32(&x, &mut *out.borrow_mut()).expect("softmax"),
+            || out.borrow().to_vec().unwrap(),
+        );
+        workload(
+            &format!("rms_norm [{rows}, {cols}]"),
+            50,
+            || kernels::rms_norm_f32(&x, &w, 1e-6, &mut *out.borrow_mut()).expect("rms_norm"),
+            || out.borrow().to_vec().unwrap(),
+        );
+        workload(
+            &format!("layer_norm [{rows}, {cols}]"),
+            50,
+            || {
+                kernels::layer_norm_f32(&x, &w, &w, 1e-6, &mut *out.borrow_mut())
+                    .expect("layer_norm")
+            },
+            || out.borrow().to_vec().unwrap(),
+        );
+    }
     Ok(())
 }

@@ -20,6 +20,7 @@ mod trace;
 pub use trace::{chrome_trace, svg};
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_void};
 use std::sync::Mutex;
 
@@ -421,31 +422,49 @@ unsafe extern "C" fn core_done(
     }
     // SAFETY: non-null, and valid for the call (the contract above).
     let s = unsafe { *summary };
-    let mut guard = collect.lock().unwrap_or_else(|e| e.into_inner());
+    // The trace is converted without the lock (the block's other cores
+    // finish meanwhile), each distinct name and call site once.
+    let (trace, truncated) = {
+        let guard = collect.lock().unwrap_or_else(|e| e.into_inner());
+        (guard.trace, guard.truncated)
+    };
     let mut slices = Vec::new();
     let mut flow_list = Vec::new();
-    if guard.trace && !guard.truncated {
+    let mut failed = false;
+    if trace && !truncated {
         let n_events = usize::try_from(n_events).unwrap_or(usize::MAX);
         let n_flows = usize::try_from(n_flows).unwrap_or(usize::MAX);
         if slices.try_reserve_exact(n_events).is_err()
             || flow_list.try_reserve_exact(n_flows).is_err()
         {
-            guard.truncated = true;
+            failed = true;
         } else {
+            let mut names: HashMap<*const c_char, String> = HashMap::new();
+            let mut sites: HashMap<(*const c_char, u32), Option<String>> = HashMap::new();
             for i in 0..n_events {
                 // SAFETY: `events` holds `n_events` records.
                 let e = unsafe { *events.add(i) };
+                let name = names
+                    .entry(e.name)
+                    // SAFETY: literals of the kernel library, or null.
+                    .or_insert_with(|| unsafe { text(e.name) }.unwrap_or_default())
+                    .clone();
+                let site = sites
+                    .entry((e.file, e.line))
+                    .or_insert_with(|| {
+                        // SAFETY: as above.
+                        unsafe { text(e.file) }.map(|f| {
+                            let short = f.rsplit('/').next().unwrap_or(&f).to_owned();
+                            format!("{short}:{}", e.line)
+                        })
+                    })
+                    .clone();
                 slices.push(Slice {
                     pipe: e.pipe,
                     start: e.start,
                     end: e.end,
-                    // SAFETY: literals of the kernel library, or null.
-                    name: unsafe { text(e.name) }.unwrap_or_default(),
-                    // SAFETY: as above.
-                    site: unsafe { text(e.file) }.map(|f| {
-                        let short = f.rsplit('/').next().unwrap_or(&f).to_owned();
-                        format!("{short}:{}", e.line)
-                    }),
+                    name,
+                    site,
                     bytes: e.bytes,
                     modelled: e.modelled != 0,
                 });
@@ -463,6 +482,15 @@ unsafe extern "C" fn core_done(
                 });
             }
         }
+    }
+    let mut guard = collect.lock().unwrap_or_else(|e| e.into_inner());
+    if failed {
+        guard.truncated = true;
+    }
+    if guard.truncated && !truncated {
+        // Another core's trace did not fit meanwhile: this one is dropped too.
+        slices.clear();
+        flow_list.clear();
     }
     let n_bins = usize::try_from(s.n_gm_bins).unwrap_or(usize::MAX);
     let mut bins = Vec::new();

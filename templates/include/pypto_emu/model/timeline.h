@@ -88,8 +88,17 @@ inline thread_local ModelInstr model_instr;
 // not modelled.
 inline void model_begin(const ModelSink* sink, uint8_t core, bool vector, bool mixed)
 {
+    // The trace's buffers keep their capacity from block to block of the
+    // thread: growing them again each block (reallocating, and faulting
+    // fresh pages in) was most of what tracing cost.
+    std::vector<ModelEvent> events = std::move(timeline.events);
+    std::vector<ModelFlow> flows = std::move(timeline.flows);
+    events.clear();
+    flows.clear();
     timeline.~Timeline();
     new (&timeline) Timeline();
+    timeline.events = std::move(events);
+    timeline.flows = std::move(flows);
     model_instr = ModelInstr{};
     if (sink == nullptr || sink->params == nullptr) {
         return;
