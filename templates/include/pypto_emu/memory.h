@@ -774,6 +774,7 @@ struct InitMove {
     void init_copy(uint64_t s_off, uint64_t d_off, uint64_t n) const
     {
         if (sb + s_off + n <= sc && db + d_off + n <= dc) {
+            dsh->dirty(db + d_off, db + d_off + n);
             std::memmove(ds + db + d_off, ss + sb + s_off, n);
         }
     }
@@ -791,6 +792,7 @@ struct InitMove {
             }
             return;
         }
+        dsh->dirty(db + d_off, db + d_off + 512);
         const uint8_t* from = ss + sb + s_off;
         uint8_t* to = ds + db + d_off;
         for (uint32_t r = 0; r < 16; ++r) {
@@ -807,6 +809,7 @@ struct InitMove {
     // looked up once per instruction rather than per element.
     uint8_t* ss = nullptr;
     uint8_t* ds = nullptr;
+    InitShadow* dsh = nullptr;
     uint64_t sc = 0, dc = 0;
 };
 
@@ -829,7 +832,8 @@ InitMove init_move(const char* what, const AscendC::LocalTensor<T>& src, const A
     m.init = sanitizing(SANITIZE_INIT);
     if (m.init) {
         m.ss = init_shadow(m.sm);
-        m.ds = init_shadow(m.dm);
+        m.dsh = &init_shadow_state(m.dm);
+        m.ds = m.dsh->bytes.get();
         m.sc = memory_spec(m.sm).capacity;
         m.dc = memory_spec(m.dm).capacity;
     }

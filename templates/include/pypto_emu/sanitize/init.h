@@ -24,25 +24,53 @@ struct InitShadow {
     uint64_t launch = ~0ull;
     uint32_t block_idx = ~0u;
     bool aic = false;
+    // Bytes [lo, hi) may be nonzero, all others are zero: a new block
+    // clears only those (a short block touches a few bytes of a memory of
+    // hundreds of KiB).
+    uint64_t lo = ~0ull, hi = 0;
+
+    // Bytes [at, end) may become nonzero.
+    void dirty(uint64_t at, uint64_t end)
+    {
+        lo = std::min(lo, at);
+        hi = std::max(hi, end);
+    }
 };
 
 // The shadow of `mem` for the running block, cleared on its first use in a block.
-inline uint8_t* init_shadow(Memory mem)
+inline InitShadow& init_shadow_state(Memory mem)
 {
     thread_local InitShadow shadows[static_cast<int>(Memory::COUNT)];
     InitShadow& s = shadows[static_cast<int>(mem)];
-    uint32_t cap = memory_spec(mem).capacity;
     if (!s.bytes) {
-        s.bytes.reset(new uint8_t[cap]);
-        s.launch = ~block.launch_id;
+        uint32_t cap = memory_spec(mem).capacity;
+        s.bytes.reset(new uint8_t[cap]());
     }
     if (s.launch != block.launch_id || s.block_idx != block.idx || s.aic != block.aic) {
-        std::memset(s.bytes.get(), 0, cap);
+        if (s.hi > s.lo) {
+            std::memset(s.bytes.get() + s.lo, 0, s.hi - s.lo);
+        }
+        s.lo = ~0ull;
+        s.hi = 0;
         s.launch = block.launch_id;
         s.block_idx = block.idx;
         s.aic = block.aic;
     }
-    return s.bytes.get();
+    return s;
+}
+
+inline uint8_t* init_shadow(Memory mem) { return init_shadow_state(mem).bytes.get(); }
+
+// initcheck's part of init_mark: bytes [at, at + n) of `mem` are written.
+inline void init_fill(Memory mem, uint64_t at, uint64_t n)
+{
+    uint64_t cap = memory_spec(mem).capacity;
+    if (at < cap) {
+        uint64_t len = at + n > cap ? cap - at : n;
+        InitShadow& s = init_shadow_state(mem);
+        s.dirty(at, at + len);
+        std::memset(s.bytes.get() + at, 1, len);
+    }
 }
 
 // Bytes [at, at + n) of `mem` are written.
@@ -57,20 +85,7 @@ inline void init_mark(Memory mem, uint64_t at, uint64_t n, const char* what = nu
     if (!sanitizing(SANITIZE_INIT)) {
         return;
     }
-    uint64_t cap = memory_spec(mem).capacity;
-    if (at >= cap) {
-        return;
-    }
-    std::memset(init_shadow(mem) + at, 1, at + n > cap ? cap - at : n);
-}
-
-// initcheck's part of init_mark: bytes [at, at + n) of `mem` are written.
-inline void init_fill(Memory mem, uint64_t at, uint64_t n)
-{
-    uint64_t cap = memory_spec(mem).capacity;
-    if (at < cap) {
-        std::memset(init_shadow(mem) + at, 1, at + n > cap ? cap - at : n);
-    }
+    init_fill(mem, at, n);
 }
 
 // initcheck's part of init_check, without the report: whether every byte
