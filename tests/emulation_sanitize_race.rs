@@ -115,6 +115,16 @@ const M_FIX: &str = "racecheck: FIX reads L0C bytes [0, 64) (Fixpipe, matmul.cpp
     and WaitFlag<HardEvent::M_FIX>(id) before the Fixpipe, or pass the buffer through a TQue \
     (EnQue after the Mmad, DeQue before the Fixpipe)";
 
+const M_MTE1: &str = "racecheck: MTE1 writes L0A bytes [0, 512) (LoadData, matmul.cpp:70), still \
+    being read by M (Mmad, matmul.cpp:58) with no synchronisation between them; insert \
+    SetFlag<HardEvent::M_MTE1>(id) after the Mmad and WaitFlag<HardEvent::M_MTE1>(id) before the \
+    LoadData, or let a TQue order it (FreeTensor after the Mmad, AllocTensor before the LoadData)";
+const MTE1_MTE2: &str = "racecheck: MTE2 writes L1 bytes [0, 32) (DataCopy(GM->L1, Nd2NzParams), \
+    matmul.cpp:73), still being read by MTE1 (LoadData, matmul.cpp:49) with no synchronisation \
+    between them; insert SetFlag<HardEvent::MTE1_MTE2>(id) after the LoadData and \
+    WaitFlag<HardEvent::MTE1_MTE2>(id) before the DataCopy(GM->L1, Nd2NzParams), or let a TQue \
+    order it (FreeTensor after the LoadData, AllocTensor before the DataCopy(GM->L1, Nd2NzParams))";
+
 #[test]
 fn each_missing_vector_pipe_flag_is_reported_with_its_fix() {
     for n in [1, 3] {
@@ -175,6 +185,17 @@ fn each_missing_cube_pipe_flag_is_reported_with_its_fix() {
         assert_eq!(message(matmul(m, k, n, 1).0, "MTE2 -> MTE1"), MTE2_MTE1);
         assert_eq!(message(matmul(m, k, n, 2).0, "MTE1 -> M"), MTE1_M);
         assert_eq!(message(matmul(m, k, n, 3).0, "M -> FIX"), M_FIX);
+    }
+}
+
+/// Overwriting a buffer another pipe still reads: the reads were recorded
+/// by Mmad and LoadData all at once (their ranges merged), and are found
+/// all the same, with the bytes of the first overwrite that hits them.
+#[test]
+fn overwrites_of_what_the_cube_still_reads_are_reported() {
+    for (m, k, n) in [(16, 16, 16), (32, 48, 16)] {
+        assert_eq!(message(matmul(m, k, n, 4).0, "M -> MTE1"), M_MTE1);
+        assert_eq!(message(matmul(m, k, n, 5).0, "MTE1 -> MTE2"), MTE1_MTE2);
     }
 }
 

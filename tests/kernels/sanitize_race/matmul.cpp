@@ -63,4 +63,13 @@ extern "C" __global__ __aicore__ void race_matmul(GM_ADDR a, GM_ADDR b, GM_ADDR 
     FixpipeParamsV220 params(n, m, m, n, false);
     params.quantPre = QuantMode_t::NoQuant;
     Fixpipe<float, float, CFG_ROW_MAJOR>(cGm, c1, params);
+    // The inputs of a next product, loaded over this one's without waiting:
+    // 4 (no M -> MTE1 flag) refills L0A while Mmad still reads it, 5 (no
+    // MTE1 -> MTE2 flag) refills L1 while LoadData still reads it.
+    if (which == 4) {
+        LoadData(a2, a1, LoadData2DParams(0, k1, m1, 0, 0, false, 0));
+    }
+    if (which == 5) {
+        DataCopy(a1, aGm, Nd2NzParams(1, m, k, 0, k, m, 1, 0));
+    }
 }
