@@ -6,6 +6,7 @@
 // an empty queue, FreeTensor twice), and bounds of every element access.
 #pragma once
 
+#include <cstdlib>
 #include <cstdio>
 #include <deque>
 #include <iomanip>

@@ -5,7 +5,9 @@
 // to LocalTensor.
 #pragma once
 
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <memory>
 
 #include "../core.h"
@@ -19,8 +21,14 @@ namespace pypto_emu {
 // this block wrote it. Every block of every launch starts with nothing
 // written (the arenas themselves carry over between blocks).
 
+struct InitShadowFree {
+    void operator()(uint8_t* p) const { std::free(p); }
+};
+
 struct InitShadow {
-    std::unique_ptr<uint8_t[]> bytes;
+    // calloc'd: a fresh thread's (each launch of several blocks starts
+    // threads) gets zero pages from the system, touched only where used.
+    std::unique_ptr<uint8_t[], InitShadowFree> bytes;
     uint64_t launch = ~0ull;
     uint32_t block_idx = ~0u;
     bool aic = false;
@@ -44,7 +52,10 @@ inline InitShadow& init_shadow_state(Memory mem)
     InitShadow& s = shadows[static_cast<int>(mem)];
     if (!s.bytes) {
         uint32_t cap = memory_spec(mem).capacity;
-        s.bytes.reset(new uint8_t[cap]());
+        s.bytes.reset(static_cast<uint8_t*>(std::calloc(cap, 1)));
+        if (!s.bytes) {
+            throw std::bad_alloc();
+        }
     }
     if (s.launch != block.launch_id || s.block_idx != block.idx || s.aic != block.aic) {
         if (s.hi > s.lo) {
