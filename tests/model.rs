@@ -4,7 +4,7 @@
 //! unchanged, a pipe never overlaps itself, flags order what they order,
 //! and the trace is well-formed JSON with the tracks it claims.
 
-use pypto_rt::model::{PIPES, chrome_trace};
+use pypto_rt::model::{PIPES, chrome_trace, memory_names};
 use pypto_rt::{Const, Device, ModelArch, profile};
 use pypto_tests::{data_as, kernels};
 
@@ -123,6 +123,89 @@ fn the_trace_is_json_with_a_track_per_core_and_pipe() {
     for pipe in ["V", "MTE2", "MTE3"] {
         let p = PIPES.iter().position(|&n| n == pipe).unwrap();
         assert!(busy[p] > 0, "{pipe} idle:\n{profile}");
+    }
+}
+
+/// What each slice of a profile says its instruction read and wrote, as
+/// `name pipe: reads -> writes`, one line per distinct combination.
+fn accesses(profile: &pypto_rt::Profile) -> std::collections::BTreeSet<String> {
+    profile.launches[0]
+        .cores
+        .iter()
+        .flat_map(|c| &c.slices)
+        .filter(|s| s.name != "SetFlag" && s.name != "WaitFlag")
+        .map(|s| {
+            format!(
+                "{} {}: {} -> {}",
+                s.name,
+                PIPES[s.pipe as usize],
+                memory_names(s.reads).join(" "),
+                memory_names(s.writes).join(" ")
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn each_slice_names_the_memories_its_instruction_read_and_wrote() {
+    let dev = Device::host();
+    let x = dev
+        .tensor_from(&data_as::<f32>(8 * 128, 3), (8, Const::<128>))
+        .unwrap();
+    let bias = dev
+        .tensor_from(&data_as::<f32>(128, 4), (Const::<128>,))
+        .unwrap();
+    let mut out = dev.zeros((8, Const::<128>)).unwrap();
+    let (result, vector) = profile(ModelArch::AtlasA3, || {
+        kernels::add_bias(&x, &bias, &mut out)
+    });
+    result.unwrap();
+    let seen = accesses(&vector);
+    for want in [
+        "DataCopy MTE2: GM -> UB",
+        "DataCopy MTE3: UB -> GM",
+        "Add V: UB -> UB",
+    ] {
+        assert!(seen.contains(want), "no `{want}` in {seen:#?}");
+    }
+    // The trace carries the same record.
+    let json: serde_json::Value = serde_json::from_str(&chrome_trace(&vector)).unwrap();
+    let add = json["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["ph"] == "X" && e["name"].as_str().unwrap().starts_with("Add "))
+        .expect("an Add slice");
+    assert_eq!(
+        (
+            add["args"]["reads"].as_str(),
+            add["args"]["writes"].as_str()
+        ),
+        (Some("UB"), Some("UB"))
+    );
+
+    let a = dev
+        .tensor_from(&bf16s(64 * 96, 1), (64, Const::<96>))
+        .unwrap();
+    let b = dev
+        .tensor_from(&bf16s(96 * 32, 2), (Const::<96>, Const::<32>))
+        .unwrap();
+    let mut c = dev.zeros((64, Const::<32>)).unwrap();
+    let (result, cube) = profile(ModelArch::AtlasA3, || kernels::matmul_bf16(&a, &b, &mut c));
+    result.unwrap();
+    let seen = accesses(&cube);
+    for want in [
+        "DataCopy MTE2: GM -> L1",
+        "LoadData MTE1: L1 -> L0A",
+        "LoadData MTE1: L1 -> L0B",
+        "Mmad M: L0A L0B -> L0C",
+        "Fixpipe FIX: L0C -> GM",
+    ] {
+        assert!(seen.contains(want), "no `{want}` in {seen:#?}");
+    }
+    // Every costed instruction touched some memory.
+    for line in &seen {
+        assert!(!line.ends_with(":  -> "), "{line} touched nothing");
     }
 }
 

@@ -15,6 +15,8 @@ macro_rules! embed {
 pub const EMULATION_HEADERS: &[(&str, &str)] = embed![
     "kernel_operator.h" => "include/kernel_operator.h",
     "pypto_emu/memories.h" => "include/pypto_emu/memories.h",
+    "pypto_emu/instr.h" => "include/pypto_emu/instr.h",
+    "pypto_emu/access.h" => "include/pypto_emu/access.h",
     "pypto_emu/core.h" => "include/pypto_emu/core.h",
     "pypto_emu/types.h" => "include/pypto_emu/types.h",
     "pypto_emu/memory.h" => "include/pypto_emu/memory.h",

@@ -8,7 +8,8 @@
 //! workload also runs traced under `pypto_rt::profile` on top of every
 //! check, against every check alone: what the modelled NPU costs.
 //!
-//! Run with `cargo bench -p pypto-tests --bench sanitize`. Each result is checked against
+//! Run with `cargo bench -p pypto-tests --bench sanitize` (append `-- TEXT`
+//! to run only the workloads whose name contains TEXT). Each result is checked against
 //! the result with the checks off, so every setting computes the same thing.
 
 use pypto_rt::{Const, Device, ModelArch, Sanitize, profile, with_sanitize};
@@ -29,6 +30,16 @@ const SETTINGS: [(&str, Sanitize); 6] = [
     ("all (the default)", Sanitize::ALL),
 ];
 
+/// Whether the workload `name` runs: every one, or those whose name
+/// contains the bench's first argument that is not a flag
+/// (`cargo bench -p pypto-tests --bench sanitize -- "[33, 7]"`).
+fn selected(name: &str) -> bool {
+    match std::env::args().skip(1).find(|a| !a.starts_with('-')) {
+        Some(filter) => name.contains(&filter),
+        None => true,
+    }
+}
+
 /// Times `launch` under every setting, interleaved (`iters` launches per
 /// run: many for the small shapes, whose launches take microseconds);
 /// prints each time and its ratio to the time with the checks off, and
@@ -39,6 +50,9 @@ fn workload<T: PartialEq + std::fmt::Debug>(
     mut launch: impl FnMut(),
     mut result: impl FnMut() -> Vec<T>,
 ) {
+    if !selected(name) {
+        return;
+    }
     let mut want = None;
     for (label, checks) in SETTINGS {
         with_sanitize(checks, &mut launch);

@@ -45,7 +45,8 @@ pub(crate) struct ModelEvent {
     pub line: u32,
     pub pipe: u8,
     pub modelled: u8,
-    pub reserved: u16,
+    pub reads: u8,
+    pub writes: u8,
     pub bytes: u64,
 }
 

@@ -34,6 +34,21 @@ pub use env::{PROFILE_ARCH_VAR, PROFILE_VAR};
 /// The pipes of an AI core, as the emulation numbers them (`pipe_t`).
 pub const PIPES: [&str; 8] = ["S", "V", "M", "MTE1", "MTE2", "MTE3", "ALL", "FIX"];
 
+/// The memories an instruction reads and writes, as the emulation numbers
+/// them (`pypto_emu::Memory`): bit `1 << i` of [`Slice::reads`] and
+/// [`Slice::writes`] is `MEMORIES[i]`.
+pub const MEMORIES: [&str; 8] = ["GM", "UB", "L1", "L0A", "L0B", "L0C", "BT", "FB"];
+
+/// The names of the memories in `mask` (bits as in [`MEMORIES`]), in that order.
+pub fn memory_names(mask: u8) -> Vec<&'static str> {
+    MEMORIES
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| mask & (1 << i) != 0)
+        .map(|(_, m)| *m)
+        .collect()
+}
+
 /// Which core of a block a timeline belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
@@ -107,6 +122,11 @@ pub struct Slice {
     pub bytes: u64,
     /// False when the cost table has no figure for it (costed as one cycle).
     pub modelled: bool,
+    /// The memories it read, one bit each as in [`MEMORIES`] (filled when
+    /// the run is traced or sanitized; see [`memory_names`]).
+    pub reads: u8,
+    /// The memories it wrote, as `reads`.
+    pub writes: u8,
 }
 
 /// A flag from one pipe to another, possibly of another core of the block.
@@ -467,6 +487,8 @@ unsafe extern "C" fn core_done(
                     site,
                     bytes: e.bytes,
                     modelled: e.modelled != 0,
+                    reads: e.reads,
+                    writes: e.writes,
                 });
             }
             for i in 0..n_flows {

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{PIPES, Profile};
+use super::{PIPES, Profile, memory_names};
 
 fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -78,13 +78,15 @@ pub fn chrome_trace(profile: &Profile) -> String {
                 push(
                     &mut out,
                     format!(
-                        "{{\"ph\":\"X\",\"pid\":{pid},\"tid\":{},\"ts\":{:.4},\"dur\":{:.4},\"name\":\"{}\",\"args\":{{\"bytes\":{},\"modelled\":{}}}}}",
+                        "{{\"ph\":\"X\",\"pid\":{pid},\"tid\":{},\"ts\":{:.4},\"dur\":{:.4},\"name\":\"{}\",\"args\":{{\"bytes\":{},\"modelled\":{},\"reads\":\"{}\",\"writes\":\"{}\"}}}}",
                         tid(s.pipe),
                         us(start + s.start),
                         us(s.end - s.start),
                         escape(&label),
                         s.bytes,
-                        s.modelled
+                        s.modelled,
+                        memory_names(s.reads).join(" "),
+                        memory_names(s.writes).join(" ")
                     ),
                 );
             }

@@ -130,15 +130,15 @@ void compound_count(const AscendC::LocalTensor<D>& dst, const AscendC::LocalTens
     uint64_t sbytes = count > 0 ? static_cast<uint64_t>(count) * sizeof(S) : 0;
     uint64_t dbytes = count > 0 ? static_cast<uint64_t>(count) * sizeof(D) : 0;
     if constexpr (F::one_source) {
-        init_read(what, "src", src0, 0, sbytes);
+        access_read(what, "src", src0, 0, sbytes);
     } else {
-        init_read(what, "src0", src0, 0, sbytes);
-        init_read(what, "src1", src1, 0, sbytes);
+        access_read(what, "src0", src0, 0, sbytes);
+        access_read(what, "src1", src1, 0, sbytes);
     }
     if constexpr (F::reads_dst) {
-        init_read(what, "dst", dst, 0, dbytes);
+        access_read(what, "dst", dst, 0, dbytes);
     }
-    init_write(dst, 0, dbytes);
+    access_write(dst, 0, dbytes);
     model_vector_bytes(what, sbytes > dbytes ? sbytes : dbytes, static_cast<uint32_t>(sizeof(D) > sizeof(S) ? sizeof(D) : sizeof(S)));
     if (timing_only()) {
         return;

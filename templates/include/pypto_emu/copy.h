@@ -218,7 +218,7 @@ inline void copy_blocks(uint8_t* d, const uint8_t* s, const AscendC::DataCopyPar
 }
 
 // initcheck for the blocks of a DataCopyParams copy on the local side.
-inline void init_blocks(const InitView& v, const AscendC::DataCopyParams& p, uint16_t gap, bool read = false)
+inline void init_blocks(const AccessView& v, const AscendC::DataCopyParams& p, uint16_t gap, bool read = false)
 {
     if (v.mem == Memory::GM) {
         return;
@@ -389,10 +389,12 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint3
     pypto_emu::check_gm_align(src, what);
     const T* from = src.range(0, count, what);
     if (pypto_emu::timing_only()) {
+        // The record, as the accesses skipped here would have filled it.
+        pypto_emu::instr_access(pypto_emu::memory_of(dst.position()), true);
         return;
     }
     std::memcpy(dst.data(), from, count * sizeof(T));
-    pypto_emu::init_write(dst, 0, static_cast<uint64_t>(count) * sizeof(T));
+    pypto_emu::access_write(dst, 0, static_cast<uint64_t>(count) * sizeof(T));
 }
 
 // UB -> GM, `count` contiguous elements.
@@ -407,9 +409,11 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint3
     pypto_emu::check_count_bytes<T>(count, what);
     pypto_emu::check_local(src, static_cast<uint64_t>(count) * sizeof(T), what);
     pypto_emu::check_gm_align(dst, what);
-    pypto_emu::init_read(what, "src", src, 0, static_cast<uint64_t>(count) * sizeof(T));
+    pypto_emu::access_read(what, "src", src, 0, static_cast<uint64_t>(count) * sizeof(T));
     T* to = dst.range_out(0, count, what);
     if (pypto_emu::timing_only()) {
+        // The record, as the accesses skipped here would have filled it.
+        pypto_emu::instr_access(pypto_emu::Memory::GM, true);
         return;
     }
     pypto_emu::store_gm(to, src.data(), count, what);
@@ -427,12 +431,14 @@ void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32
     pypto_emu::check_count_bytes<T>(count, what);
     pypto_emu::check_local(dst, static_cast<uint64_t>(count) * sizeof(T), what);
     pypto_emu::check_local(src, static_cast<uint64_t>(count) * sizeof(T), what);
-    pypto_emu::init_read(what, "src", src, 0, static_cast<uint64_t>(count) * sizeof(T));
+    pypto_emu::access_read(what, "src", src, 0, static_cast<uint64_t>(count) * sizeof(T));
     if (pypto_emu::timing_only()) {
+        // The record, as the accesses skipped here would have filled it.
+        pypto_emu::instr_access(pypto_emu::memory_of(dst.position()), true);
         return;
     }
     std::memmove(dst.data(), src.data(), count * sizeof(T));
-    pypto_emu::init_write(dst, 0, static_cast<uint64_t>(count) * sizeof(T));
+    pypto_emu::access_write(dst, 0, static_cast<uint64_t>(count) * sizeof(T));
 }
 
 // ---- DataCopy: DataCopyParams forms ----------------------------------------
@@ -457,10 +463,12 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataC
     pypto_emu::check_gm_align(src, what);
     const T* s = src.range(0, pypto_emu::span_bytes(p, p.srcGap) / sizeof(T), what);
     if (pypto_emu::timing_only()) {
+        // The record, as the accesses skipped here would have filled it.
+        pypto_emu::instr_access(pypto_emu::memory_of(dst.position()), true);
         return;
     }
     pypto_emu::copy_blocks(reinterpret_cast<uint8_t*>(dst.data()), reinterpret_cast<const uint8_t*>(s), p);
-    pypto_emu::init_blocks(pypto_emu::init_view(dst), p, p.dstGap);
+    pypto_emu::init_blocks(pypto_emu::access_view(dst), p, p.dstGap);
 }
 
 template <typename T>
@@ -480,9 +488,11 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataC
     pypto_emu::check_gm_align(dst, what);
     T* d = dst.range_out(0, pypto_emu::span_bytes(p, p.dstGap) / sizeof(T), what);
     if (pypto_emu::timing_only()) {
+        // The record, as the accesses skipped here would have filled it.
+        pypto_emu::instr_access(pypto_emu::Memory::GM, true);
         return;
     }
-    pypto_emu::init_blocks(pypto_emu::init_view(src, what, "src"), p, p.srcGap, true);
+    pypto_emu::init_blocks(pypto_emu::access_view(src, what, "src"), p, p.srcGap, true);
     // Block by block, through the atomic mode if one is set.
     uint64_t block = p.blockLen * 32ull / sizeof(T);
     for (uint64_t i = 0; i < p.blockCount; ++i) {
@@ -505,10 +515,10 @@ void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCo
     }
     pypto_emu::check_local(dst, pypto_emu::span_bytes(p, p.dstGap), what);
     pypto_emu::check_local(src, pypto_emu::span_bytes(p, p.srcGap), what);
-    pypto_emu::init_blocks(pypto_emu::init_view(src, what, "src"), p, p.srcGap, true);
+    pypto_emu::init_blocks(pypto_emu::access_view(src, what, "src"), p, p.srcGap, true);
     pypto_emu::copy_blocks(reinterpret_cast<uint8_t*>(dst.data()), reinterpret_cast<const uint8_t*>(src.data()),
                            p);
-    pypto_emu::init_blocks(pypto_emu::init_view(dst), p, p.dstGap);
+    pypto_emu::init_blocks(pypto_emu::access_view(dst), p, p.dstGap);
 }
 
 // ---- DataCopy: slice forms ---------------------------------------------------
@@ -530,7 +540,7 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Slice
     const T* s = src.range(0, p.src_end, what);
     for (size_t i = 0; i < p.dst.size(); ++i) {
         std::memcpy(dst.data() + p.dst[i], s + p.src[i], p.burst * sizeof(T));
-        pypto_emu::init_write(dst, p.dst[i] * sizeof(T), p.burst * sizeof(T));
+        pypto_emu::access_write(dst, p.dst[i] * sizeof(T), p.burst * sizeof(T));
     }
 }
 
@@ -548,7 +558,7 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Slice
     pypto_emu::check_local(src, p.src_end * sizeof(T), what);
     T* d = dst.range_out(0, p.dst_end, what);
     for (size_t i = 0; i < p.dst.size(); ++i) {
-        pypto_emu::init_read(what, "src", src, p.src[i] * sizeof(T), p.burst * sizeof(T));
+        pypto_emu::access_read(what, "src", src, p.src[i] * sizeof(T), p.burst * sizeof(T));
         pypto_emu::store_gm(d + p.dst[i], src.data() + p.src[i], p.burst, what);
     }
 }
@@ -599,7 +609,7 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Nz2Nd
     for (uint64_t m = 0; m < p.ndNum; ++m) {
         for (uint64_t r = 0; r < p.nValue; ++r) {
             for (uint64_t b = 0; b < blocks; ++b) {
-                pypto_emu::init_read(what, "src", src, src_at(m, r, b * 16) * sizeof(T), 16 * sizeof(T));
+                pypto_emu::access_read(what, "src", src, src_at(m, r, b * 16) * sizeof(T), 16 * sizeof(T));
                 pypto_emu::store_gm(d + m * p.dstNdMatrixStride + r * p.dstDStride + b * 16,
                                     src.data() + src_at(m, r, b * 16), 16, what);
             }
@@ -709,7 +719,7 @@ void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Da
                 std::memcpy(out + b, fill, sizeof(T));
             }
         }
-        pypto_emu::init_write(dst, i * dst_step, dst_block);
+        pypto_emu::access_write(dst, i * dst_step, dst_block);
     }
 }
 
@@ -743,7 +753,7 @@ void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Da
     auto* d = reinterpret_cast<uint8_t*>(dst.range_out(0, dst_total / sizeof(T), what));
     const auto* s = reinterpret_cast<const uint8_t*>(src.data());
     for (uint64_t i = 0; i < p.blockCount; ++i) {
-        pypto_emu::init_read(what, "src", src, i * src_step, p.blockLen);
+        pypto_emu::access_read(what, "src", src, i * src_step, p.blockLen);
         pypto_emu::store_gm(reinterpret_cast<T*>(d + i * dst_step),
                             reinterpret_cast<const T*>(s + i * src_step), p.blockLen / sizeof(T), what);
     }

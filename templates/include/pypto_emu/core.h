@@ -26,6 +26,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "instr.h"
 #include "memories.h"
 #include "model/abi.h"
 #include "model/timeline.h"
@@ -318,6 +319,10 @@ inline thread_local BlockState block;
 // Whether the launch runs sanitizer check `bit` (SANITIZE_*).
 inline bool sanitizing(uint32_t bit) { return (block.sanitize & bit) != 0; }
 
+// Whether local-memory accesses go through the access channel (access.h):
+// a sanitizer checks them, or the traced timeline shows them.
+inline bool watching_local() { return sanitizing(SANITIZE_LOCAL) || timeline.trace; }
+
 // Per tensor argument, what pypto-rt says about its memory (mirrored in
 // launch.rs as `HostArg`).
 struct HostArg {
@@ -431,17 +436,10 @@ struct AtCaller {
 };
 
 
-// The running instruction as poll() last saw it: a number that changes
-// with each API call, and its name (racecheck names writers by it).
-inline thread_local uint64_t instruction_seq = 0;
-inline thread_local const char* instruction_name = "an instruction";
-
-// An instruction called by the kernel: its site and name while it runs.
-// Calls from inside the emulation (an instruction built on another) keep
-// the kernel's.
-//
-// It is also the instruction's prologue for the modelled NPU: when it
-// returns, the cost its family noted (model/cost.h) goes on the timeline.
+// An instruction called by the kernel: the prologue that opens its record
+// (instr.h) and, when it returns, hands the record to the modelled NPU
+// (the cost its family noted goes on the timeline). Calls from inside the
+// emulation (an instruction built on another) keep the kernel's record.
 struct AtSite {
     Site saved;
     Site site;
@@ -450,20 +448,17 @@ struct AtSite {
     // `called` is where the instruction was written; `site` is where the
     // kernel's own source called it (the caller of a partial's helper).
     AtSite(Site called, const char* name)
-        : saved(current_site), site(caller_site.file != nullptr ? caller_site : called), name(name),
+        : saved(instr.site), site(caller_site.file != nullptr ? caller_site : called), name(name),
           set(called.file != nullptr && std::strstr(called.file, "pypto_emu/") == nullptr)
     {
         if (set) {
-            current_site = site;
-            instruction_name = name;
-            ++instruction_seq;
-            model_instr = ModelInstr{};
+            instr_open(name, site);
         }
     }
     ~AtSite()
     {
         if (set) {
-            current_site = saved;
+            instr.site = saved;
             if (modelling() && std::uncaught_exceptions() == 0) {
                 model_retire(name, site);
             }
@@ -496,8 +491,8 @@ inline std::string timeout_text(uint64_t ms)
 // Ends a launch that pypto-rt's watchdog gave up on: every API call polls.
 inline void poll(const char* what)
 {
-    ++instruction_seq;
-    instruction_name = what;
+    ++instr.seq;
+    instr.name = what;
     if (block.cancel != nullptr && __atomic_load_n(block.cancel, __ATOMIC_RELAXED) != 0) {
         fail(what, ": the launch did not finish within ", timeout_text(block.timeout_ms),
              " (PYPTO_KERNEL_TIMEOUT); this block was stopped here");

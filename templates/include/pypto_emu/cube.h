@@ -184,15 +184,17 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2Nz
     uint64_t src_last = (p.ndNum - 1ull) * p.srcNdMatrixStride + (p.nValue - 1ull) * p.srcDValue + p.dValue;
     const T* s = src.range(0, src_last, what);
     if (pypto_emu::timing_only()) {
+        // The record, as the accesses skipped here would have filled it.
+        pypto_emu::instr_access(pypto_emu::memory_of(dst.position()), true);
         return;
     }
     // The sanitizers' bookkeeping for all 32-byte rows at once (column
     // block by column block, where the rows of a block are contiguous);
     // else row by row as they are copied.
     bool noted = true;
-    if (pypto_emu::sanitizing(pypto_emu::SANITIZE_LOCAL)) {
-        pypto_emu::InitView v = pypto_emu::init_view(dst);
-        pypto_emu::SanBatch batch;
+    if (pypto_emu::watching_local()) {
+        pypto_emu::AccessView v = pypto_emu::access_view(dst);
+        pypto_emu::AccessBatch batch;
         for (uint32_t nd = 0; nd < p.ndNum; ++nd) {
             for (uint32_t b = 0; b < blocks; ++b) {
                 for (uint32_t r = 0; r < p.nValue; ++r) {
@@ -216,7 +218,7 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2Nz
                                             : T(0);
                 }
                 if (!noted) {
-                    pypto_emu::init_write(dst, static_cast<uint64_t>(row - dst.data()) * sizeof(T), 32);
+                    pypto_emu::access_write(dst, static_cast<uint64_t>(row - dst.data()) * sizeof(T), 32);
                 }
             }
         }
@@ -249,14 +251,17 @@ void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadDa
     pypto_emu::check_cube_operand(dst, dm, dst_bytes, what);
     pypto_emu::check_cube_operand(src, pypto_emu::Memory::L1, src_bytes, what);
     if (pypto_emu::timing_only()) {
+        // The record, as the accesses skipped here would have filled it.
+        pypto_emu::instr_access(pypto_emu::Memory::L1, false);
+        pypto_emu::instr_access(dm, true);
         return;
     }
-    auto mv = pypto_emu::init_move(what, src, dst);
+    auto mv = pypto_emu::access_move(what, src, dst);
     // racecheck on every fractal at once (else fractal by fractal below).
     bool raced = false;
     if (mv.race) {
-        pypto_emu::InitView sv = mv.source_view(), dv = mv.destination_view();
-        pypto_emu::SanBatch batch;
+        pypto_emu::AccessView sv = mv.source_view(), dv = mv.destination_view();
+        pypto_emu::AccessBatch batch;
         for (uint32_t i = 0; i < p.repeatTimes; ++i) {
             batch.add(sv, false, (p.startIndex + static_cast<uint64_t>(i) * p.srcStride) * 512, 512, false);
         }
@@ -321,14 +326,17 @@ void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
     pypto_emu::check_cube_operand(dst, dm, dst_bytes, what);
     pypto_emu::check_cube_operand(src, pypto_emu::Memory::L1, src_bytes, what);
     if (pypto_emu::timing_only()) {
+        // The record, as the accesses skipped here would have filled it.
+        pypto_emu::instr_access(pypto_emu::Memory::L1, false);
+        pypto_emu::instr_access(dm, true);
         return;
     }
-    auto mv = pypto_emu::init_move(what, src, dst);
+    auto mv = pypto_emu::access_move(what, src, dst);
     // racecheck on every square at once (else square by square below).
     bool raced = false;
     if (mv.race) {
-        pypto_emu::InitView sv = mv.source_view(), dv = mv.destination_view();
-        pypto_emu::SanBatch batch;
+        pypto_emu::AccessView sv = mv.source_view(), dv = mv.destination_view();
+        pypto_emu::AccessBatch batch;
         for (uint32_t i = 0; i < p.repeatTimes; ++i) {
             batch.add(sv, false, (p.startIndex + static_cast<uint64_t>(i) * p.srcStride) * square_bytes,
                       square_bytes, false);
@@ -414,21 +422,28 @@ void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor
         pypto_emu::fail(what, ": a bias-table source is not emulated");
     }
     if (pypto_emu::timing_only()) {
+        // The record, as the accesses skipped here would have filled it.
+        pypto_emu::instr_access(pypto_emu::Memory::L0A, false);
+        pypto_emu::instr_access(pypto_emu::Memory::L0B, false);
+        if (!p.cmatrixInitVal) {
+            pypto_emu::instr_access(pypto_emu::Memory::L0C, false);
+        }
+        pypto_emu::instr_access(pypto_emu::Memory::L0C, true);
         return;
     }
     const U* a = fm.data();
     const S* b = filter.data();
     T* c = dst.data();
-    if (pypto_emu::sanitizing(pypto_emu::SANITIZE_LOCAL)) {
+    if (pypto_emu::watching_local()) {
         pypto_emu::OnPipe cube(PIPE_M); // the accumulated C is read by the cube, not by Fixpipe
         // The elements the product reads: A's m x k, B's k x n, and C's
         // m x n when accumulating; then C's m x n are written.
-        auto va = pypto_emu::init_view(fm, what, "the A matrix (fm)");
-        auto vb = pypto_emu::init_view(filter, what, "the B matrix (filter)");
-        auto vc = pypto_emu::init_view(dst, what, "the C matrix (dst, accumulated into)");
+        auto va = pypto_emu::access_view(fm, what, "the A matrix (fm)");
+        auto vb = pypto_emu::access_view(filter, what, "the B matrix (filter)");
+        auto vc = pypto_emu::access_view(dst, what, "the C matrix (dst, accumulated into)");
         // All at once, operand by operand in the order of memory (else
         // row by row below, which reports a failure).
-        pypto_emu::SanBatch batch;
+        pypto_emu::AccessBatch batch;
         for (uint32_t mb = 0; mb < m1; ++mb) {
             for (uint32_t kb = 0; kb < k1; ++kb) {
                 uint64_t kn = std::min<uint64_t>(k0, p.k - uint64_t(kb) * k0) * sizeof(U);
@@ -522,14 +537,17 @@ void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const Fixpip
                                   ((blocks - 1) * p.srcStride * 16 + static_cast<uint64_t>(p.mSize) * 16) * 4, what);
     T* out = dst.range_out(0, (p.mSize - 1ull) * p.dstStride + p.nSize, what);
     if (pypto_emu::timing_only()) {
+        // The record, as the accesses skipped here would have filled it.
+        pypto_emu::instr_access(pypto_emu::Memory::L0C, false);
+        pypto_emu::instr_access(pypto_emu::Memory::GM, true);
         return;
     }
     std::vector<T> row(p.nSize);
-    if (pypto_emu::sanitizing(pypto_emu::SANITIZE_LOCAL)) {
-        auto v = pypto_emu::init_view(src, what, "src");
+    if (pypto_emu::watching_local()) {
+        auto v = pypto_emu::access_view(src, what, "src");
         // All rows at once, column block by column block (else row by row,
         // which reports a failure).
-        pypto_emu::SanBatch batch;
+        pypto_emu::AccessBatch batch;
         for (uint64_t nb = 0; nb < blocks; ++nb) {
             for (uint32_t m = 0; m < p.mSize; ++m) {
                 batch.add(v, false, (nb * p.srcStride * 16 + m * 16ull) * 4, 64);

@@ -136,7 +136,7 @@ void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTen
 {
     pypto_emu::AtSite at_site(site, "Gather");
     // initcheck: the destination counts as written in full (not checked per element).
-    pypto_emu::init_write(dst, 0, dst.GetLength());
+    pypto_emu::access_write(dst, 0, dst.GetLength());
     PYPTO_REQUIRE_TYPE(gather_type, "Gather", PYPTO_GATHER_TYPES);
     const char* what = "Gather";
     if (count > static_cast<uint32_t>(INT32_MAX)) {
@@ -151,10 +151,10 @@ void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTen
     std::vector<T> vals(count);
     const auto* s = reinterpret_cast<const uint8_t*>(src.data());
     uint64_t lo = ~0ull, hi = 0;
-    pypto_emu::init_read(what, "srcOffset", srcOffset, 0, static_cast<uint64_t>(count) * sizeof(uint32_t));
+    pypto_emu::access_read(what, "srcOffset", srcOffset, 0, static_cast<uint64_t>(count) * sizeof(uint32_t));
     for (uint32_t i = 0; i < count; ++i) {
         uint64_t b = pypto_emu::gather_source(src, srcBaseAddr, srcOffset.data()[i], i, what);
-        pypto_emu::init_read(what, "src", src, b, sizeof(T));
+        pypto_emu::access_read(what, "src", src, b, sizeof(T));
         lo = std::min(lo, b);
         hi = std::max<uint64_t>(hi, b + sizeof(T));
         std::memcpy(&vals[i], s + b, sizeof(T));
@@ -179,7 +179,7 @@ void masked_gather(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTenso
                    uint64_t len, int32_t repeat_time, uint16_t dst_rep)
 {
     // initcheck: the destination counts as written in full (not checked per element).
-    init_write(dst, 0, dst.GetLength());
+    access_write(dst, 0, dst.GetLength());
     const char* what = "Gather";
     RepeatPlan p = make_plan(what, sizeof(T), arg, bits, len, repeat_time);
     auto d = strided(dst, 1, dst_rep, "dst", what, true);
@@ -197,9 +197,9 @@ void masked_gather(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTenso
             if (k >= offsets.GetSize()) {
                 fail(what, ": repeat ", r, " reads srcOffset[", k, "], past its ", offsets.GetSize(), " elements");
             }
-            init_read(what, "srcOffset", offsets, k * sizeof(uint32_t), sizeof(uint32_t));
+            access_read(what, "srcOffset", offsets, k * sizeof(uint32_t), sizeof(uint32_t));
             uint64_t b = gather_source(src, base, offsets.data()[k], k, what);
-            init_read(what, "src", src, b, sizeof(T));
+            access_read(what, "src", src, b, sizeof(T));
             lo = std::min(lo, b);
             hi = std::max<uint64_t>(hi, b + sizeof(T));
         }
@@ -235,7 +235,7 @@ void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTen
 {
     pypto_emu::AtSite at_site(site, "Gather");
     // initcheck: the destination counts as written in full (not checked per element).
-    pypto_emu::init_write(dst, 0, dst.GetLength());
+    pypto_emu::access_write(dst, 0, dst.GetLength());
     PYPTO_REQUIRE_TYPE(gather_type, "Gather", PYPTO_GATHER_TYPES);
     pypto_emu::masked_gather(dst, src, srcOffset, srcBaseAddr, pypto_emu::MaskArg::Bitwise, mask, 0, repeatTime,
                              dstRepStride);
@@ -247,7 +247,7 @@ void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTen
 {
     pypto_emu::AtSite at_site(site, "Gather");
     // initcheck: the destination counts as written in full (not checked per element).
-    pypto_emu::init_write(dst, 0, dst.GetLength());
+    pypto_emu::access_write(dst, 0, dst.GetLength());
     PYPTO_REQUIRE_TYPE(gather_type, "Gather", PYPTO_GATHER_TYPES);
     pypto_emu::masked_gather(dst, src, srcOffset, srcBaseAddr, pypto_emu::MaskArg::Continuous, nullptr, mask,
                              repeatTime, dstRepStride);
@@ -264,7 +264,7 @@ void Gatherb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTe
 {
     pypto_emu::AtSite at_site(site, "Gatherb");
     // initcheck: the destination counts as written in full (not checked per element).
-    pypto_emu::init_write(dst, 0, dst.GetLength());
+    pypto_emu::access_write(dst, 0, dst.GetLength());
     PYPTO_REQUIRE_TYPE(gatherb_type, "Gatherb", PYPTO_GATHERB_TYPES);
     const char* what = "Gatherb";
     pypto_emu::poll(what);
@@ -287,7 +287,7 @@ void Gatherb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTe
     auto* d = reinterpret_cast<uint8_t*>(dst.data());
     std::vector<uint8_t> vals(blocks * 32);
     uint64_t dst_end = 0, lo = ~0ull, hi = 0;
-    pypto_emu::init_read(what, "offset", offset, 0, blocks * sizeof(uint32_t));
+    pypto_emu::access_read(what, "offset", offset, 0, blocks * sizeof(uint32_t));
     for (uint64_t k = 0; k < blocks; ++k) {
         uint32_t o = offset.data()[k];
         if (o % 32 != 0) {
@@ -307,7 +307,7 @@ void Gatherb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTe
         dst_end = std::max(dst_end, at + 32);
         lo = std::min<uint64_t>(lo, o);
         hi = std::max<uint64_t>(hi, o + 32ull);
-        pypto_emu::init_read(what, "src", src, o, 32);
+        pypto_emu::access_read(what, "src", src, o, 32);
         std::memcpy(&vals[k * 32], s + o, 32);
     }
     if (pypto_emu::overlaps(d, dst_end, s + lo, hi - lo)) {
@@ -331,9 +331,9 @@ void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src, pypto_emu::
     pypto_emu::check_vector_operand(dst, 256, what);
     pypto_emu::check_vector_operand(src, 256, what);
     // The source is read before the destination (which may be the source) is written.
-    pypto_emu::init_read(what, "src", src, 0, 256 * sizeof(T));
+    pypto_emu::access_read(what, "src", src, 0, 256 * sizeof(T));
     // initcheck: the destination counts as written in full (not checked per element).
-    pypto_emu::init_write(dst, 0, dst.GetLength());
+    pypto_emu::access_write(dst, 0, dst.GetLength());
     T tmp[256];
     std::memcpy(tmp, src.data(), sizeof(tmp));
     for (int r = 0; r < 16; ++r) {
@@ -350,8 +350,8 @@ void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Local
 {
     pypto_emu::AtSite at_site(site, "Transpose");
     // initcheck: the destination counts as written in full (not checked per element).
-    pypto_emu::init_write(dst, 0, dst.GetLength());
-    pypto_emu::init_write(sharedTmpBuffer, 0, sharedTmpBuffer.GetLength());
+    pypto_emu::access_write(dst, 0, dst.GetLength());
+    pypto_emu::access_write(sharedTmpBuffer, 0, sharedTmpBuffer.GetLength());
     PYPTO_REQUIRE_TYPE(transpose_ext_type, "Transpose(TransposeParamsExt)", PYPTO_TRANSPOSE_EXT_TYPES);
     const char* what = "Transpose(TransposeParamsExt)";
     pypto_emu::poll(what);
@@ -419,7 +419,7 @@ void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Local
     if (pypto_emu::overlaps(dst.data(), total * sizeof(T), src.data(), total * sizeof(T))) {
         pypto_emu::fail(what, ": src and dst overlap; the NCHW <-> NHWC transposes need them apart");
     }
-    pypto_emu::init_read(what, "src", src, 0, total * sizeof(T));
+    pypto_emu::access_read(what, "src", src, 0, total * sizeof(T));
     uint64_t c = p.cSize;
     for (uint64_t n = 0; n < p.nSize; ++n) {
         for (uint64_t ci = 0; ci < c; ++ci) {
@@ -443,7 +443,7 @@ void CreateVecIndex(LocalTensor<T> dst, const T& firstValue, uint32_t count, pyp
 {
     pypto_emu::AtSite at_site(site, "CreateVecIndex");
     // initcheck: the destination counts as written in full (not checked per element).
-    pypto_emu::init_write(dst, 0, dst.GetLength());
+    pypto_emu::access_write(dst, 0, dst.GetLength());
     PYPTO_REQUIRE_TYPE(vec_index_type, "CreateVecIndex", "int16_t, half, int32_t, float");
     const char* what = "CreateVecIndex";
     if (count > static_cast<uint32_t>(INT32_MAX)) {

@@ -246,7 +246,7 @@ struct Strided {
     uint32_t blk;
     uint32_t rep;
     const char* name;
-    InitView init; // initcheck: reads through get, writes through put
+    AccessView init; // initcheck: reads through get, writes through put
 
     uint64_t offset(uint32_t r, uint32_t e) const
     {
@@ -278,8 +278,11 @@ Strided<T> strided(const AscendC::LocalTensor<T>& t, uint32_t blk, uint32_t rep,
         fail(what, ": ", name, "'s block stride is 0; the destination block stride must be at least 1 (0 is "
                                "undefined on the hardware)");
     }
+    if (timing_only()) {
+        instr_access(memory_of(t.position()), is_dst); // the record, as run_plan's skipped accesses would fill it
+    }
     return Strided<T>{t.data(), static_cast<uint64_t>(t.GetSize()) * sizeof(T), blk, rep, name,
-                      init_view(t, what, name)};
+                      access_view(t, what, name)};
 }
 
 // Every element the plan touches lies inside the operand.
@@ -746,7 +749,7 @@ struct CastOperand {
     uint32_t blk;
     uint32_t rep;
     const char* name;
-    InitView init;
+    AccessView init;
 
     uint64_t bit(uint32_t r, uint32_t e) const
     {
@@ -804,7 +807,10 @@ CastOperand<T> cast_operand(const AscendC::LocalTensor<T>& t, uint32_t blk, uint
         fail(what, ": ", name, "'s block stride is 0; the destination block stride must be at least 1 (0 is "
                                "undefined on the hardware)");
     }
-    return CastOperand<T>{t.data(), bytes_for<T>(t.GetSize()), blk, rep, name, init_view(t, what, name)};
+    if (timing_only()) {
+        instr_access(memory_of(t.position()), is_dst); // the record, as the skipped accesses would fill it
+    }
+    return CastOperand<T>{t.data(), bytes_for<T>(t.GetSize()), blk, rep, name, access_view(t, what, name)};
 }
 
 // With an int4b_t operand the mask selects whole bytes of it: an even
@@ -981,10 +987,10 @@ void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t re
         pypto_emu::fail(what, ": src and dst overlap; the instruction needs them apart");
     }
     constexpr uint32_t per_block = 32 / sizeof(T);
-    pypto_emu::init_read(what, "src", src, 0, reps * 8ull * sizeof(T));
+    pypto_emu::access_read(what, "src", src, 0, reps * 8ull * sizeof(T));
     for (uint32_t r = 0; r < reps; ++r) {
         for (uint32_t j = 0; j < 8; ++j) {
-            pypto_emu::init_write(dst, (static_cast<uint64_t>(r) * repeatParams.dstRepStride +
+            pypto_emu::access_write(dst, (static_cast<uint64_t>(r) * repeatParams.dstRepStride +
                                         static_cast<uint64_t>(j) * repeatParams.dstBlkStride) * 32, 32);
             T v = src.data()[r * 8 + j];
             T* blk = reinterpret_cast<T*>(reinterpret_cast<uint8_t*>(dst.data()) +
@@ -1013,9 +1019,9 @@ void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalT
     pypto_emu::check_vector_operand(src0, static_cast<int32_t>(count), what);
     pypto_emu::check_vector_operand(src1, static_cast<int32_t>(count), what);
     uint8_t* bits = pypto_emu::bit_operand(dst, count / 8, "dst", what);
-    pypto_emu::init_read(what, "src0", src0, 0, static_cast<uint64_t>(count) * sizeof(T));
-    pypto_emu::init_read(what, "src1", src1, 0, static_cast<uint64_t>(count) * sizeof(T));
-    pypto_emu::init_write(dst, 0, count / 8);
+    pypto_emu::access_read(what, "src0", src0, 0, static_cast<uint64_t>(count) * sizeof(T));
+    pypto_emu::access_read(what, "src1", src1, 0, static_cast<uint64_t>(count) * sizeof(T));
+    pypto_emu::access_write(dst, 0, count / 8);
     std::vector<uint8_t> out(count / 8, 0);
     for (uint32_t i = 0; i < count; ++i) {
         using C = pypto_emu::compute_t<T>;
@@ -1037,8 +1043,8 @@ void Compares(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const pypto
     pypto_emu::check_compare_count<T>(count, what);
     pypto_emu::check_vector_operand(src0, static_cast<int32_t>(count), what);
     uint8_t* bits = pypto_emu::bit_operand(dst, count / 8, "dst", what);
-    pypto_emu::init_read(what, "src0", src0, 0, static_cast<uint64_t>(count) * sizeof(T));
-    pypto_emu::init_write(dst, 0, count / 8);
+    pypto_emu::access_read(what, "src0", src0, 0, static_cast<uint64_t>(count) * sizeof(T));
+    pypto_emu::access_write(dst, 0, count / 8);
     using C = pypto_emu::compute_t<T>;
     C s = static_cast<C>(src1Scalar);
     std::vector<uint8_t> out(count / 8, 0);
@@ -1070,7 +1076,7 @@ void compare_repeats(const AscendC::LocalTensor<U>& dst, const Strided<T>& a, Sr
     check_reach(a, p, what);
     uint64_t n = static_cast<uint64_t>(p.repeats) * p.per_repeat;
     uint8_t* bits = bit_operand(dst, n / 8, "dst", what);
-    init_write(dst, 0, n / 8);
+    access_write(dst, 0, n / 8);
     std::vector<uint8_t> out(n / 8, 0);
     using C = compute_t<T>;
     for (uint32_t r = 0; r < p.repeats; ++r) {
@@ -1126,7 +1132,7 @@ void masked_select(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTenso
         }
     }
     const uint8_t* sel = bit_operand(selMask, (need + 7) / 8, "selMask", what);
-    init_read(what, "selMask", selMask, 0, (need + 7) / 8);
+    access_read(what, "selMask", selMask, 0, (need + 7) / 8);
     run_plan(p, d, [&](uint32_t r, uint32_t e) {
         return bit_at(sel, select_bit(mode, p.per_repeat, r, e)) ? a.get(r, e) : src1_at(r, e);
     });
@@ -1142,20 +1148,20 @@ void select_count(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor
     constexpr uint32_t per_repeat = 256 / sizeof(T);
     uint64_t need = mode == SELMODE::VSEL_CMPMASK_SPR ? (count < per_repeat ? count : per_repeat) : count;
     const uint8_t* sel = bit_operand(selMask, (need + 7) / 8, "selMask", what);
-    init_read(what, "selMask", selMask, 0, (need + 7) / 8);
+    access_read(what, "selMask", selMask, 0, (need + 7) / 8);
     model_vector_bytes(what, static_cast<uint64_t>(count) * sizeof(T), sizeof(T));
     std::vector<T> out(count);
     for (uint32_t i = 0; i < count; ++i) {
         uint64_t b = mode == SELMODE::VSEL_CMPMASK_SPR ? i % per_repeat : i;
         if (bit_at(sel, b)) {
-            init_read(what, "src0", src0, static_cast<uint64_t>(i) * sizeof(T), sizeof(T));
+            access_read(what, "src0", src0, static_cast<uint64_t>(i) * sizeof(T), sizeof(T));
         }
         out[i] = bit_at(sel, b) ? src0.data()[i] : src1_at(i);
     }
     for (uint32_t i = 0; i < count; ++i) {
         dst.data()[i] = out[i];
     }
-    init_write(dst, 0, static_cast<uint64_t>(count) * sizeof(T));
+    access_write(dst, 0, static_cast<uint64_t>(count) * sizeof(T));
 }
 
 } // namespace pypto_emu
@@ -1297,7 +1303,7 @@ void GetCmpMask(const LocalTensor<T>& dst, pypto_emu::Site site = pypto_emu::Sit
     if (have < 128) {
         pypto_emu::fail(what, ": dst has ", have, " bytes; it must have at least 128");
     }
-    pypto_emu::init_write(dst, 0, 16);
+    pypto_emu::access_write(dst, 0, 16);
     std::memcpy(d, pypto_emu::mask_registers().cmp, 16);
 }
 
@@ -1311,7 +1317,7 @@ void SetCmpMask(const LocalTensor<T>& src, pypto_emu::Site site = pypto_emu::Sit
     if (static_cast<uint64_t>(src.GetSize()) * sizeof(T) < 16) {
         pypto_emu::fail(what, ": src has fewer than 16 bytes");
     }
-    pypto_emu::init_read(what, "src", src, 0, 16);
+    pypto_emu::access_read(what, "src", src, 0, 16);
     std::memcpy(pypto_emu::mask_registers().cmp, s, 16);
 }
 
@@ -1335,7 +1341,7 @@ void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const Loca
     pypto_emu::check_vector_operand(src1, static_cast<int32_t>(count), "Select");
     const T* b = src1.data();
     pypto_emu::select_count(dst, selMask, src0, [b, &src1](uint32_t i) {
-        pypto_emu::init_read("Select", "src1", src1, static_cast<uint64_t>(i) * sizeof(T), sizeof(T));
+        pypto_emu::access_read("Select", "src1", src1, static_cast<uint64_t>(i) * sizeof(T), sizeof(T));
         return b[i];
     }, selMode, count);
 }

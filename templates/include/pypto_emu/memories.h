@@ -107,6 +107,4 @@ struct Site {
     }
 };
 
-inline thread_local Site current_site;
-
 } // namespace pypto_emu

@@ -17,6 +17,7 @@
 #include "core.h"
 #include "memories.h"
 #include "model/cost.h"
+#include "access.h"
 #include "sanitize/init.h"
 #include "sanitize/mem.h"
 #include "sanitize/race.h"
@@ -232,9 +233,11 @@ public:
         note_write(offset);
     }
 
-    // memcheck: the bytes of elements [offset, offset + count), read by this block.
+    // The record's global-memory read; memcheck: the bytes of elements
+    // [offset, offset + count), read by this block.
     void note_read(uint64_t offset, uint64_t count) const
     {
+        pypto_emu::instr_access(pypto_emu::Memory::GM, false);
         if ((pypto_emu::block.sanitize & pypto_emu::SANITIZE_MEM) != 0 && count != 0) {
             uint64_t first = offset * pypto_emu::bits_of<T> / 8;
             pypto_emu::note_gm_read(reinterpret_cast<const uint8_t*>(data_) + first,
@@ -242,9 +245,11 @@ public:
         }
     }
 
-    // memcheck: the bytes of element `offset`, written by this block.
+    // The record's global-memory write; memcheck: the bytes of element
+    // `offset`, written by this block.
     void note_write(uint64_t offset) const
     {
+        pypto_emu::instr_access(pypto_emu::Memory::GM, true);
         uint64_t first = offset * pypto_emu::bits_of<T> / 8;
         pypto_emu::note_gm_write(reinterpret_cast<uint8_t*>(data_) + first,
                                  pypto_emu::bytes_for<T>(offset + 1) - first);
@@ -475,7 +480,7 @@ public:
     T GetValue(uint32_t index) const
     {
         check_index(index, "LocalTensor::GetValue");
-        init_elem(index, "LocalTensor::GetValue");
+        access_elem(index, "LocalTensor::GetValue");
         if constexpr (pypto_emu::is_int4<T>) {
             return pypto_emu::load_int4(data_, index);
         } else {
@@ -487,7 +492,7 @@ public:
     void SetValue(uint32_t index, V value) const
     {
         check_index(index, "LocalTensor::SetValue");
-        init_elem(index, nullptr);
+        access_elem(index, nullptr);
         if constexpr (pypto_emu::is_int4<T>) {
             pypto_emu::store_int4(data_, index, static_cast<int4b_t>(value));
         } else {
@@ -498,7 +503,7 @@ public:
     Ref operator()(uint32_t index) const
     {
         check_index(index, "LocalTensor::operator()");
-        init_elem(index, nullptr); // a reference: counted as a write, never checked
+        access_elem(index, nullptr); // a reference: counted as a write, never checked
         if constexpr (pypto_emu::is_int4<T>) {
             return pypto_emu::Int4Ref(data_, index);
         } else {
@@ -639,9 +644,9 @@ private:
 
     // initcheck for element `index`: a read of it when `read` names the
     // instruction, else a write.
-    void init_elem(uint32_t index, const char* read) const
+    void access_elem(uint32_t index, const char* read) const
     {
-        if (!pypto_emu::sanitizing(pypto_emu::SANITIZE_LOCAL)) {
+        if (!pypto_emu::watching_local()) {
             return;
         }
         pypto_emu::Memory mem = pypto_emu::memory_of(position_);
@@ -653,9 +658,9 @@ private:
         uint64_t off = static_cast<uint64_t>(index) * pypto_emu::bits_of<T> / 8;
         uint64_t n = (pypto_emu::bits_of<T> + 7) / 8;
         if (read != nullptr) {
-            pypto_emu::init_check(read, "the tensor", position_, mem, base, off, n);
+            pypto_emu::access_read_at(read, "the tensor", position_, mem, base, off, n);
         } else {
-            pypto_emu::init_mark(mem, base + off, n);
+            pypto_emu::access_write_at(mem, base + off, n);
         }
     }
 
@@ -688,7 +693,7 @@ private:
 namespace pypto_emu {
 
 // initcheck on a local tensor: where it lies, and its byte ranges.
-struct InitView {
+struct AccessView {
     TPosition pos = TPosition::GM;
     Memory mem = Memory::GM; // GM: nothing to check (or the check is off)
     uint64_t base = 0;       // byte of the memory the tensor starts at
@@ -698,22 +703,22 @@ struct InitView {
     void write(uint64_t off, uint64_t n) const
     {
         if (mem != Memory::GM) {
-            init_mark(mem, base + off, n, what[0] != '\0' ? what : nullptr);
+            access_write_at(mem, base + off, n, what[0] != '\0' ? what : nullptr);
         }
     }
     void read(uint64_t off, uint64_t n) const
     {
         if (mem != Memory::GM) {
-            init_check(what, operand, pos, mem, base, off, n);
+            access_read_at(what, operand, pos, mem, base, off, n);
         }
     }
 };
 
 template <typename T>
-InitView init_view(const AscendC::LocalTensor<T>& t, const char* what = "", const char* operand = "")
+AccessView access_view(const AscendC::LocalTensor<T>& t, const char* what = "", const char* operand = "")
 {
-    InitView v;
-    if (!sanitizing(SANITIZE_LOCAL) || t.data() == nullptr) {
+    AccessView v;
+    if (!watching_local() || t.data() == nullptr) {
         return v;
     }
     Memory mem = memory_of(t.position());
@@ -730,17 +735,17 @@ InitView init_view(const AscendC::LocalTensor<T>& t, const char* what = "", cons
 
 // Bytes [off, off + n) of `t` are written / must have been written.
 template <typename T>
-void init_write(const AscendC::LocalTensor<T>& t, uint64_t off, uint64_t n)
+void access_write(const AscendC::LocalTensor<T>& t, uint64_t off, uint64_t n)
 {
-    if (sanitizing(SANITIZE_LOCAL)) {
-        init_view(t).write(off, n);
+    if (watching_local()) {
+        access_view(t).write(off, n);
     }
 }
 template <typename T>
-void init_read(const char* what, const char* operand, const AscendC::LocalTensor<T>& t, uint64_t off, uint64_t n)
+void access_read(const char* what, const char* operand, const AscendC::LocalTensor<T>& t, uint64_t off, uint64_t n)
 {
-    if (sanitizing(SANITIZE_LOCAL)) {
-        init_view(t, what, operand).read(off, n);
+    if (watching_local()) {
+        access_view(t, what, operand).read(off, n);
     }
 }
 
@@ -749,7 +754,7 @@ void init_read(const char* what, const char* operand, const AscendC::LocalTensor
 // source and a write of the destination; initcheck carries each byte's
 // written state across instead of checking it (the instruction that uses
 // the data checks it).
-struct InitMove {
+struct AccessMove {
     Memory sm = Memory::GM, dm = Memory::GM;
     uint64_t sb = 0, db = 0; // tensor starts, bytes into their memories
     const char* what = "";
@@ -803,9 +808,9 @@ struct InitMove {
             }
         }
     }
-    // The two tensors as InitViews (for a SanBatch of racecheck ranges).
-    InitView source_view() const { return InitView{TPosition::GM, sm, sb, what, ""}; }
-    InitView destination_view() const { return InitView{TPosition::GM, dm, db, what, ""}; }
+    // The two tensors as InitViews (for a AccessBatch of racecheck ranges).
+    AccessView source_view() const { return AccessView{TPosition::GM, sm, sb, what, ""}; }
+    AccessView destination_view() const { return AccessView{TPosition::GM, dm, db, what, ""}; }
     // With initcheck: both memories' shadows (this block's) and capacities,
     // looked up once per instruction rather than per element.
     uint8_t* ss = nullptr;
@@ -815,10 +820,10 @@ struct InitMove {
 };
 
 template <typename T, typename U>
-InitMove init_move(const char* what, const AscendC::LocalTensor<T>& src, const AscendC::LocalTensor<U>& dst)
+AccessMove access_move(const char* what, const AscendC::LocalTensor<T>& src, const AscendC::LocalTensor<U>& dst)
 {
-    InitMove m;
-    if (!sanitizing(SANITIZE_LOCAL) || src.data() == nullptr || dst.data() == nullptr) {
+    AccessMove m;
+    if (!watching_local() || src.data() == nullptr || dst.data() == nullptr) {
         return m;
     }
     m.sm = memory_of(src.position());
@@ -831,6 +836,10 @@ InitMove init_move(const char* what, const AscendC::LocalTensor<T>& src, const A
     m.what = what;
     m.race = sanitizing(SANITIZE_RACE);
     m.init = sanitizing(SANITIZE_INIT);
+    // The record: a move reads its source's memory and writes its
+    // destination's (the ranges go to the sanitizers one by one below).
+    instr_access(m.sm, false);
+    instr_access(m.dm, true);
     if (m.init) {
         m.ss = init_shadow(m.sm);
         m.dsh = &init_shadow_state(m.dm);
@@ -852,10 +861,10 @@ InitMove init_move(const char* what, const AscendC::LocalTensor<T>& src, const A
 // false having changed nothing, and the instruction runs its range-by-range
 // bookkeeping, which reports exactly what it always did. Merging changes
 // no check: each looks at every byte of every range either way.
-struct SanBatch {
+struct AccessBatch {
     static constexpr int capacity = 96;
     struct Run {
-        const InitView* view;
+        const AccessView* view;
         bool write;
         bool init; // initcheck applies (false: a move's ranges, racecheck only)
         uint64_t off, end;
@@ -865,8 +874,8 @@ struct SanBatch {
     bool overflow = false; // too many ranges: commit() declines
 
     // `view` reads (write false) or writes bytes [off, off + n) of its tensor;
-    // `init` false: racecheck only (InitMove's ranges).
-    void add(const InitView& view, bool write, uint64_t off, uint64_t n, bool init = true)
+    // `init` false: racecheck only (AccessMove's ranges).
+    void add(const AccessView& view, bool write, uint64_t off, uint64_t n, bool init = true)
     {
         if (view.mem == Memory::GM || n == 0) {
             return;
@@ -914,10 +923,11 @@ struct SanBatch {
             Memory mem = r.view->mem;
             uint64_t at = r.view->base + r.off;
             uint64_t n = r.end - r.off;
+            instr_access(mem, r.write);
             if (race) {
                 const char* what = r.view->what;
                 if (r.write && r.init && what[0] == '\0') {
-                    what = instruction_name; // as init_mark names a writer
+                    what = instr.name; // as access_write_at names a writer
                 }
                 race_commit(mem, at, n, r.write, what);
             }

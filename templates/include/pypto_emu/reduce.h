@@ -305,7 +305,7 @@ void reduce_repeat(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTenso
                    int32_t src_rep, ReduceOrder order, const char* what)
 {
     // initcheck: the destination counts as written in full (not checked per element).
-    init_write(dst, 0, dst.GetLength());
+    access_write(dst, 0, dst.GetLength());
     uint32_t drep = check_stride(dst_rep, "dstRepStride", what);
     uint32_t sblk = check_stride(src_blk, "srcBlkStride", what);
     uint32_t srep = check_stride(src_rep, "srcRepStride", what);
@@ -407,7 +407,7 @@ void reduce_data_block(const AscendC::LocalTensor<T>& dst, const AscendC::LocalT
                        int32_t src_rep, const char* what)
 {
     // initcheck: the destination counts as written in full (not checked per element).
-    init_write(dst, 0, dst.GetLength());
+    access_write(dst, 0, dst.GetLength());
     uint32_t drep = check_stride(dst_rep, "dstRepStride", what);
     uint32_t sblk = check_stride(src_blk, "srcBlkStride", what);
     uint32_t srep = check_stride(src_rep, "srcRepStride", what);
@@ -459,7 +459,7 @@ void reduce_pair(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<
                  int32_t src_rep, const char* what)
 {
     // initcheck: the destination counts as written in full (not checked per element).
-    init_write(dst, 0, dst.GetLength());
+    access_write(dst, 0, dst.GetLength());
     uint32_t drep = check_stride(dst_rep, "dstRepStride", what);
     uint32_t sblk = check_stride(src_blk, "srcBlkStride", what);
     uint32_t srep = check_stride(src_rep, "srcRepStride", what);
@@ -529,7 +529,7 @@ void reduce_maxmin_all(const AscendC::LocalTensor<T>& dst, const Strided<T>& s, 
                        bool cal_index, const char* bad, const char* what)
 {
     // initcheck: the destination counts as written in full (not checked per element).
-    init_write(dst, 0, dst.GetLength());
+    access_write(dst, 0, dst.GetLength());
     bool found = false;
     T best{};
     uint64_t best_index = 0;
@@ -563,7 +563,7 @@ void reduce_maxmin_count(const AscendC::LocalTensor<T>& dst, const AscendC::Loca
                          const AscendC::LocalTensor<T>& work, int32_t count, bool cal_index, const char* what)
 {
     // initcheck: the destination counts as written in full (not checked per element).
-    init_write(dst, 0, dst.GetLength());
+    access_write(dst, 0, dst.GetLength());
     poll(what);
     if (count < 0) {
         fail(what, ": count ", count, " is negative");
@@ -591,9 +591,9 @@ void reduce_maxmin_count(const AscendC::LocalTensor<T>& dst, const AscendC::Loca
     p.counter = true;
     p.total = static_cast<uint64_t>(count);
     p.repeats = static_cast<uint32_t>(repeats);
-    init_write(work, 0, work.GetLength());
+    access_write(work, 0, work.GetLength());
     Strided<T> s{src.data(), static_cast<uint64_t>(src.GetSize()) * sizeof(T), 1, 8, "src",
-                 init_view(src, what, "src")};
+                 access_view(src, what, "src")};
     reduce_maxmin_all<kind>(dst, s, p, cal_index, nullptr, what);
 }
 
@@ -603,7 +603,7 @@ void reduce_maxmin_mask(const AscendC::LocalTensor<T>& dst, const AscendC::Local
                         int32_t repeat_time, int32_t src_rep, bool cal_index, const char* what)
 {
     // initcheck: the destination counts as written in full (not checked per element).
-    init_write(dst, 0, dst.GetLength());
+    access_write(dst, 0, dst.GetLength());
     uint32_t srep = check_stride(src_rep, "srcRepStride", what);
     RepeatPlan p = make_long_plan(what, sizeof(T), arg, bits, len, repeat_time);
     check_reduce_operand(src, 32, "src", what);
@@ -619,7 +619,7 @@ void reduce_maxmin_mask(const AscendC::LocalTensor<T>& dst, const AscendC::Local
     }
     check_work(work, maxmin_work(p.repeats, sizeof(T), cal_index),
                concat(p.repeats, " repeats", cal_index ? " with the index" : "").c_str(), what);
-    init_write(work, 0, work.GetLength());
+    access_write(work, 0, work.GetLength());
     const char* bad = p.counter ? "it ran in counter mode"
                       : srep != 8 ? "its source was not contiguous (srcRepStride 8)"
                                   : nullptr;
@@ -634,7 +634,7 @@ void reduce_sum_mask(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTen
                      int32_t repeat_time, int32_t src_rep, const char* what)
 {
     // initcheck: the destination counts as written in full (not checked per element).
-    init_write(dst, 0, dst.GetLength());
+    access_write(dst, 0, dst.GetLength());
     uint32_t srep = check_stride(src_rep, "srcRepStride", what);
     RepeatPlan p = make_long_plan(what, sizeof(T), arg, bits, len, repeat_time);
     check_reduce_operand(src, 32, "src", what);
@@ -883,8 +883,8 @@ void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Local
 {
     pypto_emu::AtSite at_site(site, "ReduceSum");
     // initcheck: the destination counts as written in full (not checked per element).
-    pypto_emu::init_write(dst, 0, dst.GetLength());
-    pypto_emu::init_write(sharedTmpBuffer, 0, sharedTmpBuffer.GetLength());
+    pypto_emu::access_write(dst, 0, dst.GetLength());
+    pypto_emu::access_write(sharedTmpBuffer, 0, sharedTmpBuffer.GetLength());
     using U = T;
     PYPTO_REDUCE_REQUIRE("ReduceSum");
     const char* what = "ReduceSum";
@@ -914,7 +914,7 @@ void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Local
     if (dst.GetSize() < 1) {
         pypto_emu::fail(what, ": dst has no elements");
     }
-    pypto_emu::init_read(what, "src", src, 0, static_cast<uint64_t>(n) * sizeof(T));
+    pypto_emu::access_read(what, "src", src, 0, static_cast<uint64_t>(n) * sizeof(T));
     constexpr int64_t per_repeat = 256 / sizeof(T);
     T total{};
     for (int64_t start = 0; start < n; start += per_repeat) {
@@ -939,8 +939,8 @@ void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Local
 {
     pypto_emu::AtSite at_site(site, "ReduceSum");
     // initcheck: the destination counts as written in full (not checked per element).
-    pypto_emu::init_write(dst, 0, dst.GetLength());
-    pypto_emu::init_write(sharedTmpBuffer, 0, sharedTmpBuffer.GetLength());
+    pypto_emu::access_write(dst, 0, dst.GetLength());
+    pypto_emu::access_write(sharedTmpBuffer, 0, sharedTmpBuffer.GetLength());
     using U = T;
     PYPTO_REDUCE_REQUIRE("ReduceSum");
     pypto_emu::reduce_sum_mask(dst, src, sharedTmpBuffer, pypto_emu::MaskArg::Bitwise, mask, 0, repeatTime,
@@ -953,8 +953,8 @@ void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Local
 {
     pypto_emu::AtSite at_site(site, "ReduceSum");
     // initcheck: the destination counts as written in full (not checked per element).
-    pypto_emu::init_write(dst, 0, dst.GetLength());
-    pypto_emu::init_write(sharedTmpBuffer, 0, sharedTmpBuffer.GetLength());
+    pypto_emu::access_write(dst, 0, dst.GetLength());
+    pypto_emu::access_write(sharedTmpBuffer, 0, sharedTmpBuffer.GetLength());
     using U = T;
     PYPTO_REDUCE_REQUIRE("ReduceSum");
     pypto_emu::reduce_sum_mask(dst, src, sharedTmpBuffer, pypto_emu::MaskArg::Continuous, nullptr,

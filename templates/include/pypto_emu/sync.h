@@ -98,6 +98,7 @@ T atomic_combine(AtomicOp op, T old, T value)
 template <typename T>
 void store_gm(T* dst, const T* src, uint64_t count, const char* what)
 {
+    instr_access(Memory::GM, true);
     auto op = static_cast<AtomicOp>(block.atomic_op);
     if (op == AtomicOp::None) {
         std::memcpy(static_cast<void*>(dst), src, count * sizeof(T));

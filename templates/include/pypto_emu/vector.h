@@ -82,9 +82,9 @@ void binary(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& a
     const T* x = a.data();
     const T* y = b.data();
     uint64_t bytes = count > 0 ? static_cast<uint64_t>(count) * sizeof(T) : 0;
-    init_read(what, "src0", a, 0, bytes);
-    init_read(what, "src1", b, 0, bytes);
-    init_write(dst, 0, bytes);
+    access_read(what, "src0", a, 0, bytes);
+    access_read(what, "src1", b, 0, bytes);
+    access_write(dst, 0, bytes);
     model_vector_bytes(what, bytes, sizeof(T));
     if (timing_only()) {
         return;
@@ -103,8 +103,8 @@ void unary(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& sr
     T* d = dst.data();
     const T* s = src.data();
     uint64_t bytes = count > 0 ? static_cast<uint64_t>(count) * sizeof(T) : 0;
-    init_read(what, "src", src, 0, bytes);
-    init_write(dst, 0, bytes);
+    access_read(what, "src", src, 0, bytes);
+    access_write(dst, 0, bytes);
     model_vector_bytes(what, bytes, sizeof(T));
     if (timing_only()) {
         return;
@@ -279,7 +279,7 @@ void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& c
     PYPTO_REQUIRE_TYPE(duplicate_type, "Duplicate",
                        "int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
     pypto_emu::check_vector_operand(dst, count, "Duplicate");
-    pypto_emu::init_write(dst, 0, count > 0 ? static_cast<uint64_t>(count) * sizeof(T) : 0);
+    pypto_emu::access_write(dst, 0, count > 0 ? static_cast<uint64_t>(count) * sizeof(T) : 0);
     pypto_emu::model_vector_bytes("Duplicate", count > 0 ? static_cast<uint64_t>(count) * sizeof(T) : 0, sizeof(T));
     for (int32_t i = 0; i < count; ++i) {
         dst.data()[i] = scalarValue;
@@ -625,8 +625,8 @@ void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode&
     pypto_emu::model_vector_bytes(what, std::max(pypto_emu::bytes_for<U>(count), pypto_emu::bytes_for<T>(count)),
                                   static_cast<uint32_t>(std::max(sizeof(T), sizeof(U))));
     std::vector<U> values(count);
-    pypto_emu::init_read(what, "src", src, 0, pypto_emu::bytes_for<U>(count));
-    pypto_emu::init_write(dst, 0, pypto_emu::bytes_for<T>(count));
+    pypto_emu::access_read(what, "src", src, 0, pypto_emu::bytes_for<U>(count));
+    pypto_emu::access_write(dst, 0, pypto_emu::bytes_for<T>(count));
     for (uint32_t i = 0; i < count; ++i) {
         values[i] = pypto_emu::load_elem(src.data(), i);
     }

@@ -54,7 +54,8 @@ struct ModelEvent {
     uint32_t line;
     uint8_t pipe;     // pipe_t
     uint8_t modelled; // 0: no cost in the table (costed as one cycle)
-    uint16_t reserved;
+    uint8_t reads;    // the memories it read, bit 1 << Memory (GM, UB, L1, L0A, L0B, L0C, BT, FB)
+    uint8_t writes;   // ... and wrote
     uint64_t bytes;   // bytes moved or processed
 };
 

@@ -15,6 +15,7 @@
 #include <new>
 #include <vector>
 
+#include "../instr.h"
 #include "../memories.h"
 #include "abi.h"
 
@@ -56,18 +57,6 @@ inline bool modelling() { return timeline.sink != nullptr; }
 // depends on data, not on sizes, sees garbage: the documented limit.
 inline bool timing_only() { return timeline.timing_only; }
 
-// The instruction being issued, filled by its family's cost function.
-struct ModelInstr {
-    bool noted = false;
-    pipe_t pipe = PIPE_S;
-    double cycles = 0;
-    uint64_t bytes = 0;
-    uint64_t gm = 0;       // bytes it moves to or from global memory
-    double gm_cycles = 0;  // cycles it streams them for (its cost less latencies)
-    bool gm_write = false; // it writes them
-};
-
-inline thread_local ModelInstr model_instr;
 
 // Starts the core's timeline (run_core): `sink` null turns the model off.
 // `vector`: the core is a vector core; `mixed`: it is one of a mixed
@@ -99,7 +88,7 @@ inline void model_begin(const ModelSink* sink, uint8_t core, bool vector, bool m
     new (&timeline) Timeline();
     timeline.events = std::move(events);
     timeline.flows = std::move(flows);
-    model_instr = ModelInstr{};
+    instr.cost = InstrCost{};
     if (sink == nullptr || sink->params == nullptr) {
         return;
     }
@@ -123,7 +112,7 @@ inline void model_begin(const ModelSink* sink, uint8_t core, bool vector, bool m
 inline uint64_t model_cycle(double t) { return static_cast<uint64_t>(t + 0.5); }
 
 inline void model_push_event(double start, double end, pipe_t pipe, const char* name, const Site& site,
-                             bool modelled, uint64_t bytes)
+                             bool modelled, uint64_t bytes, uint8_t reads = 0, uint8_t writes = 0)
 {
     Timeline& t = timeline;
     if (!t.trace || t.failed) {
@@ -131,8 +120,8 @@ inline void model_push_event(double start, double end, pipe_t pipe, const char* 
     }
     try {
         t.events.push_back(ModelEvent{model_cycle(start), model_cycle(end), name, site.file, site.line,
-                                      static_cast<uint8_t>(pipe), static_cast<uint8_t>(modelled ? 1 : 0), 0,
-                                      bytes});
+                                      static_cast<uint8_t>(pipe), static_cast<uint8_t>(modelled ? 1 : 0), reads,
+                                      writes, bytes});
     } catch (...) {
         t.failed = true;
     }
@@ -170,24 +159,25 @@ inline void model_note(pipe_t pipe, double cycles, uint64_t bytes)
     if (!modelling()) {
         return;
     }
-    if (model_instr.noted && model_instr.pipe == pipe) {
-        model_instr.cycles += cycles;
-        model_instr.bytes += bytes;
+    InstrCost& c = instr.cost;
+    if (c.noted && c.pipe == pipe) {
+        c.cycles += cycles;
+        c.bytes += bytes;
         return;
     }
-    model_instr.noted = true;
-    model_instr.pipe = pipe;
-    model_instr.cycles = cycles;
-    model_instr.bytes = bytes;
+    c.noted = true;
+    c.pipe = pipe;
+    c.cycles = cycles;
+    c.bytes = bytes;
 }
 
 // The running instruction also reads (or, `write`, writes) `bytes` of
 // global memory, streaming them for `cycles` (after model_note).
 inline void model_note_gm(uint64_t bytes, double cycles, bool write)
 {
-    model_instr.gm += bytes;
-    model_instr.gm_cycles += cycles;
-    model_instr.gm_write = write;
+    instr.cost.gm += bytes;
+    instr.cost.gm_cycles += cycles;
+    instr.cost.gm_write = write;
 }
 
 // Counts `bytes` read (or written) over the cycles [from, to) in the
@@ -226,12 +216,14 @@ inline void model_count_gm(double from, double to, double bytes, bool write)
 }
 
 // The kernel's instruction `name` at `site` is issued: it runs on the pipe
-// and for the cycles its cost function noted (one scalar cycle when none did).
+// and for the cycles its record's cost says (one scalar cycle when its
+// family noted none), and its slice names the memories the record says it
+// read and wrote.
 inline void model_retire(const char* name, const Site& site)
 {
     Timeline& t = timeline;
-    ModelInstr r = model_instr;
-    model_instr = ModelInstr{};
+    InstrCost r = instr.cost;
+    instr.cost = InstrCost{};
     pipe_t pipe = r.noted ? r.pipe : PIPE_S;
     double cycles = r.noted ? r.cycles : 1;
     double start = std::max(t.issue, t.free[pipe]);
@@ -247,7 +239,7 @@ inline void model_retire(const char* name, const Site& site)
     if (r.gm > 0) {
         model_count_gm(std::max(start, end - r.gm_cycles), end, static_cast<double>(r.gm), r.gm_write);
     }
-    model_push_event(start, end, pipe, name, site, r.noted, r.bytes);
+    model_push_event(start, end, pipe, name, site, r.noted, r.bytes, instr.reads, instr.writes);
 }
 
 // SetFlag: raised on `src` once its earlier instructions finish.

@@ -1,8 +1,9 @@
 // initcheck (SANITIZE_INIT): a shadow byte per byte of each on-chip
 // memory, set when an instruction of the running block writes the byte and
-// checked when one reads it (README.md, "initcheck"). The tensor-level
-// helpers (InitView, init_read, init_write, InitMove) are in memory.h, next
-// to LocalTensor.
+// checked when one reads it (README.md, "initcheck"). Accesses reach it
+// through the access channel (access.h; the tensor-level helpers
+// AccessView, access_read, access_write and AccessMove are in memory.h,
+// next to LocalTensor).
 #pragma once
 
 #include <cstdlib>
@@ -12,7 +13,6 @@
 
 #include "../core.h"
 #include "../memories.h"
-#include "race.h"
 
 namespace pypto_emu {
 
@@ -72,7 +72,7 @@ inline InitShadow& init_shadow_state(Memory mem)
 
 inline uint8_t* init_shadow(Memory mem) { return init_shadow_state(mem).bytes.get(); }
 
-// initcheck's part of init_mark: bytes [at, at + n) of `mem` are written.
+// initcheck's part of access_write_at: bytes [at, at + n) of `mem` are written.
 inline void init_fill(Memory mem, uint64_t at, uint64_t n)
 {
     uint64_t cap = memory_spec(mem).capacity;
@@ -84,22 +84,7 @@ inline void init_fill(Memory mem, uint64_t at, uint64_t n)
     }
 }
 
-// Bytes [at, at + n) of `mem` are written.
-inline void init_mark(Memory mem, uint64_t at, uint64_t n, const char* what = nullptr)
-{
-    if (mem == Memory::GM || n == 0 || !sanitizing(SANITIZE_LOCAL)) {
-        return;
-    }
-    if (sanitizing(SANITIZE_RACE)) {
-        race_access(mem, at, n, true, what != nullptr ? what : instruction_name);
-    }
-    if (!sanitizing(SANITIZE_INIT)) {
-        return;
-    }
-    init_fill(mem, at, n);
-}
-
-// initcheck's part of init_check, without the report: whether every byte
+// initcheck's part of access_read_at, without the report: whether every byte
 // of [at, at + n) of `mem` (what lies inside it) was written.
 inline bool init_written(Memory mem, uint64_t at, uint64_t n)
 {
@@ -132,8 +117,8 @@ PYPTO_RUNTIME const char* init_fix(Memory mem)
 ;
 #endif
 
-// `what` reads bytes [off, off + n) of `operand`, a tensor at byte `base`
-// of `mem` (position `pos`): every byte must have been written.
+// `what` read bytes [off, off + n) of `operand`, a tensor at byte `base`
+// of `mem` (position `pos`), and byte `bad` of it was never written.
 [[gnu::noinline]] PYPTO_RUNTIME void init_fail(const char* what, const char* operand, TPosition pos, Memory mem,
                                         uint64_t base, uint64_t off, uint64_t n, uint64_t bad)
 #if PYPTO_RUNTIME_BODY
@@ -148,19 +133,13 @@ PYPTO_RUNTIME const char* init_fix(Memory mem)
 ;
 #endif
 
-PYPTO_RUNTIME void init_check(const char* what, const char* operand, TPosition pos, Memory mem, uint64_t base,
-                       uint64_t off, uint64_t n)
+// initcheck's part of access_read_at: every byte of [off, off + n) of
+// `operand` (at byte `base` of `mem`, position `pos`) that lies inside the
+// memory must have been written.
+PYPTO_RUNTIME void init_verify(const char* what, const char* operand, TPosition pos, Memory mem, uint64_t base,
+                                uint64_t off, uint64_t n)
 #if PYPTO_RUNTIME_BODY
 {
-    if (mem == Memory::GM || n == 0 || !sanitizing(SANITIZE_LOCAL)) {
-        return;
-    }
-    if (sanitizing(SANITIZE_RACE)) {
-        race_access(mem, base + off, n, false, what);
-    }
-    if (!sanitizing(SANITIZE_INIT)) {
-        return;
-    }
     uint64_t cap = memory_spec(mem).capacity;
     uint64_t at = base + off;
     if (at >= cap) {

@@ -212,7 +212,7 @@ inline bool race_queue_pair(int q, int p)
     const char* pn = pipe_name(p);
     const char* qn = pipe_name(q);
     std::string bytes = concat(mname, " bytes [", lo, ", ", hi, ")", describe_local(mem, lo), " ",
-                               race_instruction(what, current_site));
+                               race_instruction(what, instr.site));
     std::string verb = write ? concat("writes ", bytes, other_write ? ", also written by " : ", still being read by ")
                              : concat("reads ", bytes, ", written by ");
     std::string fix;
@@ -312,8 +312,8 @@ inline int race_pipe(Memory mem, bool write)
 // Pipe `p`'s access counts as one of its running instruction's.
 inline void race_tick(RaceState& s, int p)
 {
-    if (s.last_seq[p] != instruction_seq || s.vc[p][p] == 0) {
-        s.last_seq[p] = instruction_seq;
+    if (s.last_seq[p] != instr.seq || s.vc[p][p] == 0) {
+        s.last_seq[p] = instr.seq;
         ++s.vc[p][p];
     }
 }
@@ -321,7 +321,7 @@ inline void race_tick(RaceState& s, int p)
 // Records pipe `p`'s access of bytes [at, at + n) of memory `mi`.
 inline void race_note(RaceState& s, int p, int mi, uint64_t at, uint64_t n, bool write, const char* what)
 {
-    RaceAccess a{0, s.vc[p][p], instruction_seq, what, current_site};
+    RaceAccess a{0, s.vc[p][p], instr.seq, what, instr.site};
     race_record(s.acc[mi][p][write ? 1 : 0], at, n, a);
     uint32_t& mc = s.max_clock[mi][p][write ? 1 : 0];
     mc = std::max(mc, a.clock);
@@ -347,7 +347,7 @@ PYPTO_RUNTIME bool race_clean(Memory mem, uint64_t at, uint64_t n, bool write)
         for (int kind = 1; kind >= (write && !same ? 0 : 1); --kind) {
             uint32_t known = same ? s.done[p] : s.vc[p][q];
             if (s.max_clock[mi][q][kind] > known &&
-                race_find(s.acc[mi][q][kind], at, n, known, same ? instruction_seq : ~0ull) != nullptr) {
+                race_find(s.acc[mi][q][kind], at, n, known, same ? instr.seq : ~0ull) != nullptr) {
                 return false;
             }
         }
@@ -396,7 +396,7 @@ PYPTO_RUNTIME void race_access(Memory mem, uint64_t at, uint64_t n, bool write, 
                 continue;
             }
             const RaceMap::value_type* hit =
-                race_find(s.acc[mi][q][kind], at, n, known, same ? instruction_seq : ~0ull);
+                race_find(s.acc[mi][q][kind], at, n, known, same ? instr.seq : ~0ull);
             if (hit == nullptr) {
                 continue;
             }
