@@ -316,12 +316,20 @@ struct CoreGroup {
 
 inline thread_local BlockState block;
 
+// block.sanitize again, as a plain thread-local: read by every instruction,
+// and a thread-local with a constructor or destructor (as BlockState is)
+// costs a call per read.
+inline thread_local uint32_t block_checks = 0;
+
+// A number that changes with every block a thread runs.
+inline thread_local uint64_t block_serial = 0;
+
 // Whether the launch runs sanitizer check `bit` (SANITIZE_*).
-inline bool sanitizing(uint32_t bit) { return (block.sanitize & bit) != 0; }
+inline bool sanitizing(uint32_t bit) { return (block_checks & bit) != 0; }
 
 // Whether local-memory accesses go through the access channel (access.h):
 // a sanitizer checks them, or the traced timeline shows them.
-inline bool watching_local() { return sanitizing(SANITIZE_LOCAL) || timeline.trace; }
+inline bool watching_local() { return sanitizing(SANITIZE_LOCAL) || model_tracing; }
 
 // Per tensor argument, what pypto-rt says about its memory (mirrored in
 // launch.rs as `HostArg`).
@@ -441,6 +449,22 @@ struct AtCaller {
 // (the cost its family noted goes on the timeline). Calls from inside the
 // emulation (an instruction built on another) keep the kernel's record.
 struct AtSite {
+    // Whether `file` is the kernel's, not the emulation's own. Each call
+    // site passes one string literal, so the answer for the last file
+    // asked about is kept.
+    static bool from_kernel(const char* file)
+    {
+        thread_local const char* last = nullptr;
+        thread_local bool last_answer = false;
+        if (file == nullptr) {
+            return false;
+        }
+        if (file != last) {
+            last = file;
+            last_answer = std::strstr(file, "pypto_emu/") == nullptr;
+        }
+        return last_answer;
+    }
     Site saved;
     Site site;
     const char* name;
@@ -449,7 +473,7 @@ struct AtSite {
     // kernel's own source called it (the caller of a partial's helper).
     AtSite(Site called, const char* name)
         : saved(instr.site), site(caller_site.file != nullptr ? caller_site : called), name(name),
-          set(called.file != nullptr && std::strstr(called.file, "pypto_emu/") == nullptr)
+          set(from_kernel(called.file))
     {
         if (set) {
             instr_open(name, site);
@@ -876,6 +900,8 @@ int32_t run_core(HostLaunch* launch, CoreRole role, CoreGroup* group, Body&& bod
     block.cancel = launch->cancel;
     block.timeout_ms = launch->timeout_ms;
     block.sanitize = launch->sanitize;
+    block_checks = launch->sanitize;
+    ++block_serial;
     block.kernel = launch->kernel != nullptr ? launch->kernel : "";
     block.kernel_len = launch->kernel != nullptr ? launch->kernel_len : 0;
     ::block_idx = block.idx;

@@ -238,7 +238,7 @@ public:
     void note_read(uint64_t offset, uint64_t count) const
     {
         pypto_emu::instr_access(pypto_emu::Memory::GM, false);
-        if ((pypto_emu::block.sanitize & pypto_emu::SANITIZE_MEM) != 0 && count != 0) {
+        if (pypto_emu::sanitizing(pypto_emu::SANITIZE_MEM) && count != 0) {
             uint64_t first = offset * pypto_emu::bits_of<T> / 8;
             pypto_emu::note_gm_read(reinterpret_cast<const uint8_t*>(data_) + first,
                                     pypto_emu::bytes_for<T>(offset + count) - first);

@@ -49,13 +49,20 @@ struct Timeline {
 
 inline thread_local Timeline timeline;
 
-inline bool modelling() { return timeline.sink != nullptr; }
+// Timeline's switches again, as plain thread-locals: they are read by every
+// instruction, and a thread-local with a constructor or destructor (as
+// Timeline is) costs a call per read.
+inline thread_local bool model_on = false;
+inline thread_local bool model_tracing = false;
+inline thread_local bool model_timing_only = false;
+
+inline bool modelling() { return model_on; }
 
 // Timing-only runs (ModelSink::timing_only): the hot instructions (vector
 // arithmetic, copies, LoadData, Mmad, Fixpipe) check their operands and
 // note their cost, then return without computing. Control flow that
 // depends on data, not on sizes, sees garbage: the documented limit.
-inline bool timing_only() { return timeline.timing_only; }
+inline bool timing_only() { return model_timing_only; }
 
 
 // Starts the core's timeline (run_core): `sink` null turns the model off.
@@ -77,6 +84,11 @@ inline bool timing_only() { return timeline.timing_only; }
 // not modelled.
 inline void model_begin(const ModelSink* sink, uint8_t core, bool vector, bool mixed)
 {
+    instr.cost = InstrCost{};
+    if (!model_on && (sink == nullptr || sink->params == nullptr)) {
+        return; // neither this block nor the thread's last was modelled: nothing to reset
+    }
+    model_on = model_tracing = model_timing_only = false;
     // The trace's buffers keep their capacity from block to block of the
     // thread: growing them again each block (reallocating, and faulting
     // fresh pages in) was most of what tracing cost.
@@ -97,6 +109,9 @@ inline void model_begin(const ModelSink* sink, uint8_t core, bool vector, bool m
     timeline.core = core;
     timeline.trace = sink->trace != 0;
     timeline.timing_only = sink->timing_only != 0;
+    model_on = true;
+    model_tracing = timeline.trace;
+    model_timing_only = timeline.timing_only;
     timeline.gm_in = timeline.p.mte2_bytes;
     timeline.gm_out = timeline.p.mte3_bytes;
     // A block's cores that move GM data: one, or a mixed kernel's three. A

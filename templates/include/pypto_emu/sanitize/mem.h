@@ -52,7 +52,7 @@ PYPTO_RUNTIME void note_gm_range(std::vector<std::map<uint64_t, uint64_t>>& per_
                           bool outputs_only)
 #if PYPTO_RUNTIME_BODY
 {
-    if ((block.sanitize & 8u) == 0 || block.num < 2 || bytes == 0) {
+    if (!sanitizing(SANITIZE_MEM) || block.num < 2 || bytes == 0) {
         return;
     }
     const auto* p = static_cast<const uint8_t*>(ptr);

@@ -27,6 +27,7 @@
 #include <map>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "../core.h"
 #include "../memories.h"
@@ -117,33 +118,147 @@ PYPTO_RUNTIME std::string race_instruction(const char* what, const Site& site)
 #else
 ;
 #endif
-using RaceMap = std::map<uint64_t, RaceAccess>;
+// The race maps' nodes come from a free list of the thread's RaceState, so
+// that recording an access (a node per range) and a block's reset (every
+// node) do not call malloc and free each time; launches of a few tiny
+// blocks spent a third of racecheck's cost there.
+struct RaceNodePool {
+    void* free = nullptr;      // a list through the nodes' first word
+    size_t node_bytes = 0;     // the one node size pooled (the first allocated)
+    std::vector<void*> chunks; // what the nodes were carved from
+    RaceNodePool() = default;
+    RaceNodePool(const RaceNodePool&) = delete;
+    RaceNodePool& operator=(const RaceNodePool&) = delete;
+    ~RaceNodePool()
+    {
+        for (void* c : chunks) {
+            ::operator delete(c);
+        }
+    }
+    void* take(size_t bytes)
+    {
+        if (node_bytes == 0) {
+            node_bytes = bytes;
+        }
+        if (bytes != node_bytes) {
+            return ::operator new(bytes);
+        }
+        if (free == nullptr) {
+            // 16 nodes, then twice as many each time: a thread (launches
+            // start fresh ones) faults in only the pages its blocks use.
+            size_t per_chunk = size_t{16} << std::min<size_t>(chunks.size(), 6);
+            chunks.reserve(chunks.size() + 1); // may throw before the chunk exists, not after
+            auto* chunk = static_cast<uint8_t*>(::operator new(per_chunk * bytes));
+            chunks.push_back(chunk);
+            for (size_t i = per_chunk; i-- > 0;) {
+                give(chunk + i * bytes, bytes);
+            }
+        }
+        void* node = free;
+        free = *static_cast<void**>(node);
+        return node;
+    }
+    void give(void* node, size_t bytes)
+    {
+        if (bytes != node_bytes) {
+            ::operator delete(node);
+            return;
+        }
+        *static_cast<void**>(node) = free;
+        free = node;
+    }
+};
+
+// The thread's pool (its RaceState's), set before any map can allocate.
+inline thread_local RaceNodePool* race_pool = nullptr;
+
+template <typename T>
+struct RacePoolAlloc {
+    using value_type = T;
+    RacePoolAlloc() = default;
+    template <typename U>
+    RacePoolAlloc(const RacePoolAlloc<U>&) noexcept
+    {
+    }
+    T* allocate(size_t n)
+    {
+        if (n != 1) {
+            return static_cast<T*>(::operator new(n * sizeof(T)));
+        }
+        return static_cast<T*>(race_pool->take(sizeof(T)));
+    }
+    void deallocate(T* p, size_t n) noexcept
+    {
+        if (n != 1) {
+            ::operator delete(p);
+            return;
+        }
+        race_pool->give(p, sizeof(T));
+    }
+    template <typename U>
+    bool operator==(const RacePoolAlloc<U>&) const noexcept
+    {
+        return true;
+    }
+    template <typename U>
+    bool operator!=(const RacePoolAlloc<U>&) const noexcept
+    {
+        return false;
+    }
+};
+
+using RaceMap = std::map<uint64_t, RaceAccess, std::less<uint64_t>, RacePoolAlloc<std::pair<const uint64_t, RaceAccess>>>;
 
 struct RaceState {
-    uint64_t launch = ~0ull;
-    uint32_t idx = ~0u;
-    bool aic = false;
+    RaceNodePool pool; // first: built before the maps and destroyed after them
     uint32_t vc[pipe_slots][pipe_slots] = {};
     uint32_t done[pipe_slots] = {};    // own instructions known complete (PipeBarrier, flags)
     uint64_t last_seq[pipe_slots] = {};
     uint32_t flag[hard_event_count][8][pipe_slots] = {}; // clocks a raised flag carries
+    bool flags_set = false; // some flag was set this block (else `flag` is still all zero)
     // [memory][pipe][0 read, 1 write], and the largest clock in each map.
     RaceMap acc[static_cast<int>(Memory::COUNT)][pipe_slots][2];
     uint32_t max_clock[static_cast<int>(Memory::COUNT)][pipe_slots][2] = {};
+
+    RaceState() { race_pool = &pool; }
+    RaceState(const RaceState&) = delete;
+    RaceState& operator=(const RaceState&) = delete;
+
+    // A new block: no clocks, flags or accesses (the nodes go back to the pool).
+    void reset()
+    {
+        for (auto& per_mem : acc) {
+            for (auto& per_pipe : per_mem) {
+                for (RaceMap& m : per_pipe) {
+                    m.clear();
+                }
+            }
+        }
+        std::memset(vc, 0, sizeof vc);
+        std::memset(done, 0, sizeof done);
+        std::memset(last_seq, 0, sizeof last_seq);
+        if (flags_set) {
+            std::memset(flag, 0, sizeof flag); // 8 KiB: only when a block used them
+            flags_set = false;
+        }
+        std::memset(max_clock, 0, sizeof max_clock);
+    }
 };
 
 // The race state of the running block, reset on its first use in a block.
+// The fast path reads plain thread-locals only (see block_checks).
 inline RaceState& race_state()
 {
-    thread_local RaceState s;
-    if (s.launch != block.launch_id || s.idx != block.idx || s.aic != block.aic) {
-        s.~RaceState();
-        new (&s) RaceState();
-        s.launch = block.launch_id;
-        s.idx = block.idx;
-        s.aic = block.aic;
+    thread_local RaceState* current = nullptr;
+    thread_local uint64_t serial = 0;
+    if (current == nullptr || serial != block_serial) {
+        thread_local RaceState s;
+        race_pool = &s.pool;
+        s.reset();
+        current = &s;
+        serial = block_serial;
     }
-    return s;
+    return *current;
 }
 
 using RaceClock = uint32_t[pipe_slots];
@@ -469,6 +584,7 @@ inline void queue_pipes(TPosition src, TPosition dst, TPosition user_src, TPosit
 inline void race_set_flag(int event, int id)
 {
     RaceState& s = race_state();
+    s.flags_set = true;
     race_snapshot(s, hard_event_pipes[event][0], s.flag[event][id]);
 }
 
