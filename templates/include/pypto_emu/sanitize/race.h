@@ -219,6 +219,9 @@ struct RaceState {
     // [memory][pipe][0 read, 1 write], and the largest clock in each map.
     RaceMap acc[static_cast<int>(Memory::COUNT)][pipe_slots][2];
     uint32_t max_clock[static_cast<int>(Memory::COUNT)][pipe_slots][2] = {};
+    // Per memory, the pipes with any access recorded (bit 1 << pipe): the
+    // only ones an access needs to look at.
+    uint8_t pipes_used[static_cast<int>(Memory::COUNT)] = {};
 
     RaceState() { race_pool = &pool; }
     RaceState(const RaceState&) = delete;
@@ -242,6 +245,7 @@ struct RaceState {
             flags_set = false;
         }
         std::memset(max_clock, 0, sizeof max_clock);
+        std::memset(pipes_used, 0, sizeof pipes_used);
     }
 };
 
@@ -440,6 +444,7 @@ inline void race_note(RaceState& s, int p, int mi, uint64_t at, uint64_t n, bool
     race_record(s.acc[mi][p][write ? 1 : 0], at, n, a);
     uint32_t& mc = s.max_clock[mi][p][write ? 1 : 0];
     mc = std::max(mc, a.clock);
+    s.pipes_used[mi] = static_cast<uint8_t>(s.pipes_used[mi] | (1u << p));
 }
 
 // Whether race_access(mem, at, n, write, ...) would find no earlier access
@@ -454,7 +459,8 @@ PYPTO_RUNTIME bool race_clean(Memory mem, uint64_t at, uint64_t n, bool write)
     RaceState& s = race_state();
     int p = race_pipe(mem, write);
     int mi = static_cast<int>(mem);
-    for (int q = 0; q < pipe_slots; ++q) {
+    for (unsigned used = s.pipes_used[mi]; used != 0; used &= used - 1) {
+        int q = __builtin_ctz(used);
         bool same = q == p;
         if (same && !(write && (p == PIPE_MTE2 || p == PIPE_MTE3))) {
             continue;
@@ -500,7 +506,8 @@ PYPTO_RUNTIME void race_access(Memory mem, uint64_t at, uint64_t n, bool write, 
     int p = race_pipe(mem, write);
     race_tick(s, p);
     int mi = static_cast<int>(mem);
-    for (int q = 0; q < pipe_slots; ++q) {
+    for (unsigned used = s.pipes_used[mi]; used != 0; used &= used - 1) {
+        int q = __builtin_ctz(used);
         bool same = q == p;
         if (same && !(write && (p == PIPE_MTE2 || p == PIPE_MTE3))) {
             continue;
