@@ -82,8 +82,8 @@ fn a_profiled_matmul_computes_the_same_and_runs_on_the_cube_pipes() {
     );
 }
 
-#[test]
-fn the_trace_is_json_with_a_track_per_core_and_pipe() {
+/// add_bias over [8, 128] fp32, profiled on `arch` (traced).
+fn profiled_add_bias(arch: ModelArch) -> pypto_rt::Profile {
     let dev = Device::host();
     let x = dev
         .tensor_from(&data_as::<f32>(8 * 128, 3), (8, Const::<128>))
@@ -92,10 +92,14 @@ fn the_trace_is_json_with_a_track_per_core_and_pipe() {
         .tensor_from(&data_as::<f32>(128, 4), (Const::<128>,))
         .unwrap();
     let mut out = dev.zeros((8, Const::<128>)).unwrap();
-    let (result, profile) = profile(ModelArch::AtlasA2, || {
-        kernels::add_bias(&x, &bias, &mut out)
-    });
+    let (result, profile) = profile(arch, || kernels::add_bias(&x, &bias, &mut out));
     result.unwrap();
+    profile
+}
+
+#[test]
+fn the_trace_is_json_with_a_track_per_core_and_pipe() {
+    let profile = profiled_add_bias(ModelArch::AtlasA2);
     let json: serde_json::Value = serde_json::from_str(&chrome_trace(&profile)).unwrap();
     let events = json["traceEvents"].as_array().unwrap();
     let slices: Vec<_> = events.iter().filter(|e| e["ph"] == "X").collect();
@@ -149,17 +153,7 @@ fn accesses(profile: &pypto_rt::Profile) -> std::collections::BTreeSet<String> {
 #[test]
 fn each_slice_names_the_memories_its_instruction_read_and_wrote() {
     let dev = Device::host();
-    let x = dev
-        .tensor_from(&data_as::<f32>(8 * 128, 3), (8, Const::<128>))
-        .unwrap();
-    let bias = dev
-        .tensor_from(&data_as::<f32>(128, 4), (Const::<128>,))
-        .unwrap();
-    let mut out = dev.zeros((8, Const::<128>)).unwrap();
-    let (result, vector) = profile(ModelArch::AtlasA3, || {
-        kernels::add_bias(&x, &bias, &mut out)
-    });
-    result.unwrap();
+    let vector = profiled_add_bias(ModelArch::AtlasA3);
     let seen = accesses(&vector);
     for want in [
         "DataCopy MTE2: GM -> UB",
