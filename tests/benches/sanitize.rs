@@ -30,6 +30,11 @@ const SETTINGS: [(&str, Sanitize); 6] = [
     ("all (the default)", Sanitize::ALL),
 ];
 
+/// A half tensor's values as bits (NaNs compare equal to themselves).
+fn half_bits<S: pypto_rt::Shape>(t: &pypto_rt::Tensor<half::f16, S>) -> Vec<u16> {
+    t.to_vec().unwrap().iter().map(|v| v.to_bits()).collect()
+}
+
 /// Whether the workload `name` runs: every one, or those whose name
 /// contains the bench's first argument that is not a flag
 /// (`cargo bench -p pypto-tests --bench sanitize -- "[33, 7]"`).
@@ -155,14 +160,7 @@ fn main() -> anyhow::Result<()> {
         "matmul_f16 [4096, 200] x [200, 144] (cube)",
         1,
         || kernels::matmul_f16(&a, &b, &mut *c.borrow_mut()).expect("matmul"),
-        || {
-            c.borrow()
-                .to_vec()
-                .unwrap()
-                .iter()
-                .map(|v| v.to_bits())
-                .collect()
-        },
+        || half_bits(&c.borrow()),
     );
     drop((a, b, c));
 
@@ -175,14 +173,7 @@ fn main() -> anyhow::Result<()> {
         "matmul [1, 256] x [256, 1024] fp16 (decode, cube)",
         1,
         || kernels::profile_matmul(&a, &b, &mut *c.borrow_mut()).expect("matmul"),
-        || {
-            c.borrow()
-                .to_vec()
-                .unwrap()
-                .iter()
-                .map(|v| v.to_bits())
-                .collect()
-        },
+        || half_bits(&c.borrow()),
     );
     let q = dev.tensor_from(&data(4 * 768, 11), (4usize, 1usize, Const::<768>))?;
     let kv = dev.tensor_from(&data(4 * 768, 12), (4usize, 1usize, Const::<768>))?;
@@ -205,14 +196,7 @@ fn main() -> anyhow::Result<()> {
         "matmul_f16 [1, 200] x [200, 144] (cube)",
         20,
         || kernels::matmul_f16(&a, &b, &mut *c.borrow_mut()).expect("matmul"),
-        || {
-            c.borrow()
-                .to_vec()
-                .unwrap()
-                .iter()
-                .map(|v| v.to_bits())
-                .collect()
-        },
+        || half_bits(&c.borrow()),
     );
     let a = dev.tensor_from(&to_half(data(40, 15)), (1usize, 1usize, Const::<40>))?;
     let b = dev.tensor_from(
@@ -224,14 +208,7 @@ fn main() -> anyhow::Result<()> {
         "batch_matmul_f16 [1, 1, 40] x [1, 40, 32] (cube)",
         50,
         || kernels::batch_matmul_f16(&a, &b, &mut *c.borrow_mut()).expect("batch_matmul"),
-        || {
-            c.borrow()
-                .to_vec()
-                .unwrap()
-                .iter()
-                .map(|v| v.to_bits())
-                .collect()
-        },
+        || half_bits(&c.borrow()),
     );
     let q = dev.tensor_from(&data(64, 17), (1usize, 1usize, Const::<64>))?;
     let o = std::cell::RefCell::new(dev.zeros((1usize, 1usize, Const::<64>))?);

@@ -252,8 +252,7 @@ void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadDa
     pypto_emu::check_cube_operand(src, pypto_emu::Memory::L1, src_bytes, what);
     if (pypto_emu::timing_only()) {
         // The record, as the accesses skipped here would have filled it.
-        pypto_emu::instr_access(pypto_emu::Memory::L1, false);
-        pypto_emu::instr_access(dm, true);
+        pypto_emu::instr_move(pypto_emu::Memory::L1, dm);
         return;
     }
     auto mv = pypto_emu::access_move(what, src, dst);
@@ -327,8 +326,7 @@ void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
     pypto_emu::check_cube_operand(src, pypto_emu::Memory::L1, src_bytes, what);
     if (pypto_emu::timing_only()) {
         // The record, as the accesses skipped here would have filled it.
-        pypto_emu::instr_access(pypto_emu::Memory::L1, false);
-        pypto_emu::instr_access(dm, true);
+        pypto_emu::instr_move(pypto_emu::Memory::L1, dm);
         return;
     }
     auto mv = pypto_emu::access_move(what, src, dst);
@@ -538,8 +536,7 @@ void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const Fixpip
     T* out = dst.range_out(0, (p.mSize - 1ull) * p.dstStride + p.nSize, what);
     if (pypto_emu::timing_only()) {
         // The record, as the accesses skipped here would have filled it.
-        pypto_emu::instr_access(pypto_emu::Memory::L0C, false);
-        pypto_emu::instr_access(pypto_emu::Memory::GM, true);
+        pypto_emu::instr_move(pypto_emu::Memory::L0C, pypto_emu::Memory::GM);
         return;
     }
     std::vector<T> row(p.nSize);

@@ -53,4 +53,12 @@ inline void instr_access(Memory mem, bool write)
     (write ? instr.writes : instr.reads) |= bit;
 }
 
+// The instruction moves data from `from` to `to` (a read of one, a write of
+// the other).
+inline void instr_move(Memory from, Memory to)
+{
+    instr_access(from, false);
+    instr_access(to, true);
+}
+
 } // namespace pypto_emu

@@ -838,8 +838,7 @@ AccessMove access_move(const char* what, const AscendC::LocalTensor<T>& src, con
     m.init = sanitizing(SANITIZE_INIT);
     // The record: a move reads its source's memory and writes its
     // destination's (the ranges go to the sanitizers one by one below).
-    instr_access(m.sm, false);
-    instr_access(m.dm, true);
+    instr_move(m.sm, m.dm);
     if (m.init) {
         m.ss = init_shadow(m.sm);
         m.dsh = &init_shadow_state(m.dm);

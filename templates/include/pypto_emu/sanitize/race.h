@@ -447,6 +447,37 @@ inline void race_note(RaceState& s, int p, int mi, uint64_t at, uint64_t n, bool
     s.pipes_used[mi] = static_cast<uint8_t>(s.pipes_used[mi] | (1u << p));
 }
 
+// Calls `hit(q, kind, access)` for each recorded access that overlaps
+// [at, at + n) of memory `mi` and that pipe `p` does not know to be
+// complete (kind 1: a write), pipe by pipe in pipe order; stops and
+// returns false when `hit` does. The pipes it looks at: every other pipe,
+// and p itself for a copy engine's write (MTE2 and MTE3 copies into
+// overlapping bytes are not ordered).
+template <typename Hit>
+bool race_scan(RaceState& s, int p, int mi, uint64_t at, uint64_t n, bool write, Hit&& hit)
+{
+    for (unsigned used = s.pipes_used[mi]; used != 0; used &= used - 1) {
+        int q = __builtin_ctz(used);
+        bool same = q == p;
+        if (same && !(write && (p == PIPE_MTE2 || p == PIPE_MTE3))) {
+            continue;
+        }
+        for (int kind = 1; kind >= (write && !same ? 0 : 1); --kind) {
+            // Read again each time: `hit` may order the pipes (auto-sync).
+            uint32_t known = same ? s.done[p] : s.vc[p][q];
+            if (s.max_clock[mi][q][kind] <= known) {
+                continue;
+            }
+            const RaceMap::value_type* found =
+                race_find(s.acc[mi][q][kind], at, n, known, same ? instr.seq : ~0ull);
+            if (found != nullptr && !hit(q, kind, found->first, found->second)) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 // Whether race_access(mem, at, n, write, ...) would find no earlier access
 // to report or to order (it then only records the access): the same
 // lookups, changing nothing.
@@ -456,24 +487,8 @@ PYPTO_RUNTIME bool race_clean(Memory mem, uint64_t at, uint64_t n, bool write)
     if (mem == Memory::GM || n == 0) {
         return true;
     }
-    RaceState& s = race_state();
-    int p = race_pipe(mem, write);
-    int mi = static_cast<int>(mem);
-    for (unsigned used = s.pipes_used[mi]; used != 0; used &= used - 1) {
-        int q = __builtin_ctz(used);
-        bool same = q == p;
-        if (same && !(write && (p == PIPE_MTE2 || p == PIPE_MTE3))) {
-            continue;
-        }
-        for (int kind = 1; kind >= (write && !same ? 0 : 1); --kind) {
-            uint32_t known = same ? s.done[p] : s.vc[p][q];
-            if (s.max_clock[mi][q][kind] > known &&
-                race_find(s.acc[mi][q][kind], at, n, known, same ? instr.seq : ~0ull) != nullptr) {
-                return false;
-            }
-        }
-    }
-    return true;
+    return race_scan(race_state(), race_pipe(mem, write), static_cast<int>(mem), at, n, write,
+                     [](int, int, uint64_t, const RaceAccess&) { return false; });
 }
 #else
 ;
@@ -506,37 +521,22 @@ PYPTO_RUNTIME void race_access(Memory mem, uint64_t at, uint64_t n, bool write, 
     int p = race_pipe(mem, write);
     race_tick(s, p);
     int mi = static_cast<int>(mem);
-    for (unsigned used = s.pipes_used[mi]; used != 0; used &= used - 1) {
-        int q = __builtin_ctz(used);
-        bool same = q == p;
-        if (same && !(write && (p == PIPE_MTE2 || p == PIPE_MTE3))) {
-            continue;
+    race_scan(s, p, mi, at, n, write, [&](int q, int kind, uint64_t begin, const RaceAccess& other) {
+        if (race_auto_synced(p, q)) {
+            uint32_t token[pipe_slots];
+            race_snapshot(s, q, token);
+            if (p == PIPE_S) {
+                race_join_all(s, token); // WaitFlag<Q_S>: the scalar pipe stalls
+            } else {
+                race_join(s, p, token, q); // SetFlag/WaitFlag<S_P>
+            }
+            return true;
         }
-        for (int kind = 1; kind >= (write && !same ? 0 : 1); --kind) {
-            uint32_t known = same ? s.done[p] : s.vc[p][q];
-            if (s.max_clock[mi][q][kind] <= known) {
-                continue;
-            }
-            const RaceMap::value_type* hit =
-                race_find(s.acc[mi][q][kind], at, n, known, same ? instr.seq : ~0ull);
-            if (hit == nullptr) {
-                continue;
-            }
-            if (race_auto_synced(p, q)) {
-                uint32_t token[pipe_slots];
-                race_snapshot(s, q, token);
-                if (p == PIPE_S) {
-                    race_join_all(s, token); // WaitFlag<Q_S>: the scalar pipe stalls
-                } else {
-                    race_join(s, p, token, q); // SetFlag/WaitFlag<S_P>
-                }
-                continue;
-            }
-            uint64_t lo = std::max(at, hit->first);
-            uint64_t hi = std::min(at + n, hit->second.end);
-            race_fail(mem, p, write, what, q, kind == 1, hit->second, lo, hi);
-        }
-    }
+        uint64_t lo = std::max(at, begin);
+        uint64_t hi = std::min(at + n, other.end);
+        race_fail(mem, p, write, what, q, kind == 1, other, lo, hi);
+        return true; // not reached: race_fail throws
+    });
     race_note(s, p, mi, at, n, write, what);
 }
 #else
