@@ -9,6 +9,10 @@
 //   5: the same second copy, with the barrier (correct)
 //   6: the scalar unit reads and rewrites element 0 (the compiler orders
 //      the scalar unit with V, MTE2 and MTE3 by itself: correct)
+//   7: the vector unit first zeroes every other 32-byte block of a third
+//      buffer (more ranges than racecheck keeps in its small array), and
+//      a DataCopy overwrites the last of them with no V -> MTE2 flag
+//   8: the same, with the V -> MTE2 flag (correct)
 #include "kernel_operator.h"
 
 using namespace AscendC;
@@ -25,6 +29,19 @@ extern "C" __global__ __aicore__ void race_rows(GM_ADDR x, GM_ADDR y, uint32_t r
     pipe.InitBuffer(buf, 2 * COLS * sizeof(float));
     LocalTensor<float> in = buf.Get<float>();
     LocalTensor<float> out = in[COLS];
+    if (which == 7 || which == 8) {
+        TBuf<TPosition::VECCALC> scattered;
+        pipe.InitBuffer(scattered, 80 * 32);
+        LocalTensor<float> blocks = scattered.Get<float>();
+        for (uint32_t i = 0; i < 80; i += 2) {
+            Duplicate(blocks[i * 8], 0.0f, 8);
+        }
+        if (which == 8) {
+            SetFlag<HardEvent::V_MTE2>(EVENT_ID1);
+            WaitFlag<HardEvent::V_MTE2>(EVENT_ID1);
+        }
+        DataCopy(blocks[78 * 8], xGm, 16);
+    }
     for (uint32_t r = 0; r < rows; ++r) {
         if (r > 0 && which != 3) {
             WaitFlag<HardEvent::V_MTE2>(EVENT_ID0);

@@ -209,6 +209,182 @@ struct RacePoolAlloc {
 
 using RaceMap = std::map<uint64_t, RaceAccess, std::less<uint64_t>, RacePoolAlloc<std::pair<const uint64_t, RaceAccess>>>;
 
+// The first access in tree `m` overlapping [at, at + n) that pipe p does not
+// know to be complete (clock above `known`), skipping instruction `seq`.
+inline const RaceMap::value_type* race_find(const RaceMap& m, uint64_t at, uint64_t n, uint32_t known,
+                                            uint64_t skip_seq)
+{
+    auto it = m.upper_bound(at);
+    if (it != m.begin()) {
+        auto prev = std::prev(it);
+        if (prev->second.end > at) {
+            it = prev;
+        }
+    }
+    for (; it != m.end() && it->first < at + n; ++it) {
+        if (it->second.clock > known && it->second.seq != skip_seq) {
+            return &*it;
+        }
+    }
+    return nullptr;
+}
+
+// Records [at, at + n) in tree `m` as last accessed by `a`, over what was there.
+PYPTO_RUNTIME void race_record(RaceMap& m, uint64_t at, uint64_t n, const RaceAccess& a)
+#if PYPTO_RUNTIME_BODY
+{
+    uint64_t end = at + n;
+    auto it = m.upper_bound(at);
+    if (it != m.begin()) {
+        auto prev = std::prev(it);
+        if (prev->second.end > at) {
+            RaceAccess tail = prev->second;
+            prev->second.end = at; // keep [prev.begin, at)
+            if (tail.end > end) {
+                m.emplace(end, tail);
+            }
+            if (prev->first == at) {
+                m.erase(prev);
+            }
+        }
+    }
+    it = m.lower_bound(at);
+    while (it != m.end() && it->first < end) {
+        if (it->second.end > end) {
+            RaceAccess tail = it->second;
+            it = m.erase(it);
+            m.emplace(end, tail);
+            break;
+        }
+        it = m.erase(it);
+    }
+    // Merge with the access just before when it is the same instruction.
+    it = m.lower_bound(at);
+    if (it != m.begin()) {
+        auto prev = std::prev(it);
+        if (prev->second.end == at && prev->second.seq == a.seq && prev->second.clock == a.clock) {
+            prev->second.end = end;
+            return;
+        }
+    }
+    m.emplace(at, RaceAccess{end, a.clock, a.seq, a.what, a.site});
+}
+#else
+;
+#endif
+
+// An access race_find found: where its range begins, and the access.
+struct RaceHit {
+    uint64_t begin;
+    const RaceAccess* access;
+};
+
+// The last accesses of one memory by one pipe and kind: disjoint ranges.
+// A block records a few dozen, so they live in a sorted array searched
+// linearly; past `flat_limit` ranges (a kernel touching scattered bytes)
+// they move to the tree, whose lookups and updates stay logarithmic.
+class RaceRanges {
+public:
+    static constexpr size_t flat_limit = 32;
+
+    void clear()
+    {
+        flat_.clear(); // keeps its capacity for the next block
+        if (in_tree_) {
+            tree_.clear();
+            in_tree_ = false;
+        }
+    }
+
+    RaceHit find(uint64_t at, uint64_t n, uint32_t known, uint64_t skip_seq) const
+    {
+        if (in_tree_) {
+            const RaceMap::value_type* found = race_find(tree_, at, n, known, skip_seq);
+            return found != nullptr ? RaceHit{found->first, &found->second} : RaceHit{0, nullptr};
+        }
+        for (const Entry& e : flat_) {
+            if (e.begin >= at + n) {
+                break;
+            }
+            if (e.access.end > at && e.access.clock > known && e.access.seq != skip_seq) {
+                return RaceHit{e.begin, &e.access};
+            }
+        }
+        return RaceHit{0, nullptr};
+    }
+
+    void record(uint64_t at, uint64_t n, const RaceAccess& a)
+    {
+        if (in_tree_) {
+            race_record(tree_, at, n, a);
+            return;
+        }
+        uint64_t end = at + n;
+        flat_.reserve(flat_limit); // first: a failed allocation changes nothing
+        // [i, j): the ranges [at, end) overlaps. What replaces them: the
+        // first's part before `at`, the new access (unless the range just
+        // before is the same instruction's and ends at `at`: it grows),
+        // the last's part after `end`.
+        size_t i = 0;
+        while (i < flat_.size() && flat_[i].access.end <= at) {
+            ++i;
+        }
+        size_t j = i;
+        while (j < flat_.size() && flat_[j].begin < end) {
+            ++j;
+        }
+        Entry with[3];
+        size_t k = 0;
+        if (i < j && flat_[i].begin < at) {
+            with[k] = flat_[i];
+            with[k].access.end = at;
+            ++k;
+        }
+        Entry* before = k > 0 ? &with[0] : i > 0 ? &flat_[i - 1] : nullptr;
+        bool grows = before != nullptr && before->access.end == at && before->access.seq == a.seq &&
+                     before->access.clock == a.clock;
+        if (!grows) {
+            with[k++] = Entry{at, RaceAccess{end, a.clock, a.seq, a.what, a.site}};
+        }
+        if (i < j && flat_[j - 1].access.end > end) {
+            with[k] = flat_[j - 1];
+            with[k].begin = end;
+            ++k;
+        }
+        if (flat_.size() - (j - i) + k > flat_limit) {
+            move_to_tree();
+            race_record(tree_, at, n, a);
+            return;
+        }
+        if (grows) {
+            before->access.end = end;
+        }
+        flat_.erase(flat_.begin() + static_cast<std::ptrdiff_t>(i), flat_.begin() + static_cast<std::ptrdiff_t>(j));
+        flat_.insert(flat_.begin() + static_cast<std::ptrdiff_t>(i), with, with + k);
+    }
+
+private:
+    struct Entry {
+        uint64_t begin;
+        RaceAccess access;
+    };
+
+    void move_to_tree()
+    {
+        RaceMap tree;
+        for (const Entry& e : flat_) {
+            tree.emplace(e.begin, e.access);
+        }
+        tree_.swap(tree);
+        flat_.clear();
+        in_tree_ = true;
+    }
+
+    std::vector<Entry> flat_; // sorted by begin
+    RaceMap tree_;
+    bool in_tree_ = false;
+};
+
 struct RaceState {
     RaceNodePool pool; // first: built before the maps and destroyed after them
     uint32_t vc[pipe_slots][pipe_slots] = {};
@@ -217,7 +393,7 @@ struct RaceState {
     uint32_t flag[hard_event_count][8][pipe_slots] = {}; // clocks a raised flag carries
     bool flags_set = false; // some flag was set this block (else `flag` is still all zero)
     // [memory][pipe][0 read, 1 write], and the largest clock in each map.
-    RaceMap acc[static_cast<int>(Memory::COUNT)][pipe_slots][2];
+    RaceRanges acc[static_cast<int>(Memory::COUNT)][pipe_slots][2];
     uint32_t max_clock[static_cast<int>(Memory::COUNT)][pipe_slots][2] = {};
     // Per memory, the pipes with any access recorded (bit 1 << pipe): the
     // only ones an access needs to look at.
@@ -230,10 +406,10 @@ struct RaceState {
     // A new block: no clocks, flags or accesses (the nodes go back to the pool).
     void reset()
     {
-        for (auto& per_mem : acc) {
-            for (auto& per_pipe : per_mem) {
-                for (RaceMap& m : per_pipe) {
-                    m.clear();
+        for (int mi = 0; mi < static_cast<int>(Memory::COUNT); ++mi) {
+            for (unsigned used = pipes_used[mi]; used != 0; used &= used - 1) {
+                for (RaceRanges& r : acc[mi][__builtin_ctz(used)]) {
+                    r.clear();
                 }
             }
         }
@@ -358,70 +534,6 @@ inline bool race_queue_pair(int q, int p)
 ;
 #endif
 
-// The first access in `m` overlapping [at, at + n) that pipe p does not
-// know to be complete (clock above `known`), skipping instruction `seq`.
-inline const RaceMap::value_type* race_find(const RaceMap& m, uint64_t at, uint64_t n, uint32_t known,
-                                            uint64_t skip_seq)
-{
-    auto it = m.upper_bound(at);
-    if (it != m.begin()) {
-        auto prev = std::prev(it);
-        if (prev->second.end > at) {
-            it = prev;
-        }
-    }
-    for (; it != m.end() && it->first < at + n; ++it) {
-        if (it->second.clock > known && it->second.seq != skip_seq) {
-            return &*it;
-        }
-    }
-    return nullptr;
-}
-
-// Records [at, at + n) as last accessed by `a`, over what was there.
-PYPTO_RUNTIME void race_record(RaceMap& m, uint64_t at, uint64_t n, const RaceAccess& a)
-#if PYPTO_RUNTIME_BODY
-{
-    uint64_t end = at + n;
-    auto it = m.upper_bound(at);
-    if (it != m.begin()) {
-        auto prev = std::prev(it);
-        if (prev->second.end > at) {
-            RaceAccess tail = prev->second;
-            prev->second.end = at; // keep [prev.begin, at)
-            if (tail.end > end) {
-                m.emplace(end, tail);
-            }
-            if (prev->first == at) {
-                m.erase(prev);
-            }
-        }
-    }
-    it = m.lower_bound(at);
-    while (it != m.end() && it->first < end) {
-        if (it->second.end > end) {
-            RaceAccess tail = it->second;
-            it = m.erase(it);
-            m.emplace(end, tail);
-            break;
-        }
-        it = m.erase(it);
-    }
-    // Merge with the access just before when it is the same instruction.
-    it = m.lower_bound(at);
-    if (it != m.begin()) {
-        auto prev = std::prev(it);
-        if (prev->second.end == at && prev->second.seq == a.seq && prev->second.clock == a.clock) {
-            prev->second.end = end;
-            return;
-        }
-    }
-    m.emplace(at, RaceAccess{end, a.clock, a.seq, a.what, a.site});
-}
-#else
-;
-#endif
-
 // The pipe an access of `mem` runs on.
 inline int race_pipe(Memory mem, bool write)
 {
@@ -441,7 +553,7 @@ inline void race_tick(RaceState& s, int p)
 inline void race_note(RaceState& s, int p, int mi, uint64_t at, uint64_t n, bool write, const char* what)
 {
     RaceAccess a{0, s.vc[p][p], instr.seq, what, instr.site};
-    race_record(s.acc[mi][p][write ? 1 : 0], at, n, a);
+    s.acc[mi][p][write ? 1 : 0].record(at, n, a);
     uint32_t& mc = s.max_clock[mi][p][write ? 1 : 0];
     mc = std::max(mc, a.clock);
     s.pipes_used[mi] = static_cast<uint8_t>(s.pipes_used[mi] | (1u << p));
@@ -468,9 +580,8 @@ bool race_scan(RaceState& s, int p, int mi, uint64_t at, uint64_t n, bool write,
             if (s.max_clock[mi][q][kind] <= known) {
                 continue;
             }
-            const RaceMap::value_type* found =
-                race_find(s.acc[mi][q][kind], at, n, known, same ? instr.seq : ~0ull);
-            if (found != nullptr && !hit(q, kind, found->first, found->second)) {
+            RaceHit found = s.acc[mi][q][kind].find(at, n, known, same ? instr.seq : ~0ull);
+            if (found.access != nullptr && !hit(q, kind, found.begin, *found.access)) {
                 return false;
             }
         }
