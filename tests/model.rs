@@ -70,8 +70,8 @@ fn a_profiled_matmul_computes_the_same_and_runs_on_the_cube_pipes() {
             core.flows
         );
         // The Mmad of each K tile starts after the LoadData that fed it ended.
-        let first_mmad = core.slices.iter().find(|s| s.name == "Mmad").unwrap();
-        let first_load = core.slices.iter().find(|s| s.name == "LoadData").unwrap();
+        let first_mmad = core.slices.iter().find(|s| &*s.name == "Mmad").unwrap();
+        let first_load = core.slices.iter().find(|s| &*s.name == "LoadData").unwrap();
         assert!(first_load.end <= first_mmad.start);
         assert!(first_mmad.site.as_deref().is_some_and(|s| s.contains(':')));
     }
@@ -137,7 +137,7 @@ fn accesses(profile: &pypto_rt::Profile) -> std::collections::BTreeSet<String> {
         .cores
         .iter()
         .flat_map(|c| &c.slices)
-        .filter(|s| s.name != "SetFlag" && s.name != "WaitFlag")
+        .filter(|s| &*s.name != "SetFlag" && &*s.name != "WaitFlag")
         .map(|s| {
             format!(
                 "{} {}: {} -> {}",
@@ -278,7 +278,7 @@ fn a_mixed_kernel_s_cores_wait_for_each_other_s_flags() {
     let fixpipe_end = cube
         .slices
         .iter()
-        .filter(|s| s.name == "Fixpipe")
+        .filter(|s| &*s.name == "Fixpipe")
         .map(|s| s.end)
         .min()
         .unwrap();

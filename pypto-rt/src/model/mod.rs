@@ -22,7 +22,7 @@ pub use trace::{chrome_trace, svg};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_void};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::Error;
 
@@ -114,10 +114,10 @@ pub struct Slice {
     pub start: u64,
     /// See `start`.
     pub end: u64,
-    /// The instruction.
-    pub name: String,
+    /// The instruction (shared by every slice of the same instruction).
+    pub name: Arc<str>,
     /// Where the kernel called it (`file:line`), when known.
-    pub site: Option<String>,
+    pub site: Option<Arc<str>>,
     /// Bytes moved or processed.
     pub bytes: u64,
     /// False when the cost table has no figure for it (costed as one cycle).
@@ -218,6 +218,10 @@ struct Collect {
     bins: Vec<report::GmBins>,
     trace: bool,
     truncated: bool,
+    /// Instruction names and call sites as text, each converted once per
+    /// launch: keyed by the emulation's pointers (literals of the kernel
+    /// library, alive while it runs) and the site's line.
+    texts: AddrMap<Option<Arc<str>>>,
 }
 
 /// The profiler active on this thread: launches from it are modelled.
@@ -356,6 +360,7 @@ pub(crate) fn begin(blocks: u32, input_bytes: u64) -> Result<Option<Modelled>, E
         bins: Vec::new(),
         trace,
         truncated: false,
+        texts: AddrMap::default(),
     }));
     let sink = Box::new(ModelSink {
         params: &*params,
@@ -417,6 +422,92 @@ unsafe fn text(p: *const c_char) -> Option<String> {
     Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
 }
 
+/// The key of an instruction name in `Collect::texts` (sites use their line).
+const NAME: u32 = u32::MAX;
+
+/// Hashes the emulation's addresses (and lines): a multiply and a rotate
+/// per word, where the standard hasher's SipHash was a tenth of a traced
+/// tiny launch. Keys are addresses of the kernel library, not input.
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl std::hash::Hasher for AddrHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(26) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type AddrMap<V> = HashMap<(usize, u32), V, std::hash::BuildHasherDefault<AddrHasher>>;
+
+/// What [`intern_texts`] returns.
+struct Interned {
+    texts: Vec<Option<Arc<str>>>,
+    /// Per event, the index in `texts` of its name and of its call site.
+    per_event: Vec<[u32; 2]>,
+}
+
+/// The texts of `events`' names and call sites, and per event the index
+/// of its name's and its site's text; each distinct one is taken from the
+/// launch's table (converted from its C string the first time the launch
+/// sees it). None when memory ran out.
+///
+/// # Safety
+/// Names and files of `events` are null or NUL-terminated.
+unsafe fn intern_texts(collect: &Mutex<Collect>, events: &[ModelEvent]) -> Option<Interned> {
+    // The distinct keys first, without the lock: a block has a few dozen.
+    let mut index: AddrMap<u32> = AddrMap::default();
+    let mut keys: Vec<(*const c_char, u32)> = Vec::new();
+    // Room for a typical block's keys at once (growing rehashes).
+    index.try_reserve(64).ok()?;
+    keys.try_reserve(64).ok()?;
+    let mut per_event = Vec::new();
+    per_event.try_reserve_exact(events.len()).ok()?;
+    for e in events {
+        let mut pair = [0u32; 2];
+        for (slot, key) in pair.iter_mut().zip([(e.name, NAME), (e.file, e.line)]) {
+            index.try_reserve(1).ok()?;
+            keys.try_reserve(1).ok()?;
+            *slot = *index.entry((key.0.addr(), key.1)).or_insert_with(|| {
+                keys.push(key);
+                u32::try_from(keys.len() - 1).unwrap_or(u32::MAX)
+            });
+        }
+        per_event.push(pair);
+    }
+    let mut texts = Vec::new();
+    texts.try_reserve_exact(keys.len()).ok()?;
+    let mut guard = collect.lock().unwrap_or_else(|e| e.into_inner());
+    guard.texts.try_reserve(keys.len()).ok()?;
+    for key in keys {
+        let text = guard.texts.entry((key.0.addr(), key.1)).or_insert_with(|| {
+            // SAFETY: the caller's contract.
+            let raw = unsafe { text(key.0) }?;
+            Some(Arc::from(if key.1 == NAME {
+                raw
+            } else {
+                let short = raw.rsplit('/').next().unwrap_or(&raw);
+                format!("{short}:{}", key.1)
+            }))
+        });
+        texts.push(text.clone());
+    }
+    Some(Interned { texts, per_event })
+}
+
 /// Called by the emulation when a core finishes (from the block's thread).
 ///
 /// # Safety
@@ -459,37 +550,27 @@ unsafe extern "C" fn core_done(
         {
             failed = true;
         } else {
-            let mut names: HashMap<*const c_char, String> = HashMap::new();
-            let mut sites: HashMap<(*const c_char, u32), Option<String>> = HashMap::new();
-            for i in 0..n_events {
-                // SAFETY: `events` holds `n_events` records.
-                let e = unsafe { *events.add(i) };
-                let name = names
-                    .entry(e.name)
-                    // SAFETY: literals of the kernel library, or null.
-                    .or_insert_with(|| unsafe { text(e.name) }.unwrap_or_default())
-                    .clone();
-                let site = sites
-                    .entry((e.file, e.line))
-                    .or_insert_with(|| {
-                        // SAFETY: as above.
-                        unsafe { text(e.file) }.map(|f| {
-                            let short = f.rsplit('/').next().unwrap_or(&f).to_owned();
-                            format!("{short}:{}", e.line)
-                        })
-                    })
-                    .clone();
-                slices.push(Slice {
-                    pipe: e.pipe,
-                    start: e.start,
-                    end: e.end,
-                    name,
-                    site,
-                    bytes: e.bytes,
-                    modelled: e.modelled != 0,
-                    reads: e.reads,
-                    writes: e.writes,
-                });
+            // SAFETY: `events` holds `n_events` records.
+            let events = unsafe { std::slice::from_raw_parts(events, n_events) };
+            // SAFETY: names and files are literals of the kernel library, or null.
+            match unsafe { intern_texts(collect, events) } {
+                Some(Interned { texts, per_event }) => {
+                    for (e, [name, site]) in events.iter().zip(per_event) {
+                        let text = |i: u32| texts.get(i as usize).cloned().flatten();
+                        slices.push(Slice {
+                            pipe: e.pipe,
+                            start: e.start,
+                            end: e.end,
+                            name: text(name).unwrap_or_else(|| Arc::from("")),
+                            site: text(site),
+                            bytes: e.bytes,
+                            modelled: e.modelled != 0,
+                            reads: e.reads,
+                            writes: e.writes,
+                        });
+                    }
+                }
+                None => failed = true,
             }
             for i in 0..n_flows {
                 // SAFETY: `flows` holds `n_flows` records.

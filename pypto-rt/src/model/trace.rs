@@ -73,7 +73,7 @@ pub fn chrome_trace(profile: &Profile) -> String {
             for s in &core.slices {
                 let label = match &s.site {
                     Some(site) => format!("{} ({site})", s.name),
-                    None => s.name.clone(),
+                    None => s.name.to_string(),
                 };
                 push(
                     &mut out,

@@ -1909,16 +1909,16 @@ private:
             return;
         }
         for (int e = 0; e < 64; ++e) {
-            for (int id = 0; id < 8; ++id) {
-                if ((events_[e] & (1u << id)) != 0) {
-                    const char* n = pypto_emu::hard_event_name(static_cast<HardEvent>(e));
-                    pypto_emu::block.sync_leak = pypto_emu::concat(
-                        "synccheck: TPipe::AllocEventID<HardEvent::", n, "> handed out ID ", id,
-                        ", which was never released ", when, "; call ReleaseEventID<HardEvent::", n,
-                        ">(", id, ") once the ID's last WaitFlag is done");
-                    return;
-                }
+            if (events_[e] == 0) {
+                continue; // every ID of this event released (nearly always)
             }
+            int id = __builtin_ctz(events_[e]);
+            const char* n = pypto_emu::hard_event_name(static_cast<HardEvent>(e));
+            pypto_emu::block.sync_leak = pypto_emu::concat(
+                "synccheck: TPipe::AllocEventID<HardEvent::", n, "> handed out ID ", id,
+                ", which was never released ", when, "; call ReleaseEventID<HardEvent::", n, ">(", id,
+                ") once the ID's last WaitFlag is done");
+            return;
         }
     }
 

@@ -15,7 +15,7 @@ enum class VectorCost : uint8_t { Simple, Special, Reduce };
 
 // The class of a vector instruction, by name: the transcendental and
 // dividing ones run at a lower rate (DESIGN.md §6, PyPTO's model).
-inline VectorCost vector_cost_of(const char* what)
+inline VectorCost vector_cost_by_name(const char* what)
 {
     static const char* special[] = {"Exp", "Ln", "Div", "Sqrt", "Rsqrt", "Reciprocal", "Log", "Power"};
     for (const char* s : special) {
@@ -27,6 +27,22 @@ inline VectorCost vector_cost_of(const char* what)
         return VectorCost::Reduce;
     }
     return VectorCost::Simple;
+}
+
+// vector_cost_by_name, remembered per name: names are the emulation's
+// literals, so their addresses key a small cache (plain thread-local
+// arrays: no constructor to call on each read).
+inline thread_local const char* vector_cost_names[16] = {};
+inline thread_local VectorCost vector_cost_kinds[16] = {};
+
+inline VectorCost vector_cost_of(const char* what)
+{
+    size_t slot = (reinterpret_cast<uintptr_t>(what) >> 4) & 15;
+    if (vector_cost_names[slot] != what) {
+        vector_cost_kinds[slot] = vector_cost_by_name(what);
+        vector_cost_names[slot] = what;
+    }
+    return vector_cost_kinds[slot];
 }
 
 // A vector instruction over `repeats` 256-byte repeats of `elem` -byte elements.
