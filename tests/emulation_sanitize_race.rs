@@ -137,9 +137,12 @@ fn each_missing_vector_pipe_flag_is_reported_with_its_fix() {
         assert_eq!(message(rows(n, 2).0, "V -> MTE3"), V_MTE3, "{n} rows");
         assert_eq!(message(rows(n, 4).0, "MTE2 -> MTE2"), MTE2_MTE2, "{n} rows");
     }
-    // Zeroing every other element leaves more ranges than racecheck keeps in
+    // Zeroing every other 32-byte block leaves more ranges than racecheck keeps in
     // its small array: the copy over them is still checked against each.
-    assert_eq!(message(rows(2, 7).0, "V -> MTE2 over scattered writes"), V_MTE2_SCATTERED);
+    assert_eq!(
+        message(rows(2, 7).0, "V -> MTE2 over scattered writes"),
+        V_MTE2_SCATTERED
+    );
     let (ordered, exact) = rows(2, 8);
     ordered.unwrap();
     assert!(exact);
