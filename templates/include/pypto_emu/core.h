@@ -450,20 +450,22 @@ struct AtCaller {
 // emulation (an instruction built on another) keep the kernel's record.
 struct AtSite {
     // Whether `file` is the kernel's, not the emulation's own. Each call
-    // site passes one string literal, so the answer for the last file
-    // asked about is kept.
+    // site passes one string literal, so answers are kept by address, in
+    // a few slots: a kernel's instructions alternate between its own file
+    // and the emulation's headers (an instruction built on another).
     static bool from_kernel(const char* file)
     {
-        thread_local const char* last = nullptr;
-        thread_local bool last_answer = false;
+        thread_local const char* files[8] = {};
+        thread_local bool answers[8] = {};
         if (file == nullptr) {
             return false;
         }
-        if (file != last) {
-            last = file;
-            last_answer = std::strstr(file, "pypto_emu/") == nullptr;
+        size_t slot = (reinterpret_cast<uintptr_t>(file) >> 4) & 7;
+        if (files[slot] != file) {
+            files[slot] = file;
+            answers[slot] = std::strstr(file, "pypto_emu/") == nullptr;
         }
-        return last_answer;
+        return answers[slot];
     }
     Site saved;
     Site site;
