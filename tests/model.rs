@@ -48,9 +48,16 @@ fn a_profiled_matmul_computes_the_same_and_runs_on_the_cube_pipes() {
     for f in launch.busy_fraction() {
         assert!((0.0..=1.0).contains(&f), "{f} in\n{profile}");
     }
+    // Output tiles of 128 rows are dealt to the 24 blocks in turn: 300 rows
+    // are 3 tiles, so 3 blocks compute and the other 21 only start.
+    let working: Vec<_> = launch
+        .cores
+        .iter()
+        .filter(|c| !c.slices.is_empty())
+        .collect();
+    assert_eq!((launch.cores.len(), working.len()), (24, 3), "{profile}");
     // No pipe runs two instructions at once; every instruction fits in its core.
-    for core in &launch.cores {
-        assert!(!core.slices.is_empty());
+    for core in working {
         for pipe in 0..8u8 {
             let mut slices: Vec<_> = core.slices.iter().filter(|s| s.pipe == pipe).collect();
             slices.sort_by_key(|s| s.start);
@@ -83,6 +90,44 @@ fn a_profiled_matmul_computes_the_same_and_runs_on_the_cube_pipes() {
 }
 
 /// add_bias over [8, 128] fp32, profiled on `arch` (traced).
+/// A one-row (decode) product runs on a core per 128 output columns, each
+/// streaming its own columns of B once, with the numbers a plain-Rust
+/// product gives (exact: small whole numbers).
+#[test]
+fn a_decode_matmul_is_split_over_the_cores_by_columns() {
+    let dev = Device::host();
+    let (k, n) = (256usize, 1024usize);
+    let a: Vec<half::f16> = (0..k)
+        .map(|i| half::f16::from_f32((i % 5) as f32 - 2.0))
+        .collect();
+    let b: Vec<half::f16> = (0..k * n)
+        .map(|i| half::f16::from_f32((i % 3) as f32 - 1.0))
+        .collect();
+    let at = dev.tensor_from(&a, (1usize, k)).unwrap();
+    let bt = dev.tensor_from(&b, (k, n)).unwrap();
+    let mut out = dev.zeros((1usize, n)).unwrap();
+    let (result, profile) = profile(ModelArch::AtlasA3, || {
+        kernels::builtin_matmul_f16(&at, &bt, &mut out)
+    });
+    result.unwrap();
+    let want: Vec<f32> = (0..n)
+        .map(|j| (0..k).map(|p| a[p].to_f32() * b[p * n + j].to_f32()).sum())
+        .collect();
+    let got: Vec<f32> = out.to_vec().unwrap().iter().map(|v| v.to_f32()).collect();
+    assert_eq!(got, want);
+    let launch = &profile.launches[0];
+    let working = launch.cores.iter().filter(|c| !c.slices.is_empty()).count();
+    assert_eq!((launch.cores.len(), working), (24, n / 128), "{profile}");
+    // Each working core reads its own 128 columns of B and A's one row:
+    // B's bytes once over the launch, not once per row or per core.
+    let b_bytes = (k * n * 2) as u64;
+    let read: u64 = launch.cores.iter().map(|c| c.gm_read).sum();
+    assert!(
+        read >= b_bytes && read < b_bytes + (working * k * 2 * 16) as u64,
+        "read {read} bytes for a {b_bytes}-byte weight:\n{profile}"
+    );
+}
+
 fn profiled_add_bias(arch: ModelArch) -> pypto_rt::Profile {
     let dev = Device::host();
     let x = dev

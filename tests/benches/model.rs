@@ -79,6 +79,59 @@ const GEMM: [(usize, [f64; 4], f64, bool); 4] = [
     (7680, [80.6, 63.0, 98.4, 2.4], 3.1680, false),
 ];
 
+/// Models `builtin/matmul` (fp16, 24 blocks) on [m, k] × [k, n], timing only.
+fn model_builtin_matmul(dev: &Device, m: usize, k: usize, n: usize) -> Profile {
+    let a = dev.zeros::<half::f16, _>((m, k)).expect("a");
+    let b = dev.zeros::<half::f16, _>((k, n)).expect("b");
+    let mut out = dev.zeros::<half::f16, _>((m, n)).expect("out");
+    let (result, profile) = Profiler::new(ModelArch::AtlasA3)
+        .trace(false)
+        .timing_only(true)
+        .run(|| kernels::builtin_matmul_f16(&a, &b, &mut out));
+    result.expect("builtin matmul");
+    profile
+}
+
+/// Issue 25's targets for the builtin matmul: each measured GEMM row's
+/// time (the builtin's own tiling, B stored [k, n], fp16 out), and the
+/// decode shapes against the bandwidth bound: the weight's bytes at the
+/// chip's modelled HBM bandwidth.
+fn builtin_matmul(dev: &Device) {
+    for (size, ratios, ms, _) in GEMM {
+        let started = std::time::Instant::now();
+        let profile = model_builtin_matmul(dev, size, size, size);
+        let modelled = profile.micros();
+        let target = ms * 1000.0;
+        let busy = profile.launches[0].busy_fraction();
+        println!(
+            "builtin matmul {size}: modelled {modelled:.1} us, target {target:.1} us, ratio {:.3}  \
+             Mmad {:.1}% (measured GEMM {:.1}%), bound {}  [{:.1} s to model]",
+            modelled / target,
+            busy[2] * 100.0,
+            ratios[0],
+            profile.launches[0].bound(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let arch = ModelArch::AtlasA3;
+    for (m, k, n) in [(1, 4096, 11008), (16, 4096, 11008)] {
+        let started = std::time::Instant::now();
+        let profile = model_builtin_matmul(dev, m, k, n);
+        let modelled = profile.micros();
+        let weight = (k * n * 2) as f64;
+        let target = arch.micros((weight / arch.chip_hbm_bytes_per_cycle()).ceil() as u64);
+        println!(
+            "builtin matmul decode {m}x{k}x{n}: modelled {modelled:.1} us, target {target:.1} us \
+             (the weight at the modelled HBM bandwidth), ratio {:.3}, {:.0}% of the bound, bound {}  \
+             [{:.1} s to model]",
+            modelled / target,
+            target / modelled * 100.0,
+            profile.launches[0].bound(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+}
+
 fn main() {
     let dev = Device::host();
     let mut worst_fit: f64 = 1.0;
@@ -127,6 +180,8 @@ fn main() {
         (worst_fit - 1.0) * 100.0,
         (worst_held - 1.0) * 100.0
     );
+
+    builtin_matmul(&dev);
 
     let mut worst_fit: f64 = 1.0;
     let mut worst_held: f64 = 1.0;

@@ -550,8 +550,12 @@ unsafe extern "C" fn core_done(
         {
             failed = true;
         } else {
-            // SAFETY: `events` holds `n_events` records.
-            let events = unsafe { std::slice::from_raw_parts(events, n_events) };
+            let events = if n_events == 0 || events.is_null() {
+                &[][..] // a core that ran no instruction may pass null
+            } else {
+                // SAFETY: `events` holds `n_events` records.
+                unsafe { std::slice::from_raw_parts(events, n_events) }
+            };
             // SAFETY: names and files are literals of the kernel library, or null.
             match unsafe { intern_texts(collect, events) } {
                 Some(Interned { texts, per_event }) => {

@@ -36,9 +36,16 @@ __aicore__ inline T pypto_scalar(uint64_t bits)
 // (Zn, fractals transposed on the way) -> Mmad into L0C (fp32, accumulated
 // over K tiles) -> Fixpipe to GM, rounding to the output type.
 //
-// The batch·M rows are split evenly across blocks; each block walks its rows
-// in tiles of up to 128 rows, N in tiles of 128 columns (N is a multiple of
-// 16) and K in tiles of 128.
+// Work is split by output tiles: tile t of the batch·⌈M/128⌉·⌈N/128⌉ output
+// tiles (batch outer, then M, then N; N is a multiple of 16) is block
+// t mod GetBlockNum()'s, so a one-row (decode) product still runs on every
+// core, each streaming its own columns of B. Each tile walks K in slabs of
+// three slices, a slice being 256 bytes of each row of A (128 values of
+// 16-bit data, 64 of fp32): one GM -> L1 transfer per slab, one LoadData
+// and one Mmad per slice. Every queue holds two buffers and the next
+// slab's transfer is issued before the current one is consumed, so MTE2,
+// MTE1, the cube and Fixpipe overlap (L0C is double-buffered too: a tile's
+// Fixpipe runs under the next tile's Mmads).
 #line 1 "builtin/partials/common.hbs"
 // Helpers shared by the builtin templates. Each takes its caller's line
 // (PYPTO_CALLER), so that the emulation reports the line of the template
@@ -122,38 +129,46 @@ __aicore__ inline void CopyToGlobal(const AscendC::GlobalTensor<T>& dst, const A
 
 } // namespace
 
-#line 11 "builtin/partials/cube_matmul.hbs"
+#line 18 "builtin/partials/cube_matmul.hbs"
 namespace {
 
 using DataT = half;
 constexpr uint32_t kTileM = 128;
 constexpr uint32_t kTileN = 128;
-constexpr uint32_t kTileK = 128;
+// Two buffers of A's and of B's K slice fill L0A and L0B (64 KiB each).
+constexpr uint32_t kTileK = 256 / sizeof(DataT);
+// K slices per GM -> L1 transfer: a transfer brings 96 KiB of A and of B,
+// so its fixed cost is spread over three slices, and two of each take
+// 384 KiB of L1 (four slices would need all 512 KiB, and 256 bytes of L1
+// are the framework's).
+constexpr uint32_t kStepK = 3;
+constexpr uint32_t kSlabK = kStepK * kTileK;
 // A fractal is 512 bytes: 16 rows of C0 = 32 / sizeof(DataT) values.
 constexpr uint32_t kC0 = 32 / sizeof(DataT);
 constexpr uint32_t kFractal = 512 / sizeof(DataT);
 
 __aicore__ inline uint32_t Round16(uint32_t n) { return (n + 15) / 16 * 16; }
 
-// L1 -> L0B in Zn. 16-bit data: B arrives in L1 as Nz and each fractal is
-// transposed by LoadData. 32-bit data: B arrives as Zz (one Nz matrix per
-// 16-row slab) and LoadDataWithTranspose turns 16 x 16 squares into pairs
-// of Zn fractals.
+// L1 -> L0B in Zn, the K slice of `depth` values that starts `first16`
+// 16-value rows into the slab in L1. 16-bit data: B arrives in L1 as Nz
+// (column blocks of 16 values, `height16` fractals tall) and each fractal
+// is transposed by LoadData. 32-bit data: B arrives as Zz (one Nz matrix
+// per 16-row slab) and LoadDataWithTranspose turns 16 x 16 squares into
+// pairs of Zn fractals.
 template <typename T>
-__aicore__ inline void LoadB(const AscendC::LocalTensor<T>& b2, const AscendC::LocalTensor<T>& b1, uint32_t depth,
-                             uint32_t cols)
+__aicore__ inline void LoadB(const AscendC::LocalTensor<T>& b2, const AscendC::LocalTensor<T>& b1, uint32_t first16,
+                             uint32_t depth, uint32_t cols, uint32_t height16)
 {
     uint32_t n1 = cols / 16;
+    uint32_t k1 = Round16(depth) / 16;
     if constexpr (sizeof(T) == 2) {
-        uint32_t k1 = Round16(depth) / 16;
         for (uint32_t j = 0; j < k1; ++j) {
-            AscendC::LoadData(b2[j * n1 * kFractal], b1[j * kFractal],
-                              AscendC::LoadData2DParams(0, n1, k1, 0, 0, true, 0));
+            AscendC::LoadData(b2[j * n1 * kFractal], b1[(first16 + j) * kFractal],
+                              AscendC::LoadData2DParams(0, n1, height16, 0, 0, true, 0));
         }
     } else {
-        uint32_t slabs = Round16(depth) / 16;
-        for (uint32_t i = 0; i < slabs; ++i) {
-            AscendC::LoadDataWithTranspose(b2[i * n1 * 256], b1[i * n1 * 256],
+        for (uint32_t i = 0; i < k1; ++i) {
+            AscendC::LoadDataWithTranspose(b2[i * n1 * 256], b1[(first16 + i) * n1 * 256],
                                            AscendC::LoadData2dTransposeParams(0, n1, 1, 0, n1 - 1));
         }
     }
@@ -189,122 +204,180 @@ public:
         m_ = m;
         k_ = k;
         n_ = n;
-        uint64_t rows = batch * m;
+        tilesM_ = (m + kTileM - 1) / kTileM;
+        tilesN_ = (n + kTileN - 1) / kTileN;
+        uint64_t tiles = batch * tilesM_ * tilesN_;
         uint64_t blocks = AscendC::GetBlockNum();
         uint64_t block = AscendC::GetBlockIdx();
-        uint64_t share = rows / blocks;
-        uint64_t extra = rows % blocks;
-        rowBegin_ = block * share + PyptoMin(block, extra);
-        rowCount_ = share + (block < extra ? 1 : 0);
+        firstTile_ = block;
+        stride_ = blocks;
+        myTiles_ = block < tiles ? (tiles - block + blocks - 1) / blocks : 0;
+        kSlabs_ = (k + kSlabK - 1) / kSlabK;
         aGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(a), batch * m * k);
         bGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(b), batch * k * n);
         outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(out), batch * m * n);
-        pipe_.InitBuffer(a1_, 1, kTileM * kTileK * sizeof(DataT));
-        pipe_.InitBuffer(b1_, 1, kTileK * kTileN * sizeof(DataT));
-        pipe_.InitBuffer(a2_, 1, kTileM * kTileK * sizeof(DataT));
-        pipe_.InitBuffer(b2_, 1, kTileK * kTileN * sizeof(DataT));
-        pipe_.InitBuffer(c1_, 1, kTileM * kTileN * sizeof(float));
+        pipe_.InitBuffer(a1_, 2, kTileM * kSlabK * sizeof(DataT));
+        pipe_.InitBuffer(b1_, 2, kSlabK * kTileN * sizeof(DataT));
+        pipe_.InitBuffer(a2_, 2, kTileM * kTileK * sizeof(DataT));
+        pipe_.InitBuffer(b2_, 2, kTileK * kTileN * sizeof(DataT));
+        pipe_.InitBuffer(c1_, 2, kTileM * kTileN * sizeof(float));
     }
 
     __aicore__ inline void Process()
     {
-        uint64_t row = rowBegin_;
-        uint64_t end = rowBegin_ + rowCount_;
-        while (row < end) {
-            // Rows of one batch, at most one M tile.
-            uint64_t batch = row / m_;
-            uint64_t inBatch = row % m_;
-            uint32_t rows = static_cast<uint32_t>(PyptoMin(PyptoMin(kTileM, m_ - inBatch), end - row));
-            for (uint32_t n0 = 0; n0 < n_; n0 += kTileN) {
-                uint32_t cols = static_cast<uint32_t>(PyptoMin(kTileN, n_ - n0));
-                Tile(batch, inBatch, rows, n0, cols);
+        if (myTiles_ == 0) {
+            return;
+        }
+        if (kSlabs_ == 0) {
+            for (uint64_t i = 0; i < myTiles_; ++i) {
+                Zeros(Place(firstTile_ + i * stride_));
             }
-            row += rows;
+            return;
+        }
+        // One step per (tile, K slab); the next step's transfer in flight
+        // while this one is consumed.
+        uint64_t steps = myTiles_ * kSlabs_;
+        CopyIn(0);
+        AscendC::LocalTensor<float> c;
+        for (uint64_t step = 0; step < steps; ++step) {
+            if (step + 1 < steps) {
+                CopyIn(step + 1);
+            }
+            TilePlace t = Place(firstTile_ + step / kSlabs_ * stride_);
+            uint32_t slab = static_cast<uint32_t>(step % kSlabs_);
+            uint32_t slabDepth = static_cast<uint32_t>(PyptoMin(kSlabK, k_ - static_cast<uint64_t>(slab) * kSlabK));
+            uint32_t m1 = Round16(t.rows) / 16;
+            if (slab == 0) {
+                c = c1_.AllocTensor<float>();
+            }
+            AscendC::LocalTensor<DataT> a1 = a1_.DeQue<DataT>();
+            AscendC::LocalTensor<DataT> b1 = b1_.DeQue<DataT>();
+            for (uint32_t k0 = 0; k0 < slabDepth; k0 += kTileK) {
+                uint32_t depth = static_cast<uint32_t>(PyptoMin(kTileK, slabDepth - k0));
+                uint32_t k1 = (depth + kC0 - 1) / kC0;
+                // L1 -> L0A in Zz: fractal row i takes the i-th fractal of
+                // every column block of the slice (C0 values wide, K1 of them).
+                AscendC::LocalTensor<DataT> a2 = a2_.AllocTensor<DataT>();
+                for (uint32_t i = 0; i < m1; ++i) {
+                    AscendC::LoadData(a2[i * k1 * kFractal], a1[k0 * Round16(t.rows) + i * kFractal],
+                                      AscendC::LoadData2DParams(0, k1, m1, 0, 0, false, 0));
+                }
+                a2_.EnQue(a2);
+                AscendC::LocalTensor<DataT> b2 = b2_.AllocTensor<DataT>();
+                LoadB(b2, b1, k0 / 16, depth, t.cols, Round16(slabDepth) / 16);
+                b2_.EnQue(b2);
+
+                a2 = a2_.DeQue<DataT>();
+                b2 = b2_.DeQue<DataT>();
+                // A tile's first slice initialises L0C; later ones accumulate.
+                AscendC::Mmad(c, a2, b2, AscendC::MmadParams(t.rows, t.cols, depth, 0, false, slab == 0 && k0 == 0));
+                a2_.FreeTensor(a2);
+                b2_.FreeTensor(b2);
+            }
+            a1_.FreeTensor(a1);
+            b1_.FreeTensor(b1);
+            if (slab + 1 == kSlabs_) {
+                c1_.EnQue(c);
+                c = c1_.DeQue<float>();
+                AscendC::FixpipeParamsV220 params(t.cols, t.rows, Round16(t.rows), n_, false);
+                params.quantPre = sizeof(DataT) == 2 ? (AscendC::F322F16)
+                                                     : AscendC::NoQuant;
+                AscendC::Fixpipe<DataT, float, AscendC::CFG_ROW_MAJOR>(outGm_[t.out], c, params);
+                c1_.FreeTensor(c);
+            }
         }
     }
 
 private:
-    __aicore__ inline void Tile(uint64_t batch, uint64_t m0, uint32_t rows, uint32_t n0, uint32_t cols)
+    // Where output tile `tile` lies: its batch, first row and column, size,
+    // and its first value in `out`.
+    struct TilePlace {
+        uint64_t batch;
+        uint64_t m0;
+        uint32_t n0;
+        uint32_t rows;
+        uint32_t cols;
+        uint64_t out;
+    };
+
+    __aicore__ inline TilePlace Place(uint64_t tile) const
     {
-        AscendC::LocalTensor<float> c = c1_.AllocTensor<float>();
-        for (uint32_t k0 = 0; k0 < k_; k0 += kTileK) {
-            uint32_t depth = static_cast<uint32_t>(PyptoMin(kTileK, k_ - k0));
-            uint32_t m1 = Round16(rows) / 16;
-            uint32_t k1 = (depth + kC0 - 1) / kC0;
+        TilePlace t;
+        uint64_t perBatch = tilesM_ * tilesN_;
+        t.batch = tile / perBatch;
+        t.m0 = tile % perBatch / tilesN_ * kTileM;
+        t.n0 = static_cast<uint32_t>(tile % tilesN_ * kTileN);
+        t.rows = static_cast<uint32_t>(PyptoMin(kTileM, m_ - t.m0));
+        t.cols = static_cast<uint32_t>(PyptoMin(kTileN, n_ - t.n0));
+        t.out = (t.batch * m_ + t.m0) * n_ + t.n0;
+        return t;
+    }
 
-            // GM -> L1, Nz: column blocks of 16 values, Round16(rows) rows each.
-            AscendC::LocalTensor<DataT> a1 = a1_.AllocTensor<DataT>();
-            AscendC::DataCopy(a1, aGm_[(batch * m_ + m0) * k_ + k0],
-                              AscendC::Nd2NzParams(1, rows, depth, 0, k_, Round16(rows), 1, 0));
-            a1_.EnQue(a1);
-            AscendC::LocalTensor<DataT> b1 = b1_.AllocTensor<DataT>();
-            CopyB(b1, bGm_[(batch * k_ + k0) * n_ + n0], depth, cols, n_);
-            b1_.EnQue(b1);
+    // GM -> L1 for step `step`: A's rows of the tile and B's columns over
+    // the step's K slab. A lands as Nz (column blocks of C0 values,
+    // Round16(rows) rows each); B as CopyB lays it out for LoadB.
+    __aicore__ inline void CopyIn(uint64_t step)
+    {
+        TilePlace t = Place(firstTile_ + step / kSlabs_ * stride_);
+        uint64_t k0 = step % kSlabs_ * kSlabK;
+        uint32_t depth = static_cast<uint32_t>(PyptoMin(kSlabK, k_ - k0));
+        AscendC::LocalTensor<DataT> a1 = a1_.AllocTensor<DataT>();
+        AscendC::DataCopy(a1, aGm_[(t.batch * m_ + t.m0) * k_ + k0],
+                          AscendC::Nd2NzParams(1, t.rows, depth, 0, k_, Round16(t.rows), 1, 0));
+        a1_.EnQue(a1);
+        AscendC::LocalTensor<DataT> b1 = b1_.AllocTensor<DataT>();
+        CopyB(b1, bGm_[(t.batch * k_ + k0) * n_ + t.n0], depth, t.cols, n_);
+        b1_.EnQue(b1);
+    }
 
-            // L1 -> L0A in Zz: fractal row i takes the i-th fractal of every column block
-            // (column blocks of C0 values, K1 of them).
-            a1 = a1_.DeQue<DataT>();
-            AscendC::LocalTensor<DataT> a2 = a2_.AllocTensor<DataT>();
-            for (uint32_t i = 0; i < m1; ++i) {
-                AscendC::LoadData(a2[i * k1 * kFractal], a1[i * kFractal],
-                                  AscendC::LoadData2DParams(0, k1, m1, 0, 0, false, 0));
+    // K = 0: the product is all zeros and nothing is loaded; the scalar
+    // unit writes the tile, then flushes its data cache to GM.
+    __aicore__ inline void Zeros(const TilePlace& t)
+    {
+        for (uint64_t r = 0; r < t.rows; ++r) {
+            for (uint64_t c = 0; c < t.cols; ++c) {
+                outGm_.SetValue(t.out + r * n_ + c, static_cast<DataT>(0.0f));
             }
-            a2_.EnQue(a2);
-            a1_.FreeTensor(a1);
-            b1 = b1_.DeQue<DataT>();
-            AscendC::LocalTensor<DataT> b2 = b2_.AllocTensor<DataT>();
-            LoadB(b2, b1, depth, cols);
-            b2_.EnQue(b2);
-            b1_.FreeTensor(b1);
-
-            a2 = a2_.DeQue<DataT>();
-            b2 = b2_.DeQue<DataT>();
-            // The first K tile initialises L0C; later ones accumulate.
-            AscendC::Mmad(c, a2, b2, AscendC::MmadParams(rows, cols, depth, 0, false, k0 == 0));
-            AscendC::PipeBarrier<AscendC::PIPE_M>();
-            a2_.FreeTensor(a2);
-            b2_.FreeTensor(b2);
         }
-        c1_.EnQue(c);
-        c = c1_.DeQue<float>();
-        AscendC::FixpipeParamsV220 params(cols, rows, Round16(rows), n_, false);
-        params.quantPre = sizeof(DataT) == 2 ? (AscendC::F322F16)
-                                             : AscendC::NoQuant;
-        AscendC::Fixpipe<DataT, float, AscendC::CFG_ROW_MAJOR>(outGm_[(batch * m_ + m0) * n_ + n0], c, params);
-        c1_.FreeTensor(c);
+        AscendC::DataCacheCleanAndInvalid<DataT, AscendC::CacheLine::ENTIRE_DATA_CACHE,
+                                          AscendC::DcciDst::CACHELINE_OUT>(outGm_);
     }
 
     AscendC::TPipe pipe_;
-    AscendC::TQue<AscendC::TPosition::A1, 1> a1_;
-    AscendC::TQue<AscendC::TPosition::B1, 1> b1_;
-    AscendC::TQue<AscendC::TPosition::A2, 1> a2_;
-    AscendC::TQue<AscendC::TPosition::B2, 1> b2_;
-    AscendC::TQue<AscendC::TPosition::CO1, 1> c1_;
+    AscendC::TQue<AscendC::TPosition::A1, 2> a1_;
+    AscendC::TQue<AscendC::TPosition::B1, 2> b1_;
+    AscendC::TQue<AscendC::TPosition::A2, 2> a2_;
+    AscendC::TQue<AscendC::TPosition::B2, 2> b2_;
+    AscendC::TQue<AscendC::TPosition::CO1, 2> c1_;
     AscendC::GlobalTensor<DataT> aGm_;
     AscendC::GlobalTensor<DataT> bGm_;
     AscendC::GlobalTensor<DataT> outGm_;
     uint64_t m_ = 0;
-    uint64_t rowBegin_ = 0;
-    uint64_t rowCount_ = 0;
+    uint64_t tilesM_ = 0;
+    uint64_t tilesN_ = 0;
+    uint64_t firstTile_ = 0;
+    uint64_t stride_ = 1;
+    uint64_t myTiles_ = 0;
     uint32_t k_ = 0;
     uint32_t n_ = 0;
+    uint32_t kSlabs_ = 0;
 };
 
 } // namespace
 
-#line 18 "builtin/matmul.hbs"
+#line 25 "builtin/matmul.hbs"
 extern "C" __global__ __cube__ void pypto_x6_goldenk16_profile_5fmatmul_s0(GM_ADDR a, GM_ADDR b, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 300 "profile_matmul_s0.cpp"
+#line 373 "profile_matmul_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
-#line 21 "builtin/matmul.hbs"
+#line 28 "builtin/matmul.hbs"
     CubeMatmulKernel op;
     op.Init(a, b, out, 1, pypto_tiling.dim[0], pypto_tiling.dim[1],
             pypto_tiling.dim[2]);
     op.Process();
 }
-#line 308 "profile_matmul_s0.cpp"
+#line 381 "profile_matmul_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)

@@ -229,7 +229,7 @@ pub fn profile_matmul(
             ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (1, 0)], why: "they are the dim `K`" },
             ::pypto_rt::__private::v3::DimDesc { axes: &[(1, 1), (2, 1)], why: "they are the dim `N`" },
         ],
-        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 0 },
+        blocks: ::pypto_rt::__private::v3::BlockRule::Count(24),
         multiples: &[::pypto_rt::__private::v3::Multiple { axis: (1, 1), of: 16, why: "the cube writes output columns in 16-wide fractals" }],
         halves: &[],
     };
