@@ -600,3 +600,15 @@ fn many_cores_streaming_global_memory_share_the_chip_s_bandwidth() {
     assert!(kernel(&waves) >= 2 * shortest);
     assert!(kernel(&waves) as f64 >= bound(&waves));
 }
+
+/// K = 0: nothing to multiply; every output value is written, as zero.
+#[test]
+fn a_matmul_over_no_k_writes_zeros() {
+    let dev = Device::host();
+    let a = dev.zeros::<half::f16, _>((130usize, 0usize)).unwrap();
+    let b = dev.zeros::<half::f16, _>((0usize, 144usize)).unwrap();
+    let ones = vec![half::f16::ONE; 130 * 144];
+    let mut out = dev.tensor_from(&ones, (130usize, 144usize)).unwrap();
+    kernels::builtin_matmul_f16(&a, &b, &mut out).unwrap();
+    assert!(out.to_vec().unwrap().iter().all(|v| *v == half::f16::ZERO));
+}
