@@ -90,7 +90,7 @@ fn a_profiled_matmul_computes_the_same_and_runs_on_the_cube_pipes() {
 }
 
 /// add_bias over [8, 128] fp32, profiled on `arch` (traced).
-/// A one-row (decode) product runs on a core per 128 output columns, each
+/// A one-row (decode) product runs on a core per 256 output columns, each
 /// streaming its own columns of B once, with the numbers a plain-Rust
 /// product gives (exact: small whole numbers).
 #[test]
@@ -117,8 +117,8 @@ fn a_decode_matmul_is_split_over_the_cores_by_columns() {
     assert_eq!(got, want);
     let launch = &profile.launches[0];
     let working = launch.cores.iter().filter(|c| !c.slices.is_empty()).count();
-    assert_eq!((launch.cores.len(), working), (24, n / 128), "{profile}");
-    // Each working core reads its own 128 columns of B and A's one row:
+    assert_eq!((launch.cores.len(), working), (24, n / 256), "{profile}");
+    // Each working core reads its own 256 columns of B and A's one row:
     // B's bytes once over the launch, not once per row or per core.
     let b_bytes = (k * n * 2) as u64;
     let read: u64 = launch.cores.iter().map(|c| c.gm_read).sum();

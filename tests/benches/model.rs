@@ -113,6 +113,15 @@ fn builtin_matmul(dev: &Device) {
             started.elapsed().as_secs_f64()
         );
     }
+    for size in [4096, 6144] {
+        let profile = model_builtin_matmul(dev, size, size, size);
+        let busy = profile.launches[0].busy_fraction()[2] * 100.0;
+        println!(
+            "builtin matmul {size} cube: modelled {:.1} us, Mmad busy {busy:.1}%, target 80%, {}",
+            profile.micros(),
+            if busy >= 80.0 { "met" } else { "NOT met" }
+        );
+    }
     let arch = ModelArch::AtlasA3;
     for (m, k, n) in [(1, 4096, 11008), (16, 4096, 11008)] {
         let started = std::time::Instant::now();

@@ -36,16 +36,15 @@ __aicore__ inline T pypto_scalar(uint64_t bits)
 // (Zn, fractals transposed on the way) -> Mmad into L0C (fp32, accumulated
 // over K tiles) -> Fixpipe to GM, rounding to the output type.
 //
-// Work is split by output tiles: tile t of the batch·⌈M/128⌉·⌈N/128⌉ output
-// tiles (batch outer, then M, then N; N is a multiple of 16) is block
-// t mod GetBlockNum()'s, so a one-row (decode) product still runs on every
-// core, each streaming its own columns of B. Each tile walks K in slabs of
-// three slices, a slice being 256 bytes of each row of A (128 values of
-// 16-bit data, 64 of fp32): one GM -> L1 transfer per slab, one LoadData
-// and one Mmad per slice. Every queue holds two buffers and the next
-// slab's transfer is issued before the current one is consumed, so MTE2,
-// MTE1, the cube and Fixpipe overlap (L0C is double-buffered too: a tile's
-// Fixpipe runs under the next tile's Mmads).
+// Work is split by output tiles: tile t of the batch·⌈M/128⌉·⌈N/tile N⌉
+// output tiles (batch outer, then M, then N; N is a multiple of 16) is
+// block t mod GetBlockNum()'s, so a one-row (decode) product still runs on
+// every core, each streaming its own columns of B. The tile's N and its K
+// slices come from N (BaseBlock below). Each tile walks K in slabs of a
+// few slices: one GM -> L1 transfer per slab, one LoadData and one Mmad
+// per slice. Every queue holds two buffers (L0C: two when they fit) and
+// the next slab's transfer is issued before the current one is consumed,
+// so MTE2, MTE1, the cube and Fixpipe overlap.
 #line 1 "builtin/partials/common.hbs"
 // Helpers shared by the builtin templates. Each takes its caller's line
 // (PYPTO_CALLER), so that the emulation reports the line of the template
@@ -129,20 +128,35 @@ __aicore__ inline void CopyToGlobal(const AscendC::GlobalTensor<T>& dst, const A
 
 } // namespace
 
-#line 18 "builtin/partials/cube_matmul.hbs"
+#line 17 "builtin/partials/cube_matmul.hbs"
 namespace {
 
 using DataT = half;
 constexpr uint32_t kTileM = 128;
-constexpr uint32_t kTileN = 128;
-// Two buffers of A's and of B's K slice fill L0A and L0B (64 KiB each).
-constexpr uint32_t kTileK = 256 / sizeof(DataT);
-// K slices per GM -> L1 transfer: a transfer brings 96 KiB of A and of B,
-// so its fixed cost is spread over three slices, and two of each take
-// 384 KiB of L1 (four slices would need all 512 KiB, and 256 bytes of L1
-// are the framework's).
-constexpr uint32_t kStepK = 3;
-constexpr uint32_t kSlabK = kStepK * kTileK;
+// Two base blocks [M, N, K slice], chosen from N (the measured Atlas A3
+// GEMM's is the wide one, NPU-PERF-FACTS §1):
+// - wide, N > 128: [128, 256, 128 bytes of K], four slices per GM -> L1
+//   transfer (A 64 KiB, B 128 KiB), one L0C buffer of 128 KiB. A tile
+//   reads half the bytes per multiply-add of a narrow one.
+// - narrow: [128, 128, 256 bytes of K], three slices per transfer (96 KiB
+//   each of A and B: four would need all 512 KiB of L1, of which 256
+//   bytes are the framework's), two L0C buffers of 64 KiB.
+// Either way two buffers each of A and B take 384 KiB of L1, and two K
+// slices each fill L0A and L0B (64 KiB).
+struct BaseBlock {
+    uint32_t n;     // output columns per tile
+    uint32_t slice; // K values per LoadData and Mmad
+    uint32_t slab;  // K values per GM -> L1 transfer
+    uint32_t outs;  // L0C buffers
+};
+
+__aicore__ inline BaseBlock ChooseBaseBlock(uint32_t n)
+{
+    if (n > 128) {
+        return BaseBlock{256, 128 / sizeof(DataT), 4 * 128 / sizeof(DataT), 1};
+    }
+    return BaseBlock{128, 256 / sizeof(DataT), 3 * 256 / sizeof(DataT), 2};
+}
 // A fractal is 512 bytes: 16 rows of C0 = 32 / sizeof(DataT) values.
 constexpr uint32_t kC0 = 32 / sizeof(DataT);
 constexpr uint32_t kFractal = 512 / sizeof(DataT);
@@ -205,22 +219,23 @@ public:
         k_ = k;
         n_ = n;
         tilesM_ = (m + kTileM - 1) / kTileM;
-        tilesN_ = (n + kTileN - 1) / kTileN;
+        base_ = ChooseBaseBlock(n);
+        tilesN_ = (n + base_.n - 1) / base_.n;
         uint64_t tiles = batch * tilesM_ * tilesN_;
         uint64_t blocks = AscendC::GetBlockNum();
         uint64_t block = AscendC::GetBlockIdx();
         firstTile_ = block;
         stride_ = blocks;
         myTiles_ = block < tiles ? (tiles - block + blocks - 1) / blocks : 0;
-        kSlabs_ = (k + kSlabK - 1) / kSlabK;
+        kSlabs_ = (k + base_.slab - 1) / base_.slab;
         aGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(a), batch * m * k);
         bGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(b), batch * k * n);
         outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(out), batch * m * n);
-        pipe_.InitBuffer(a1_, 2, kTileM * kSlabK * sizeof(DataT));
-        pipe_.InitBuffer(b1_, 2, kSlabK * kTileN * sizeof(DataT));
-        pipe_.InitBuffer(a2_, 2, kTileM * kTileK * sizeof(DataT));
-        pipe_.InitBuffer(b2_, 2, kTileK * kTileN * sizeof(DataT));
-        pipe_.InitBuffer(c1_, 2, kTileM * kTileN * sizeof(float));
+        pipe_.InitBuffer(a1_, 2, kTileM * base_.slab * sizeof(DataT));
+        pipe_.InitBuffer(b1_, 2, base_.slab * base_.n * sizeof(DataT));
+        pipe_.InitBuffer(a2_, 2, kTileM * base_.slice * sizeof(DataT));
+        pipe_.InitBuffer(b2_, 2, base_.slice * base_.n * sizeof(DataT));
+        pipe_.InitBuffer(c1_, base_.outs, kTileM * base_.n * sizeof(float));
     }
 
     __aicore__ inline void Process()
@@ -245,15 +260,16 @@ public:
             }
             TilePlace t = Place(firstTile_ + step / kSlabs_ * stride_);
             uint32_t slab = static_cast<uint32_t>(step % kSlabs_);
-            uint32_t slabDepth = static_cast<uint32_t>(PyptoMin(kSlabK, k_ - static_cast<uint64_t>(slab) * kSlabK));
+            uint32_t slabDepth =
+                static_cast<uint32_t>(PyptoMin(base_.slab, k_ - static_cast<uint64_t>(slab) * base_.slab));
             uint32_t m1 = Round16(t.rows) / 16;
             if (slab == 0) {
                 c = c1_.AllocTensor<float>();
             }
             AscendC::LocalTensor<DataT> a1 = a1_.DeQue<DataT>();
             AscendC::LocalTensor<DataT> b1 = b1_.DeQue<DataT>();
-            for (uint32_t k0 = 0; k0 < slabDepth; k0 += kTileK) {
-                uint32_t depth = static_cast<uint32_t>(PyptoMin(kTileK, slabDepth - k0));
+            for (uint32_t k0 = 0; k0 < slabDepth; k0 += base_.slice) {
+                uint32_t depth = static_cast<uint32_t>(PyptoMin(base_.slice, slabDepth - k0));
                 uint32_t k1 = (depth + kC0 - 1) / kC0;
                 // L1 -> L0A in Zz: fractal row i takes the i-th fractal of
                 // every column block of the slice (C0 values wide, K1 of them).
@@ -306,9 +322,9 @@ private:
         uint64_t perBatch = tilesM_ * tilesN_;
         t.batch = tile / perBatch;
         t.m0 = tile % perBatch / tilesN_ * kTileM;
-        t.n0 = static_cast<uint32_t>(tile % tilesN_ * kTileN);
+        t.n0 = static_cast<uint32_t>(tile % tilesN_ * base_.n);
         t.rows = static_cast<uint32_t>(PyptoMin(kTileM, m_ - t.m0));
-        t.cols = static_cast<uint32_t>(PyptoMin(kTileN, n_ - t.n0));
+        t.cols = static_cast<uint32_t>(PyptoMin(base_.n, n_ - t.n0));
         t.out = (t.batch * m_ + t.m0) * n_ + t.n0;
         return t;
     }
@@ -319,8 +335,8 @@ private:
     __aicore__ inline void CopyIn(uint64_t step)
     {
         TilePlace t = Place(firstTile_ + step / kSlabs_ * stride_);
-        uint64_t k0 = step % kSlabs_ * kSlabK;
-        uint32_t depth = static_cast<uint32_t>(PyptoMin(kSlabK, k_ - k0));
+        uint64_t k0 = step % kSlabs_ * base_.slab;
+        uint32_t depth = static_cast<uint32_t>(PyptoMin(base_.slab, k_ - k0));
         AscendC::LocalTensor<DataT> a1 = a1_.AllocTensor<DataT>();
         AscendC::DataCopy(a1, aGm_[(t.batch * m_ + t.m0) * k_ + k0],
                           AscendC::Nd2NzParams(1, t.rows, depth, 0, k_, Round16(t.rows), 1, 0));
@@ -361,6 +377,7 @@ private:
     uint32_t k_ = 0;
     uint32_t n_ = 0;
     uint32_t kSlabs_ = 0;
+    BaseBlock base_ = {};
 };
 
 } // namespace
@@ -369,7 +386,7 @@ private:
 extern "C" __global__ __cube__ void pypto_x6_goldenk16_profile_5fmatmul_s0(GM_ADDR a, GM_ADDR b, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 373 "profile_matmul_s0.cpp"
+#line 390 "profile_matmul_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
 #line 28 "builtin/matmul.hbs"
     CubeMatmulKernel op;
@@ -377,7 +394,7 @@ extern "C" __global__ __cube__ void pypto_x6_goldenk16_profile_5fmatmul_s0(GM_AD
             pypto_tiling.dim[2]);
     op.Process();
 }
-#line 381 "profile_matmul_s0.cpp"
+#line 398 "profile_matmul_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)
