@@ -118,6 +118,14 @@ fn a_decode_matmul_is_split_over_the_cores_by_columns() {
     let launch = &profile.launches[0];
     let working = launch.cores.iter().filter(|c| !c.slices.is_empty()).count();
     assert_eq!((launch.cores.len(), working), (24, n / 256), "{profile}");
+    // Busy fractions average over the cores that worked, not the idle
+    // blocks (which take no core's time).
+    let mte2: u64 = launch.cores.iter().map(|c| c.busy[4]).sum();
+    let want = mte2 as f64 / (working as f64 * launch.cycles as f64);
+    assert!(
+        (launch.busy_fraction()[4] - want).abs() < 1e-12 && want <= 1.0,
+        "{profile}"
+    );
     // Each working core reads its own 256 columns of B and A's one row:
     // B's bytes once over the launch, not once per row or per core.
     let b_bytes = (k * n * 2) as u64;

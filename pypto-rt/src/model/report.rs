@@ -160,21 +160,24 @@ impl LaunchProfile {
             if users.is_empty() {
                 continue;
             }
-            let waves = (self.blocks as usize)
-                .div_ceil(self.schedule_width().max(1))
-                .max(1);
-            let cores = users.len().div_ceil(waves).max(1);
+            // The modelled cores that ran them: a slot of the schedule (an AI
+            // core) and a kind of core on it. Blocks beyond the chip's cores
+            // run in waves on the same ones; blocks with nothing to do take
+            // no core's time.
+            let mut ran: Vec<(u32, u32)> = users
+                .iter()
+                .filter_map(|c| {
+                    let &(_, slot) = self.schedule.get(c.block as usize)?;
+                    Some((slot, c.core as u32))
+                })
+                .collect();
+            ran.sort_unstable();
+            ran.dedup();
+            let cores = ran.len().max(1);
             let busy: u64 = users.iter().map(|c| c.busy[p]).sum();
             *slot = busy as f64 / (cores as f64 * self.cycles as f64);
         }
         out
-    }
-
-    fn schedule_width(&self) -> usize {
-        let mut slots: Vec<u32> = self.schedule.iter().map(|&(_, s)| s).collect();
-        slots.sort_unstable();
-        slots.dedup();
-        slots.len()
     }
 
     /// The pipe busy the largest fraction of the time: what bounds the launch.
