@@ -31,6 +31,14 @@ type RmsNorm<T> = fn(&Matrix<T>, &Vector<T>, f32, &mut Matrix<T>) -> Result<(), 
 type LayerNorm<T> =
     fn(&Matrix<T>, &Vector<T>, &Vector<T>, f32, &mut Matrix<T>) -> Result<(), Error>;
 type Unary<T> = fn(&Vector<T>, &mut Vector<T>) -> Result<(), Error>;
+type AddRmsNorm<T> = fn(
+    &Matrix<T>,
+    &Matrix<T>,
+    &Vector<T>,
+    f32,
+    &mut Matrix<T>,
+    &mut Matrix<T>,
+) -> Result<(), Error>;
 
 /// Columns of the row builtins' column tiles (`kTile` in
 /// builtin/partials/row_io.hbs and builtin/swiglu.hbs).
@@ -295,6 +303,114 @@ fn rms_norm_in_every_dtype() {
     passes(check_rms::<half::bf16>(|a0, a1, a2, a3| {
         kernels::rms_norm_bf16(a0, a1, a2, a3)
     }));
+}
+
+/// add_rms_norm's sum, as the kernel forms it: x + residual in fp32.
+fn fp32_sum<T: Float>(x: &[T], r: &[T]) -> Vec<f32> {
+    x.iter()
+        .zip(r)
+        .map(|(a, b)| a.to_f32() + b.to_f32())
+        .collect()
+}
+
+/// add_rms_norm on the grid, in every input set: `sum` exactly the fp32 sum
+/// rounded to T (to nearest even), `out` rms_norm's reference over that
+/// fp32 sum (the kernel normalises the sum before rounding it).
+fn check_add_rms<T: Float>(kernel: AddRmsNorm<T>) -> Result<(), Failures> {
+    let dev = Device::host();
+    let mut failures = Failures::default();
+    for &(set, scale) in NORM_INPUTS {
+        for (r, c) in grid() {
+            let x: Vec<T> = inputs(r * c, (r * 7 + c) as u64, scale);
+            let res: Vec<T> = inputs(r * c, (r * 5 + c) as u64 + 50, scale);
+            let w: Vec<T> = inputs(c, c as u64 + 100, |v| v);
+            let nan = vec![T::from_f32(f32::NAN); r * c];
+            let run = || -> Result<(Vec<T>, Vec<T>), Error> {
+                let mut sum = dev.tensor_from(&nan, (r, c))?;
+                let mut out = dev.tensor_from(&nan, (r, c))?;
+                kernel(
+                    &dev.tensor_from(&x, (r, c))?,
+                    &dev.tensor_from(&res, (r, c))?,
+                    &dev.tensor_from(&w, (c,))?,
+                    EPS,
+                    &mut sum,
+                    &mut out,
+                )?;
+                Ok((sum.to_vec()?, out.to_vec()?))
+            };
+            let what = format!("add_rms_norm {} {r}x{c}", T::NAME);
+            let exact = fp32_sum(&x, &res);
+            let (sum, out) = match run() {
+                Ok((sum, out)) => (Ok(sum), Ok(out)),
+                Err(e) => (Err(e.clone()), Err(e)),
+            };
+            let want_sum: Vec<f64> = exact
+                .iter()
+                .map(|&v| f64::from(T::from_f32(v).to_f32()))
+                .collect();
+            failures.compare(
+                set,
+                format!("{what} sum"),
+                sum,
+                &want_sum,
+                &vec![0.0; r * c],
+            );
+            let sum64: Vec<f64> = exact.iter().map(|&v| f64::from(v)).collect();
+            let (want, err) = rms_expected(&sum64, &widen(&w), f64::from(EPS));
+            failures.compare(set, format!("{what} out"), out, &want, &err);
+        }
+    }
+    failures.into_result()
+}
+
+#[test]
+fn add_rms_norm_in_every_dtype() {
+    passes(check_add_rms::<f32>(|a0, a1, a2, a3, a4, a5| {
+        kernels::add_rms_norm_f32(a0, a1, a2, a3, a4, a5)
+    }));
+    passes(check_add_rms::<half::f16>(|a0, a1, a2, a3, a4, a5| {
+        kernels::add_rms_norm_f16(a0, a1, a2, a3, a4, a5)
+    }));
+    passes(check_add_rms::<half::bf16>(|a0, a1, a2, a3, a4, a5| {
+        kernels::add_rms_norm_bf16(a0, a1, a2, a3, a4, a5)
+    }));
+}
+
+/// add_rms_norm at every block count 1 to 48 gives the same bits, in rows
+/// of one column tile and of three (5 x 4100, where the weight is loaded
+/// per tile and the sum formed twice).
+#[test]
+fn add_rms_norm_at_every_block_count() {
+    let dev = Device::host();
+    for (r, c) in [(7, 33), (5, 4100)] {
+        let x: Vec<f32> = inputs(r * c, 5, |v| v);
+        let res: Vec<f32> = inputs(r * c, 9, |v| v);
+        let w: Vec<f32> = inputs(c, 6, |v| v);
+        let (x_t, res_t) = (
+            dev.tensor_from(&x, (r, c)).unwrap(),
+            dev.tensor_from(&res, (r, c)).unwrap(),
+        );
+        let w_t = dev.tensor_from(&w, (c,)).unwrap();
+        let got = same_bits_at_every_block_count(&format!("add_rms_norm {r}x{c}"), || {
+            let mut sum = dev.zeros((r, c)).unwrap();
+            let mut out = dev.zeros((r, c)).unwrap();
+            kernels::add_rms_norm_f32(&x_t, &res_t, &w_t, EPS, &mut sum, &mut out).unwrap();
+            let mut both = sum.to_vec().unwrap();
+            both.extend(out.to_vec().unwrap());
+            both
+        });
+        let exact = fp32_sum(&x, &res);
+        assert_eq!(got[..r * c], exact[..], "add_rms_norm {r}x{c} sum");
+        let sum64: Vec<f64> = exact.iter().map(|&v| f64::from(v)).collect();
+        let (want, err) = rms_expected(&sum64, &widen(&w), f64::from(EPS));
+        within(
+            &got[r * c..],
+            &want,
+            |i| err[i],
+            &format!("add_rms_norm {r}x{c}"),
+        )
+        .unwrap();
+    }
 }
 
 /// layer_norm of each row, and each element's error bound.

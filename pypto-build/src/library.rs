@@ -43,6 +43,7 @@ pub const EMULATION_HEADERS: &[(&str, &str)] = embed![
 pub const BUILTIN_TEMPLATES: &[(&str, &str)] = embed![
     "add" => "builtin/add.hbs",
     "add_bias" => "builtin/add_bias.hbs",
+    "add_rms_norm" => "builtin/add_rms_norm.hbs",
     "attention" => "builtin/attention.hbs",
     "batch_matmul" => "builtin/batch_matmul.hbs",
     "gelu" => "builtin/gelu.hbs",

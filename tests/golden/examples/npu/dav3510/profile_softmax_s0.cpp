@@ -157,6 +157,8 @@ public:
     }
 
     __aicore__ inline uint64_t Rows() const { return rowCount_; }
+    // The block's first row of the whole view (other row-wise tensors start there).
+    __aicore__ inline uint64_t FirstRow() const { return rowBegin_; }
     __aicore__ inline uint32_t Cols() const { return cols_; }
     __aicore__ inline uint32_t Tiles() const { return tiles_; }
     __aicore__ inline uint32_t TileBegin(uint32_t t) const { return t * tile_; }
@@ -185,6 +187,14 @@ public:
     // out[row, tile t] = values, rounded to DataT.
     __aicore__ inline void Store(uint64_t row, uint32_t t, const AscendC::LocalTensor<float>& values PYPTO_CALLER)
     {
+        PYPTO_AT_CALLER; // the outermost caller's line stays the one reported
+        StoreTo(outGm_[row * cols_], t, values);
+    }
+
+    // dst[tile t] = values, rounded to DataT (`dst`: a row of an output).
+    __aicore__ inline void StoreTo(const AscendC::GlobalTensor<DataT>& dst, uint32_t t,
+                                   const AscendC::LocalTensor<float>& values PYPTO_CALLER)
+    {
         PYPTO_AT_CALLER;
         uint32_t len = TileLen(t);
         AscendC::LocalTensor<DataT> o = outQue_.AllocTensor<DataT>();
@@ -192,7 +202,7 @@ public:
         outQue_.EnQue(o);
         o = outQue_.DeQue<DataT>();
         AscendC::DataCopyExtParams params(1, len * sizeof(DataT), 0, 0, 0);
-        AscendC::DataCopyPad(outGm_[row * cols_ + TileBegin(t)], o, params);
+        AscendC::DataCopyPad(dst[TileBegin(t)], o, params);
         outQue_.FreeTensor(o);
     }
 
@@ -316,14 +326,14 @@ private:
 extern "C" __global__ __aicore__ void pypto_x6_goldenk17_profile_5fsoftmax_s0(GM_ADDR x, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 318 "profile_softmax_s0.cpp"
+#line 328 "profile_softmax_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
 #line 64 "builtin/softmax.hbs"
     SoftmaxKernel op;
     op.Init(x, out, (static_cast<uint64_t>(pypto_tiling.dim[0])), pypto_tiling.dim[1]);
     op.Process();
 }
-#line 325 "profile_softmax_s0.cpp"
+#line 335 "profile_softmax_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)
