@@ -141,6 +141,77 @@ fn builtin_matmul(dev: &Device) {
     }
 }
 
+/// Issue 25's target for the vector builtins: at [16384, 4096] fp16, at
+/// least 80 % of the bandwidth bound (every byte they must read and write
+/// at the chip's modelled HBM bandwidth).
+fn vector_builtins(dev: &Device) {
+    use half::f16;
+    let (r, c) = (16384usize, 4096usize);
+    let arch = ModelArch::AtlasA3;
+    let x = dev.zeros::<f16, _>((r, c)).expect("x");
+    let y = dev.zeros::<f16, _>((r, c)).expect("y");
+    let w = dev.zeros::<f16, _>((c,)).expect("w");
+    let flat = dev.zeros::<f16, _>((r * c,)).expect("flat");
+    let flat2 = dev.zeros::<f16, _>((r * c,)).expect("flat2");
+    let mut out = dev.zeros::<f16, _>((r, c)).expect("out");
+    let mut out2 = dev.zeros::<f16, _>((r, c)).expect("out2");
+    let mut flat_out = dev.zeros::<f16, _>((r * c,)).expect("flat out");
+    let mut half_out = dev.zeros::<f16, _>((r, c / 2)).expect("half out");
+    let row = (r * c * 2) as f64; // bytes of one [r, c] fp16 tensor
+    let row_line = |name: &str, bytes: f64, run: &mut dyn FnMut() -> Result<(), Error>| {
+        let started = std::time::Instant::now();
+        let (result, profile) = Profiler::new(arch)
+            .trace(false)
+            .timing_only(true)
+            .run(run);
+        result.unwrap_or_else(|e| panic!("{name}: {e}"));
+        let modelled = profile.micros();
+        let target = arch.micros((bytes / arch.chip_hbm_bytes_per_cycle()).ceil() as u64);
+        println!(
+            "builtin {name} 16384x4096 fp16: modelled {modelled:.1} us, target {target:.1} us \
+             (its bytes at the modelled HBM bandwidth), ratio {:.3}, {:.0}% of the bound \
+             (target 80%), bound {}  [{:.1} s to model]",
+            modelled / target,
+            target / modelled * 100.0,
+            profile.launches[0].bound(),
+            started.elapsed().as_secs_f64()
+        );
+    };
+    row_line("add", 3.0 * row, &mut || {
+        kernels::add_f16(&flat, &flat2, &mut flat_out)
+    });
+    row_line("mul", 3.0 * row, &mut || {
+        kernels::mul_f16(&flat, &flat2, &mut flat_out)
+    });
+    row_line("relu", 2.0 * row, &mut || {
+        kernels::relu_f16(&flat, &mut flat_out)
+    });
+    row_line("gelu", 2.0 * row, &mut || {
+        kernels::gelu_f16(&flat, &mut flat_out)
+    });
+    row_line("silu", 2.0 * row, &mut || {
+        kernels::silu_f16(&flat, &mut flat_out)
+    });
+    row_line("add_bias", 2.0 * row, &mut || {
+        kernels::add_bias_f16(&x, &w, &mut out)
+    });
+    row_line("softmax", 2.0 * row, &mut || {
+        kernels::softmax_f16(&x, &mut out)
+    });
+    row_line("rms_norm", 2.0 * row, &mut || {
+        kernels::rms_norm_f16(&x, &w, 1e-6, &mut out)
+    });
+    row_line("layer_norm", 2.0 * row, &mut || {
+        kernels::layer_norm_f16(&x, &w, &w, 1e-6, &mut out)
+    });
+    row_line("swiglu", 1.5 * row, &mut || {
+        kernels::swiglu_f16(&x, &mut half_out)
+    });
+    row_line("add_rms_norm", 4.0 * row, &mut || {
+        kernels::add_rms_norm_f16(&x, &y, &w, 1e-6, &mut out, &mut out2)
+    });
+}
+
 fn main() {
     let dev = Device::host();
     let mut worst_fit: f64 = 1.0;
@@ -191,6 +262,7 @@ fn main() {
     );
 
     builtin_matmul(&dev);
+    vector_builtins(&dev);
 
     let mut worst_fit: f64 = 1.0;
     let mut worst_held: f64 = 1.0;
