@@ -1,6 +1,6 @@
 //! softmax, rms_norm, layer_norm (over the last axis), swiglu, gelu and silu
 //! against plain-Rust f64 references, at row counts and lengths around
-//! tiles (2048) and 32-byte boundaries, in each dtype, on inputs chosen to
+//! tiles (4096; swiglu 2048) and 32-byte boundaries, in each dtype, on inputs chosen to
 //! break the ways such kernels go wrong: rows whose exp overflows fp32
 //! unless the maximum is subtracted, rows where every element counts in the
 //! sum, rows where the mean swamps the variance or eps matters as much as
@@ -42,13 +42,13 @@ type AddRmsNorm<T> = fn(
 
 /// Columns of the row builtins' column tiles (`kTile` in
 /// builtin/partials/row_io.hbs and builtin/swiglu.hbs).
-const TILE: usize = 2048;
+const TILE: usize = 4096;
 
 /// (rows, cols) pairs: a sampled grid over rows and row lengths, with rows
 /// of one, two (a partial second), and three column tiles.
 fn grid() -> Vec<(usize, usize)> {
     let rows = [0usize, 1, 2, 7, 33];
-    let cols = [1usize, 2, 7, 31, 32, 33, 127, 1000, 2049, 3000, 4097];
+    let cols = [1usize, 2, 7, 31, 32, 33, 127, 1000, 2049, 4097, 7000, 8193];
     let mut out = vec![(3, 0)];
     for (i, &r) in rows.iter().enumerate() {
         for (j, &c) in cols.iter().enumerate() {
@@ -377,8 +377,9 @@ fn add_rms_norm_in_every_dtype() {
 }
 
 /// add_rms_norm at every block count 1 to 48 gives the same bits, in rows
-/// of one column tile and of three (5 x 4100, where the weight is loaded
-/// per tile and the sum formed twice).
+/// of one column tile (kept in the Unified Buffer between the passes) and
+/// of two (5 x 4100, where the weight is loaded per tile and the sum formed
+/// twice).
 #[test]
 fn add_rms_norm_at_every_block_count() {
     let dev = Device::host();
@@ -753,7 +754,7 @@ fn broken_builtins_fail_the_checks() {
 /// Every row kernel at every block count 1 to 48, in rows of one column
 /// tile (7 x 33: 7 blocks naturally, so up to 41 blocks have no row; 50 x 40:
 /// more rows than blocks, so every count splits them differently) and of
-/// three (5 x 4100: 2048 + 2048 + 4 columns, where rms_norm and layer_norm
+/// two (5 x 4100: 4096 + 4 columns, where rms_norm and layer_norm
 /// load their weights per tile and softmax rescales its running sum);
 /// swiglu on halves of one tile (20, 40) and of two (2100 = 2048 + 52).
 /// Bit-identical to the natural count, and within tolerance of the

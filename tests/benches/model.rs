@@ -160,10 +160,7 @@ fn vector_builtins(dev: &Device) {
     let row = (r * c * 2) as f64; // bytes of one [r, c] fp16 tensor
     let row_line = |name: &str, bytes: f64, run: &mut dyn FnMut() -> Result<(), Error>| {
         let started = std::time::Instant::now();
-        let (result, profile) = Profiler::new(arch)
-            .trace(false)
-            .timing_only(true)
-            .run(run);
+        let (result, profile) = Profiler::new(arch).trace(false).timing_only(true).run(run);
         result.unwrap_or_else(|e| panic!("{name}: {e}"));
         let modelled = profile.micros();
         let target = arch.micros((bytes / arch.chip_hbm_bytes_per_cycle()).ceil() as u64);

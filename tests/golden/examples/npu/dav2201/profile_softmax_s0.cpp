@@ -36,11 +36,15 @@ __aicore__ inline T pypto_scalar(uint64_t bits)
 // builtin/softmax over the last axis: out = exp(x - max) / Σ exp(x - max),
 // row by row. Pass 1 keeps a running maximum and a running sum rescaled when
 // the maximum grows (one read of the row); pass 2 writes the outputs. Rows of
-// any length work: only one column tile is in the Unified Buffer at a time.
+// any length work: only one column tile is in the Unified Buffer at a time,
+// and a row of one tile stays there: pass 2 scales pass 1's exponentials.
 #line 1 "builtin/partials/row_io.hbs"
 // Shared by the row-wise builtins: rows of a [rows, cols] view are split
 // evenly across blocks; a row is visited in column tiles of up to kTile
 // elements, loaded into fp32 (whatever the dtype) and stored back rounded.
+// A row of one tile stays in the Unified Buffer between a builtin's
+// passes (read from GM once); kTile is as large as the Unified Buffer
+// allows the builtin with most buffers (layer_norm in fp32: 128 KiB).
 #line 1 "builtin/partials/common.hbs"
 // Helpers shared by the builtin templates. Each takes its caller's line
 // (PYPTO_CALLER), so that the emulation reports the line of the template
@@ -124,11 +128,11 @@ __aicore__ inline void CopyToGlobal(const AscendC::GlobalTensor<T>& dst, const A
 
 } // namespace
 
-#line 6 "builtin/partials/row_io.hbs"
+#line 9 "builtin/partials/row_io.hbs"
 namespace {
 
 using DataT = half;
-constexpr uint32_t kTile = 2048;
+constexpr uint32_t kTile = 4096;
 constexpr float kLowest = -3.0e38f;
 
 class RowIo {
@@ -152,7 +156,7 @@ public:
         pipe.InitBuffer(outQue_, 2, tile_ * sizeof(DataT));
         pipe.InitBuffer(values_, tile_ * sizeof(float));
         pipe.InitBuffer(scratch_, tile_ * sizeof(float));
-        pipe.InitBuffer(work_, 64 * sizeof(float));
+        pipe.InitBuffer(work_, 128 * sizeof(float)); // ReduceMax of kTile values needs 128
         pipe.InitBuffer(scalar_, 8 * sizeof(float));
     }
 
@@ -166,6 +170,8 @@ public:
     {
         return static_cast<uint32_t>(PyptoMin(tile_, cols_ - t * tile_));
     }
+    // The fp32 tile the last Load filled (a row of one tile, between passes).
+    __aicore__ inline AscendC::LocalTensor<float> Resident() { return values_.Get<float>(); }
     // A second fp32 buffer of one tile, for intermediate values.
     __aicore__ inline AscendC::LocalTensor<float> Scratch() { return scratch_.Get<float>(); }
 
@@ -279,7 +285,7 @@ private:
 
 } // namespace
 
-#line 18 "builtin/softmax.hbs"
+#line 19 "builtin/softmax.hbs"
 namespace {
 
 class SoftmaxKernel {
@@ -305,6 +311,13 @@ public:
                 max = newMax;
             }
             float inverse = 1.0f / sum;
+            if (io_.Tiles() == 1) {
+                // exp(x - max) of the one tile, from pass 1 (its max is the row's).
+                AscendC::LocalTensor<float> v = io_.Resident();
+                AscendC::Muls(v, v, inverse, io_.TileLen(0));
+                io_.Store(r, 0, v);
+                continue;
+            }
             for (uint32_t t = 0; t < io_.Tiles(); ++t) {
                 uint32_t len = io_.TileLen(t);
                 AscendC::LocalTensor<float> v = io_.Load(r, t);
@@ -326,14 +339,14 @@ private:
 extern "C" __global__ __aicore__ void pypto_x6_goldenk17_profile_5fsoftmax_s0(GM_ADDR x, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 328 "profile_softmax_s0.cpp"
+#line 341 "profile_softmax_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
-#line 64 "builtin/softmax.hbs"
+#line 72 "builtin/softmax.hbs"
     SoftmaxKernel op;
     op.Init(x, out, (static_cast<uint64_t>(pypto_tiling.dim[0])), pypto_tiling.dim[1]);
     op.Process();
 }
-#line 335 "profile_softmax_s0.cpp"
+#line 348 "profile_softmax_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)
