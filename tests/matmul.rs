@@ -352,3 +352,69 @@ fn every_block_count_over_m_k_and_n_tiles_in_every_dtype() {
     batch_matmul::<half::f16>(|a0, a1, a2| kernels::batch_matmul_f16_tiles(a0, a1, a2));
     batch_matmul::<half::bf16>(|a0, a1, a2| kernels::batch_matmul_bf16_tiles(a0, a1, a2));
 }
+
+/// Panics at the first element where `got` and `want` differ (the whole
+/// vectors are too long to print).
+fn first_difference<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
+        panic!(
+            "{what}: element {i} is {:?}, expected {:?}",
+            got[i], want[i]
+        );
+    }
+}
+
+/// Row pitches past what one Nd2NzParams copy can say (its source pitch
+/// and slab stride are 16 bits): fp32 B with N > 4095 (16 rows of N per
+/// slab), fp16 B with N > 65535 (an LM head's vocabulary), fp16 A with
+/// K > 65535. Exact against plain Rust (whole numbers: fp32 sums exact,
+/// fp16 outputs the same sums rounded).
+#[test]
+fn pitches_past_sixteen_bits_are_copied_row_by_row() {
+    let dev = Device::host();
+    let exact = |m: usize, k: usize, n: usize| -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+        let a: Vec<f32> = (0..m * k).map(|i| (i % 5) as f32 - 2.0).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| (i % 3) as f32 - 1.0).collect();
+        let mut c = vec![0.0f32; m * n];
+        for i in 0..m {
+            for p in 0..k {
+                let av = a[i * k + p];
+                for j in 0..n {
+                    c[i * n + j] += av * b[p * n + j];
+                }
+            }
+        }
+        (a, b, c)
+    };
+    let (m, k, n) = (3, 40, 4112);
+    let (a, b, want) = exact(m, k, n);
+    let mut out = dev.zeros((m, n)).unwrap();
+    kernels::matmul_f32_dyn(
+        &dev.tensor_from(&a, (m, k)).unwrap(),
+        &dev.tensor_from(&b, (k, n)).unwrap(),
+        &mut out,
+    )
+    .unwrap();
+    first_difference(
+        &out.to_vec().unwrap(),
+        &want,
+        &format!("fp32 [{m}, {k}] x [{k}, {n}]"),
+    );
+    let half =
+        |v: &[f32]| -> Vec<half::f16> { v.iter().map(|&x| half::f16::from_f32(x)).collect() };
+    for (m, k, n) in [(2, 16, 65552), (2, 65552, 16)] {
+        let (a, b, want) = exact(m, k, n);
+        let mut out = dev.zeros((m, n)).unwrap();
+        kernels::matmul_f16_dyn(
+            &dev.tensor_from(&half(&a), (m, k)).unwrap(),
+            &dev.tensor_from(&half(&b), (k, n)).unwrap(),
+            &mut out,
+        )
+        .unwrap();
+        // fp32 sums of whole numbers are exact; the output rounds them to fp16.
+        let want: Vec<half::f16> = half(&want);
+        let got: Vec<half::f16> = out.to_vec().unwrap();
+        first_difference(&got, &want, &format!("fp16 [{m}, {k}] x [{k}, {n}]"));
+    }
+}

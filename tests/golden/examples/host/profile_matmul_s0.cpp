@@ -188,17 +188,53 @@ __aicore__ inline void LoadB(const AscendC::LocalTensor<T>& b2, const AscendC::L
     }
 }
 
+// Nd2NzParams' source pitch and matrix stride are 16 bits (elements).
+constexpr uint64_t kMaxStride = 65535;
+
+// GM -> L1 for A: `rows` rows of `depth` values, `pitch` apart, as Nz
+// (column blocks of C0 values, Round16(rows) rows tall). Past the widest
+// pitch Nd2NzParams can say (K > 65535), one copy per row, each landing
+// on its row of every column block.
+template <typename T>
+__aicore__ inline void CopyA(const AscendC::LocalTensor<T>& a1, const AscendC::GlobalTensor<T>& src, uint32_t rows,
+                             uint32_t depth, uint64_t pitch)
+{
+    if (pitch <= kMaxStride) {
+        AscendC::DataCopy(a1, src, AscendC::Nd2NzParams(1, rows, depth, 0, pitch, Round16(rows), 1, 0));
+        return;
+    }
+    for (uint32_t r = 0; r < rows; ++r) {
+        AscendC::DataCopy(a1[r * kC0], src[r * pitch], AscendC::Nd2NzParams(1, 1, depth, 0, depth, Round16(rows), 1, 0));
+    }
+}
+
 // GM -> L1 for B: Nz for 16-bit data, Zz (16-row slabs) for 32-bit data.
+// Past the widest pitch (or, for 32-bit data, slab stride: 16 rows of N)
+// Nd2NzParams can say, one copy per row of B.
 template <typename T>
 __aicore__ inline void CopyB(const AscendC::LocalTensor<T>& b1, const AscendC::GlobalTensor<T>& src, uint32_t depth,
-                             uint32_t cols, uint32_t pitch)
+                             uint32_t cols, uint64_t pitch)
 {
     if constexpr (sizeof(T) == 2) {
-        AscendC::DataCopy(b1, src, AscendC::Nd2NzParams(1, depth, cols, 0, pitch, Round16(depth), 1, 0));
+        if (pitch <= kMaxStride) {
+            AscendC::DataCopy(b1, src, AscendC::Nd2NzParams(1, depth, cols, 0, pitch, Round16(depth), 1, 0));
+            return;
+        }
+        for (uint32_t j = 0; j < depth; ++j) {
+            AscendC::DataCopy(b1[j * 16], src[j * pitch],
+                              AscendC::Nd2NzParams(1, 1, cols, 0, cols, Round16(depth), 1, 0));
+        }
     } else {
         uint32_t full = depth / 16;
         uint32_t tail = depth % 16;
         uint32_t slab = 16 * Round16(cols);
+        if (16 * pitch > kMaxStride) {
+            for (uint32_t j = 0; j < depth; ++j) {
+                AscendC::DataCopy(b1[j / 16 * slab + j % 16 * kC0], src[j * pitch],
+                                  AscendC::Nd2NzParams(1, 1, cols, 0, cols, 16, 1, 0));
+            }
+            return;
+        }
         if (full > 0) {
             AscendC::DataCopy(b1, src, AscendC::Nd2NzParams(full, 16, cols, 16 * pitch, pitch, 16, 1, slab));
         }
@@ -338,8 +374,7 @@ private:
         uint64_t k0 = step % kSlabs_ * base_.slab;
         uint32_t depth = static_cast<uint32_t>(PyptoMin(base_.slab, k_ - k0));
         AscendC::LocalTensor<DataT> a1 = a1_.AllocTensor<DataT>();
-        AscendC::DataCopy(a1, aGm_[(t.batch * m_ + t.m0) * k_ + k0],
-                          AscendC::Nd2NzParams(1, t.rows, depth, 0, k_, Round16(t.rows), 1, 0));
+        CopyA(a1, aGm_[(t.batch * m_ + t.m0) * k_ + k0], t.rows, depth, k_);
         a1_.EnQue(a1);
         AscendC::LocalTensor<DataT> b1 = b1_.AllocTensor<DataT>();
         CopyB(b1, bGm_[(t.batch * k_ + k0) * n_ + t.n0], depth, t.cols, n_);
@@ -386,7 +421,7 @@ private:
 extern "C" __global__ __cube__ void pypto_x6_goldenk16_profile_5fmatmul_s0(GM_ADDR a, GM_ADDR b, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 390 "profile_matmul_s0.cpp"
+#line 425 "profile_matmul_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
 #line 28 "builtin/matmul.hbs"
     CubeMatmulKernel op;
@@ -394,7 +429,7 @@ extern "C" __global__ __cube__ void pypto_x6_goldenk16_profile_5fmatmul_s0(GM_AD
             pypto_tiling.dim[2]);
     op.Process();
 }
-#line 398 "profile_matmul_s0.cpp"
+#line 433 "profile_matmul_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)
