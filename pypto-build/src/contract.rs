@@ -160,7 +160,23 @@ pub struct Contract {
     /// axes and half its last axis (swiglu's split).
     pub halved_last: Option<(usize, usize, usize)>,
     pub cores: CoreKind,
+    /// GM scratch the kernel needs (cube/vector exchanges): the runtime
+    /// lends it zeroed on every launch, after the params.
+    pub workspace: Option<Workspace>,
 }
+
+/// `workspace: { per_block: BYTES, shared: BYTES }`: scratch of `shared`
+/// bytes followed by `per_block` bytes for each block of the grid rule
+/// (whose block count is known when the kernel is built).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Workspace {
+    pub per_block: u64,
+    pub shared: u64,
+}
+
+/// Most bytes of either part of a workspace: 64 MiB. The whole is at most
+/// this times one more than the largest grid a contract may declare.
+pub const MAX_WORKSPACE_PART: u64 = 64 << 20;
 
 /// A `multiple_of` relation: the axis is a multiple of `of`, or of `of`
 /// times the value of the option `times`.
@@ -269,6 +285,7 @@ const TOP_KEYS: &[&str] = &[
     "blocks",
     "cores",
     "dtypes",
+    "workspace",
 ];
 const PARAM_KEYS: &[&str] = &["name", "kind", "output", "rank", "dtype"];
 const RELATIONS: &[&str] = &[
@@ -473,7 +490,46 @@ impl Reader<'_, '_> {
         if let Some(node) = get("blocks") {
             c.blocks = self.blocks(node, &c);
         }
+        if let Some(node) = get("workspace") {
+            c.workspace = self.workspace(node, &c);
+        }
         c
+    }
+
+    /// `workspace: { per_block: BYTES, shared: BYTES }`; only with the grid
+    /// rule, whose block count the build knows, so the size is a constant.
+    fn workspace(&mut self, node: &Node, c: &Contract) -> Option<Workspace> {
+        let entries = self.mapping(node, "`workspace`", &["per_block", "shared"]);
+        let get = |key: &str| entries.iter().find(|(n, _, _)| *n == key).map(|e| e.2);
+        if !matches!(c.blocks, Some(Blocks::Grid { .. })) {
+            self.error(
+                node.pos,
+                "`workspace`: needs `blocks: { rule: grid, … }`, so that its size is known \
+                 when the kernel is built",
+            );
+            return None;
+        }
+        let max = i128::from(MAX_WORKSPACE_PART);
+        let part = |r: &mut Self, key: &str| match get(key) {
+            Some(n) => r
+                .int(n, &format!("`workspace`, `{key}`"), 0, max)
+                .map(|b| b as u64),
+            None => Some(0),
+        };
+        let per_block = part(self, "per_block")?;
+        let shared = part(self, "shared")?;
+        // An unknown key was reported already; one error is enough.
+        let all_known = matches!(&node.value, Value::Map(pairs) if pairs.len() == entries.len());
+        if per_block == 0 && shared == 0 {
+            if all_known {
+                self.error(
+                    node.pos,
+                    "`workspace`: give `per_block` or `shared` a number of bytes above 0",
+                );
+            }
+            return None;
+        }
+        Some(Workspace { per_block, shared })
     }
 
     fn params(&mut self, node: &Node) -> Vec<RoleSpec> {

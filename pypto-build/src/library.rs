@@ -46,10 +46,13 @@ pub const BUILTIN_TEMPLATES: &[(&str, &str)] = embed![
     "add_rms_norm" => "builtin/add_rms_norm.hbs",
     "attention" => "builtin/attention.hbs",
     "batch_matmul" => "builtin/batch_matmul.hbs",
+    "flash_attention" => "builtin/flash_attention.hbs",
+    "flash_attention_varlen" => "builtin/flash_attention_varlen.hbs",
     "gelu" => "builtin/gelu.hbs",
     "layer_norm" => "builtin/layer_norm.hbs",
     "matmul" => "builtin/matmul.hbs",
     "mul" => "builtin/mul.hbs",
+    "paged_attention" => "builtin/paged_attention.hbs",
     "relu" => "builtin/relu.hbs",
     "rms_norm" => "builtin/rms_norm.hbs",
     "silu" => "builtin/silu.hbs",
@@ -62,6 +65,7 @@ pub const PARTIALS: &[(&str, &str)] = embed![
     "common" => "builtin/partials/common.hbs",
     "cube_matmul" => "builtin/partials/cube_matmul.hbs",
     "elementwise" => "builtin/partials/elementwise.hbs",
+    "flash_attention" => "builtin/partials/flash_attention.hbs",
     "row_io" => "builtin/partials/row_io.hbs",
 ];
 

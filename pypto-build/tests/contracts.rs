@@ -478,3 +478,54 @@ fn a_malformed_grid_or_times_is_located_in_the_template() {
         assert_eq!(got.join("\n"), *want, "{tail}");
     }
 }
+
+#[test]
+fn a_workspace_is_sized_by_the_grid_and_needs_one() {
+    let dir = with_template(&GRID.replace(
+        "blocks: { rule: grid, options: [rows, cols] }",
+        "blocks: { rule: grid, options: [rows, cols] }\nworkspace: { shared: 100, per_block: 7 }",
+    ));
+    let k = &check(
+        &dir,
+        &spec(
+            "[DYNAMIC, DYNAMIC]",
+            "[DYNAMIC]",
+            "[DYNAMIC, DYNAMIC]",
+            "{ rows: 2 }",
+        ),
+    )
+    .unwrap()
+    .kernels[0];
+    // 100 shared bytes and 7 for each of the 2 × 6 blocks.
+    assert_eq!(k.workspace, Some(184));
+    let cases: &[(&str, &str)] = &[
+        (
+            "blocks: { rule: rows, param: x }\nworkspace: { per_block: 64 }\n",
+            "t.hbs:9:12: template contract: `workspace`: needs `blocks: { rule: grid, … }`, so \
+             that its size is known when the kernel is built",
+        ),
+        (
+            "blocks: { rule: grid, options: [n] }\nworkspace: { shared: 0 }\n",
+            "t.hbs:9:12: template contract: `workspace`: give `per_block` or `shared` a number of \
+             bytes above 0",
+        ),
+        (
+            "blocks: { rule: grid, options: [n] }\nworkspace: { per_block: 67108865 }\n",
+            "t.hbs:9:25: template contract: `workspace`, `per_block`: 67108865 is not from 0 to \
+             67108864",
+        ),
+        (
+            "blocks: { rule: grid, options: [n] }\nworkspace: { per_blok: 64 }\n",
+            "t.hbs:9:14: template contract: `workspace`: unknown key `per_blok`; expected \
+             `per_block` or `shared` — did you mean `per_block`?",
+        ),
+    ];
+    let head = "---\nparams:\n  - { name: x }\n  - { name: out, output: true }\n\
+                options:\n  n: { type: int, default: 2, min: 1, max: 8 }\n  \
+                b: { type: bool, default: false }\n";
+    for (tail, want) in cases {
+        let dir = with_template(&format!("{head}{tail}---\n"));
+        let got = check(&dir, &spec("[4, 4]", "[4]", "[4, 4]", "{}")).unwrap_err();
+        assert_eq!(got.join("\n"), *want, "{tail}");
+    }
+}

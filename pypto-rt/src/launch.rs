@@ -647,6 +647,47 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
     result
 }
 
+/// Checks a call and runs it with a workspace: `workspace_bytes` of zeroed
+/// scratch on the call's device, passed after the tensors of `args` (the
+/// last name of `desc.params` is its). Kernels whose cube and vector cores
+/// exchange tiles through GM take one, as Ascend C operators take theirs
+/// from the framework.
+///
+/// # Safety
+/// As [`launch`], for `args` followed by the workspace: `entries` must take
+/// it as its last tensor.
+pub unsafe fn launch_with_workspace<'a>(
+    desc: &KernelDesc,
+    entries: Entries,
+    args: impl IntoIterator<Item = Arg<'a>>,
+    workspace_bytes: u64,
+) -> Result<(), Error> {
+    let no_memory = || Error::OutOfMemory {
+        bytes: std::mem::size_of::<Arg<'_>>(),
+        reason: "no memory for a launch's arguments".to_owned(),
+    };
+    let mut given: Small<Arg<'a>> = Small::new();
+    for arg in args {
+        given.try_reserve(1).map_err(|_| no_memory())?;
+        given.push(arg);
+    }
+    let device = one_device(desc, &given)?;
+    let bytes = usize::try_from(workspace_bytes).map_err(|_| Error::OutOfMemory {
+        bytes: usize::MAX,
+        reason: format!("a workspace of {workspace_bytes} bytes is larger than the address space"),
+    })?;
+    let mut workspace = device.zeros::<u8, (usize,)>((bytes,))?;
+    let mut all: Small<Arg<'_>> = Small::new();
+    all.try_reserve(given.len() + 1).map_err(|_| no_memory())?;
+    for arg in given {
+        all.push(arg);
+    }
+    all.push(workspace.output_arg());
+    // SAFETY: forwarded from this function's contract; the workspace is
+    // this call's own, so it aliases nothing.
+    unsafe { launch(desc, entries, &all) }
+}
+
 fn one_device<'a>(desc: &KernelDesc, args: &[Arg<'a>]) -> Result<&'a Device, Error> {
     let mut first: Option<&Device> = None;
     for (i, arg) in args.iter().enumerate() {

@@ -487,6 +487,7 @@ fn template_data(plan: &Plan<'_>, index: usize) -> Value {
         .iter()
         .filter(|p| matches!(p.kind, ParamKind::Tensor { .. }))
         .map(|p| format!("GM_ADDR {}", p.name))
+        .chain(k.workspace.map(|_| format!("GM_ADDR {WORKSPACE_PARAM}")))
         .chain(std::iter::once("GM_ADDR pypto_tiling_gm".to_owned()))
         .collect();
     let options: serde_json::Map<String, Value> = k
@@ -512,9 +513,15 @@ fn template_data(plan: &Plan<'_>, index: usize) -> Value {
         "args": args,
         "dims": dims,
         "entry_params": entry_params.join(", "),
+        // The scratch a launch lends the kernel (contract `workspace:`).
+        "workspace": k.workspace.map(|bytes| json!({ "name": WORKSPACE_PARAM, "bytes": bytes })),
         "load_tiling": "PyptoTiling pypto_tiling;\n    pypto_load_tiling(pypto_tiling, pypto_tiling_gm);",
     })
 }
+
+/// The entry parameter that receives a kernel's workspace, after the
+/// tensors (a template names it as `{{workspace.name}}`).
+const WORKSPACE_PARAM: &str = "pypto_workspace";
 
 /// The tiling struct, laid out as pypto-rt writes it, and its readers.
 fn tiling_preamble(out: &mut String, plan: &Plan<'_>) {
@@ -874,7 +881,9 @@ fn assemble(
         &lines::c_string(file_name),
     );
     out.push_str("\n// ---- host backend launch shim ----\n#if defined(PYPTO_HOST_BACKEND)\n");
-    let call_args: Vec<String> = (0..tensors.len())
+    // The workspace travels as one more tensor, after the params'.
+    let pointers = tensors.len() + usize::from(k.workspace.is_some());
+    let call_args: Vec<String> = (0..pointers)
         .map(|i| format!("static_cast<GM_ADDR>(launch->args[{i}])"))
         .chain(std::iter::once(
             "reinterpret_cast<GM_ADDR>(const_cast<uint8_t*>(launch->tiling))".to_owned(),
@@ -889,7 +898,7 @@ fn assemble(
         plan.entry_symbol(index),
         call_args.join(",\n            ")
     );
-    let device_args: Vec<String> = (0..=tensors.len())
+    let device_args: Vec<String> = (0..=pointers)
         .map(|i| format!("static_cast<uint8_t*>(args[{i}])"))
         .collect();
     let _ = writeln!(

@@ -21,6 +21,15 @@ pub const RT_INTERFACE: u32 = 3;
 /// [`RT_INTERFACE`]).
 const RT: &str = "::pypto_rt::__private::v3";
 
+/// The interface, and its module, that kernels with a workspace need
+/// (`launch_with_workspace`); the rest need only [`RT_INTERFACE`].
+const RT_WORKSPACE_INTERFACE: u32 = 4;
+const RT_WORKSPACE: &str = "::pypto_rt::__private::v4";
+
+/// The name a workspace goes by in the runtime's messages: not a name a
+/// spec can give a param.
+const WORKSPACE_NAME: &str = "(workspace)";
+
 /// The generated Rust for every kernel, as one file for `include!`.
 pub fn generate(plans: &[Plan<'_>]) -> String {
     let mut out = String::from(
@@ -33,6 +42,13 @@ pub fn generate(plans: &[Plan<'_>]) -> String {
          against a pypto-rt\n// that does not provide it.\n\
          const _: () = ::pypto_rt::__private::require_interface::<{RT_INTERFACE}>();\n"
     );
+    if plans.iter().any(|p| p.kernel.workspace.is_some()) {
+        let _ = writeln!(
+            out,
+            "// A kernel below takes a workspace, which needs interface v{RT_WORKSPACE_INTERFACE}.\n\
+             const _: () = ::pypto_rt::__private::require_interface::<{RT_WORKSPACE_INTERFACE}>();\n"
+        );
+    }
     out.push_str("mod __pypto_ffi {\n");
     if let Some(plan) = plans.first() {
         // The crate that declares the kernels links their library, whichever
@@ -278,11 +294,23 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
         "    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the\n    \
          // tensors in spec order; outputs are borrowed mutably, so they alias nothing.\n",
     );
-    let _ = writeln!(
-        out,
-        "    unsafe {{\n        {RT}::launch(\n            &__PYPTO_DESC,\n            __PYPTO_ENTRIES[__pypto_index],\n            &[{}],\n        )\n    }}",
-        args.join(", ")
-    );
+    match k.workspace {
+        None => {
+            let _ = writeln!(
+                out,
+                "    unsafe {{\n        {RT}::launch(\n            &__PYPTO_DESC,\n            __PYPTO_ENTRIES[__pypto_index],\n            &[{}],\n        )\n    }}",
+                args.join(", ")
+            );
+        }
+        // The runtime lends the scratch, zeroed, as the last tensor.
+        Some(bytes) => {
+            let _ = writeln!(
+                out,
+                "    unsafe {{\n        {RT_WORKSPACE}::launch_with_workspace(\n            &__PYPTO_DESC,\n            __PYPTO_ENTRIES[__pypto_index],\n            [{}],\n            {bytes},\n        )\n    }}",
+                args.join(", ")
+            );
+        }
+    }
     out.push_str("}\n");
     built_traits(out, plan, &statics);
 }
@@ -310,7 +338,13 @@ fn describe_size(k: &Kernel, of: SizeOf) -> String {
 
 fn descriptor(out: &mut String, plan: &Plan<'_>) {
     let k = plan.kernel;
-    let names: Vec<String> = k.params.iter().map(|p| format!("{:?}", p.name)).collect();
+    let names: Vec<String> = k
+        .params
+        .iter()
+        .map(|p| p.name.as_str())
+        .chain(k.workspace.map(|_| WORKSPACE_NAME))
+        .map(|name| format!("{name:?}"))
+        .collect();
     let _ = writeln!(
         out,
         "    static __PYPTO_DESC: {RT}::KernelDesc = {RT}::KernelDesc {{"

@@ -546,6 +546,8 @@ pub(super) struct Resolved {
     pub blocks: BlockRule,
     pub multiples: Vec<Multiple>,
     pub halves: Vec<Halves>,
+    /// Bytes of workspace a launch lends the kernel, if it takes one.
+    pub workspace: Option<u64>,
 }
 
 /// Resolves the contract (when it applied) against the checked params:
@@ -705,10 +707,17 @@ pub(super) fn resolve(
             });
         }
     }
+    // The grid's count is known here; the contract admits a workspace only
+    // with the grid rule.
+    let workspace = contract.and_then(|c| c.workspace).map(|w| match blocks {
+        BlockRule::Count(n) => w.shared + w.per_block * u64::from(n),
+        _ => w.shared,
+    });
     Some(Resolved {
         roles,
         blocks,
         multiples,
         halves,
+        workspace,
     })
 }

@@ -204,6 +204,9 @@ pub struct Kernel {
     /// Scalar params whose value is a size of the call (`value:`): passed
     /// to the kernel, not asked of the caller.
     pub bound: Vec<Bound>,
+    /// Bytes of GM scratch every launch lends the kernel (zeroed, after
+    /// the params), when its contract asks for it.
+    pub workspace: Option<u64>,
 }
 
 /// A size of a call's tensors (the runtime's `SizeOf`).
@@ -485,5 +488,6 @@ fn check_kernel(
         entry,
         c_names,
         bound,
+        workspace: resolved.workspace,
     })
 }

@@ -1,0 +1,310 @@
+//! builtin/flash_attention, flash_attention_varlen and paged_attention
+//! (tests/kernels/flash.yaml) against an f64 plain-Rust reference:
+//! grouped-query heads at 4:1 and 8:1, head sizes 64 and 128, causal or not,
+//! decode (S_q = 1) and prefill, S_q ≠ S_kv, key counts per request (with
+//! rows that see no key), a paged cache whose blocks are scattered and
+//! shared between requests, and the errors for a block or key count out of
+//! range.
+//!
+//! Tolerances (inputs in [-1, 1), scores scaled by 1/√D): the kernel rounds
+//! the probabilities to the input type for the cube's P·V (relative error
+//! 2⁻¹¹ for fp16, 2⁻⁸ for bf16, on a weighted mean of values of at most 1)
+//! and the output once more: 3e-3 for fp16, 2.4e-2 for bf16.
+
+use pypto_rt::{Const, Device, Error, Tensor};
+use pypto_tests::{Float, data, kernel_message, kernels, same_bits_at_block_counts};
+
+/// The shape of one call and what each request sees.
+#[derive(Clone, Debug)]
+struct Case {
+    batch: usize,
+    sq: usize,
+    skv: usize,
+    heads: usize,
+    kv_heads: usize,
+    d: usize,
+    causal: bool,
+    /// Keys per request (`seq_lens`); `None`: all `skv`.
+    lens: Option<Vec<i32>>,
+}
+
+/// out[b, s, h] in f64: softmax over the keys row (b, s) sees of
+/// q·kᵀ/√D, times v. `key(b, j)` is the row of k (or v) holding key `j` of
+/// request `b` (all KV heads).
+fn reference(
+    c: &Case,
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    row_of: impl Fn(usize, usize) -> usize,
+) -> Vec<f64> {
+    let (h, hkv, d) = (c.heads, c.kv_heads, c.d);
+    let group = h / hkv;
+    let scale = 1.0 / (d as f64).sqrt();
+    let mut out = vec![0.0f64; c.batch * c.sq * h * d];
+    for b in 0..c.batch {
+        let keys = c.lens.as_ref().map_or(c.skv as i64, |l| i64::from(l[b]));
+        for s in 0..c.sq {
+            let seen = if c.causal {
+                (s as i64 + keys - c.sq as i64 + 1).clamp(0, keys)
+            } else {
+                keys
+            } as usize;
+            for head in 0..h {
+                let kvh = head / group;
+                let qrow = &q[((b * c.sq + s) * h + head) * d..][..d];
+                let scores: Vec<f64> = (0..seen)
+                    .map(|j| {
+                        let krow = &k[(row_of(b, j) * hkv + kvh) * d..][..d];
+                        qrow.iter()
+                            .zip(krow)
+                            .map(|(x, y)| f64::from(*x) * f64::from(*y))
+                            .sum::<f64>()
+                            * scale
+                    })
+                    .collect();
+                let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let weights: Vec<f64> = scores.iter().map(|x| (x - max).exp()).collect();
+                let total: f64 = weights.iter().sum();
+                let o = &mut out[((b * c.sq + s) * h + head) * d..][..d];
+                for (j, w) in weights.iter().enumerate() {
+                    let vrow = &v[(row_of(b, j) * hkv + kvh) * d..][..d];
+                    for (x, y) in o.iter_mut().zip(vrow) {
+                        *x += w / total * f64::from(*y);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn inputs<T: Float>(n: usize, seed: u64) -> (Vec<T>, Vec<f32>) {
+    let t: Vec<T> = data(n, seed).iter().map(|x| T::from_f32(*x)).collect();
+    let f = t.iter().map(|x| x.to_f32()).collect();
+    (t, f)
+}
+
+fn check<T: Float>(what: &str, got: &[T], want: &[f64], tol: f64) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let g = f64::from(g.to_f32());
+        assert!(
+            (g - w).abs() <= tol,
+            "{what}: element {i} is {g}, the reference {w} (tolerance {tol})"
+        );
+    }
+}
+
+type Q<const W: usize> = (usize, usize, Const<W>);
+
+/// A `builtin/flash_attention` kernel at q width QW and k width KW.
+type Flash<T, const QW: usize, const KW: usize> = fn(
+    &Tensor<T, Q<QW>>,
+    &Tensor<T, Q<KW>>,
+    &Tensor<T, Q<KW>>,
+    &mut Tensor<T, Q<QW>>,
+) -> Result<(), Error>;
+
+/// Runs a flash_attention kernel on `c` and returns its output bits (NaN
+/// first, so that rows no block wrote show) and the reference.
+fn run_flash<T: Float, const QW: usize, const KW: usize>(
+    kernel: Flash<T, QW, KW>,
+    c: &Case,
+) -> (Vec<T>, Vec<f64>) {
+    let dev = Device::host();
+    let seed = (c.batch * 1000 + c.sq * 10 + c.skv) as u64;
+    let (q, qf) = inputs::<T>(c.batch * c.sq * QW, seed);
+    let (k, kf) = inputs::<T>(c.batch * c.skv * KW, seed + 1);
+    let (v, vf) = inputs::<T>(c.batch * c.skv * KW, seed + 2);
+    let q = dev.tensor_from(&q, (c.batch, c.sq, Const::<QW>)).unwrap();
+    let k = dev.tensor_from(&k, (c.batch, c.skv, Const::<KW>)).unwrap();
+    let v = dev.tensor_from(&v, (c.batch, c.skv, Const::<KW>)).unwrap();
+    let nan = vec![T::from_f32(f32::NAN); c.batch * c.sq * QW];
+    let mut out = dev.tensor_from(&nan, (c.batch, c.sq, Const::<QW>)).unwrap();
+    kernel(&q, &k, &v, &mut out).unwrap();
+    let want = reference(c, &qf, &kf, &vf, |b, j| b * c.skv + j);
+    (out.to_vec().unwrap(), want)
+}
+
+fn case(
+    batch: usize,
+    sq: usize,
+    skv: usize,
+    heads: usize,
+    kv_heads: usize,
+    d: usize,
+    causal: bool,
+) -> Case {
+    Case {
+        batch,
+        sq,
+        skv,
+        heads,
+        kv_heads,
+        d,
+        causal,
+        lens: None,
+    }
+}
+
+#[test]
+fn gqa_4_to_1_head_128_causal_fp16_decode_and_prefill() {
+    // Decode (S_q = 1), S_q = S_kv, S_q ≠ S_kv, and 33 positions × 4 heads =
+    // 132 rows (two query blocks); S_kv across tile edges.
+    for (batch, sq, skv) in [
+        (1, 1, 1),
+        (3, 1, 300),
+        (2, 7, 7),
+        (1, 40, 300),
+        (2, 33, 33),
+        (1, 5, 128),
+    ] {
+        let c = case(batch, sq, skv, 8, 2, 128, true);
+        let (got, want) = run_flash::<half::f16, 1024, 256>(
+            |a, b, c, d| kernels::flash_gqa4_d128_causal_f16(a, b, c, d),
+            &c,
+        );
+        check(&format!("{c:?}"), &got, &want, 3e-3);
+    }
+}
+
+#[test]
+fn gqa_8_to_1_head_64_bf16_not_causal() {
+    for (batch, sq, skv) in [(2, 1, 129), (1, 20, 77), (1, 17, 256)] {
+        let c = case(batch, sq, skv, 8, 1, 64, false);
+        let (got, want) = run_flash::<half::bf16, 512, 64>(
+            |a, b, c, d| kernels::flash_gqa8_d64_bf16(a, b, c, d),
+            &c,
+        );
+        check(&format!("{c:?}"), &got, &want, 2.4e-2);
+    }
+}
+
+#[test]
+fn one_query_head_per_kv_head_head_64_causal_fp16() {
+    // 130 positions: a full query block of 128 rows and a second of 2.
+    for (batch, sq, skv) in [(1, 130, 130), (2, 5, 200)] {
+        let c = case(batch, sq, skv, 2, 2, 64, true);
+        let (got, want) = run_flash::<half::f16, 128, 128>(
+            |a, b, c, d| kernels::flash_mha_d64_causal_f16(a, b, c, d),
+            &c,
+        );
+        check(&format!("{c:?}"), &got, &want, 3e-3);
+    }
+}
+
+#[test]
+fn the_same_bits_at_every_distinct_block_count() {
+    // 2 requests × 2 KV heads × 2 query blocks = 8 units.
+    let c = case(2, 33, 140, 8, 2, 128, true);
+    let mut want = Vec::new();
+    same_bits_at_block_counts(
+        "flash_gqa4_d128_causal_f16",
+        &[1, 2, 3, 5, 8, 9, 24, 48],
+        || {
+            let (got, w) = run_flash::<half::f16, 1024, 256>(
+                |a, b, c, d| kernels::flash_gqa4_d128_causal_f16(a, b, c, d),
+                &c,
+            );
+            want = w;
+            got
+        },
+    );
+}
+
+/// Runs flash_attention_varlen with `lens` keys per request.
+fn run_varlen(c: &Case) -> Result<(Vec<half::f16>, Vec<f64>), Error> {
+    let dev = Device::host();
+    let lens = c.lens.clone().unwrap();
+    let (q, qf) = inputs::<half::f16>(c.batch * c.sq * 1024, 71);
+    let (k, kf) = inputs::<half::f16>(c.batch * c.skv * 256, 72);
+    let (v, vf) = inputs::<half::f16>(c.batch * c.skv * 256, 73);
+    let q = dev.tensor_from(&q, (c.batch, c.sq, Const::<1024>))?;
+    let k = dev.tensor_from(&k, (c.batch, c.skv, Const::<256>))?;
+    let v = dev.tensor_from(&v, (c.batch, c.skv, Const::<256>))?;
+    let l = dev.tensor_from(&lens, (c.batch,))?;
+    let mut out = dev.zeros((c.batch, c.sq, Const::<1024>))?;
+    kernels::flash_varlen_gqa4_causal_f16(&q, &k, &v, &l, &mut out)?;
+    let want = reference(c, &qf, &kf, &vf, |b, j| b * c.skv + j);
+    Ok((out.to_vec()?, want))
+}
+
+#[test]
+fn requests_of_different_lengths_in_one_launch() {
+    // Request 1 sees 7 keys, request 2 all 300, request 0 none; with 3
+    // positions, request 3's 2 keys leave its first row none (zeros).
+    for sq in [1, 3] {
+        let mut c = case(4, sq, 300, 8, 2, 128, true);
+        c.lens = Some(vec![0, 7, 300, 2]);
+        let (got, want) = run_varlen(&c).unwrap();
+        check(&format!("{c:?}"), &got, &want, 3e-3);
+    }
+}
+
+#[test]
+fn a_key_count_past_the_keys_is_an_error() {
+    let mut c = case(2, 1, 64, 8, 2, 128, true);
+    c.lens = Some(vec![5, 65]);
+    let message = kernel_message(run_varlen(&c).unwrap_err());
+    assert!(
+        message.contains(
+            "flash_varlen_gqa4_causal_f16: seq_lens[1] = 65 is not a key count from 0 to 64"
+        ),
+        "{message}"
+    );
+}
+
+/// Runs paged_attention: `table[b]` lists request b's cache blocks.
+fn run_paged(
+    c: &Case,
+    cache_blocks: usize,
+    table: &[i32],
+) -> Result<(Vec<half::f16>, Vec<f64>), Error> {
+    let dev = Device::host();
+    let lens = c.lens.clone().unwrap();
+    let max_blocks = table.len() / c.batch;
+    let (q, qf) = inputs::<half::f16>(c.batch * c.sq * 1024, 81);
+    let (k, kf) = inputs::<half::f16>(cache_blocks * 128 * 256, 82);
+    let (v, vf) = inputs::<half::f16>(cache_blocks * 128 * 256, 83);
+    let q = dev.tensor_from(&q, (c.batch, c.sq, Const::<1024>))?;
+    let k = dev.tensor_from(&k, (cache_blocks, Const::<128>, Const::<256>))?;
+    let v = dev.tensor_from(&v, (cache_blocks, Const::<128>, Const::<256>))?;
+    let t = dev.tensor_from(table, (c.batch, max_blocks))?;
+    let l = dev.tensor_from(&lens, (c.batch,))?;
+    let mut out = dev.zeros((c.batch, c.sq, Const::<1024>))?;
+    kernels::paged_gqa4_f16(&q, &k, &v, &t, &l, &mut out)?;
+    let want = reference(c, &qf, &kf, &vf, |b, j| {
+        table[b * max_blocks + j / 128] as usize * 128 + j % 128
+    });
+    Ok((out.to_vec()?, want))
+}
+
+#[test]
+fn a_paged_cache_with_scattered_and_shared_blocks() {
+    // 8 cache blocks; request 0 (1 key) in block 5; request 1 (200 keys) in
+    // blocks 2 and 7; request 2 (300 keys) in 7, 0 and 4, sharing block 7
+    // with request 1 as a shared prefix would. Entries past a request's
+    // keys are -1 and never read.
+    let table = [5, -1, -1, 2, 7, -1, 7, 0, 4];
+    for sq in [1, 2] {
+        let mut c = case(3, sq, 384, 8, 2, 128, true);
+        c.lens = Some(vec![1, 200, 300]);
+        let (got, want) = run_paged(&c, 8, &table).unwrap();
+        check(&format!("paged {c:?}"), &got, &want, 3e-3);
+    }
+}
+
+#[test]
+fn a_block_outside_the_cache_is_an_error_naming_the_request_and_position() {
+    let mut c = case(2, 1, 256, 8, 2, 128, true);
+    c.lens = Some(vec![100, 200]);
+    for bad in [8, -3] {
+        let table = [1, -1, 3, bad];
+        let message = kernel_message(run_paged(&c, 8, &table).unwrap_err());
+        let want = format!(
+            "paged_gqa4_f16: request 1, key block 1: block_table[1][1] = {bad} is outside the cache's 8 blocks"
+        );
+        assert!(message.contains(&want), "{message}");
+    }
+}
