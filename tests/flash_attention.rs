@@ -195,6 +195,12 @@ fn gqa_4_to_1_head_128_causal_fp16_decode_and_prefill() {
             &c,
         );
         check(&format!("{c:?}"), &got, &want, 1e-3);
+        // Tiles of 256 keys: two base blocks per exchange.
+        let (got, want) = run_flash::<half::f16, 1024, 256>(
+            |a, b, c, d| kernels::flash_gqa4_t256_causal_f16(a, b, c, d),
+            &c,
+        );
+        check(&format!("tile 256 {c:?}"), &got, &want, 1e-3);
     }
 }
 
@@ -296,6 +302,7 @@ fn run_paged(
     c: &Case,
     cache_blocks: usize,
     table: &[i32],
+    tile_256: bool,
 ) -> Result<(Vec<half::f16>, Vec<f64>), Error> {
     let dev = Device::host();
     let lens = c.lens.clone().unwrap();
@@ -309,7 +316,11 @@ fn run_paged(
     let t = dev.tensor_from(table, (c.batch, max_blocks))?;
     let l = dev.tensor_from(&lens, (c.batch,))?;
     let mut out = dev.zeros((c.batch, c.sq, Const::<1024>))?;
-    kernels::paged_gqa4_f16(&q, &k, &v, &t, &l, &mut out)?;
+    if tile_256 {
+        kernels::paged_gqa4_t256_f16(&q, &k, &v, &t, &l, &mut out)?;
+    } else {
+        kernels::paged_gqa4_f16(&q, &k, &v, &t, &l, &mut out)?;
+    }
     let want = reference(
         c,
         &qf,
@@ -328,11 +339,16 @@ fn a_paged_cache_with_scattered_and_shared_blocks() {
     // with request 1 as a shared prefix would. Entries past a request's
     // keys are -1 and never read.
     let table = [5, -1, -1, 2, 7, -1, 7, 0, 4];
-    for sq in [1, 2] {
+    for (sq, tile_256) in [(1, false), (2, false), (1, true), (3, true)] {
         let mut c = case(3, sq, 384, 8, 2, 128, true);
         c.lens = Some(vec![1, 200, 300]);
-        let (got, want) = run_paged(&c, 8, &table).unwrap();
-        check(&format!("paged {c:?}"), &got, &want, 1e-3);
+        let (got, want) = run_paged(&c, 8, &table, tile_256).unwrap();
+        check(
+            &format!("paged, tile 256 {tile_256}, {c:?}"),
+            &got,
+            &want,
+            1e-3,
+        );
     }
 }
 
@@ -342,10 +358,12 @@ fn a_block_outside_the_cache_is_an_error_naming_the_request_and_position() {
     c.lens = Some(vec![100, 200]);
     for bad in [8, -3] {
         let table = [1, -1, 3, bad];
-        let message = kernel_message(run_paged(&c, 8, &table).unwrap_err());
-        let want = format!(
-            "paged_gqa4_f16: request 1, key block 1: block_table[1][1] = {bad} is outside the cache's 8 blocks"
-        );
-        assert!(message.contains(&want), "{message}");
+        for (tile_256, kernel) in [(false, "paged_gqa4_f16"), (true, "paged_gqa4_t256_f16")] {
+            let message = kernel_message(run_paged(&c, 8, &table, tile_256).unwrap_err());
+            let want = format!(
+                "{kernel}: request 1, key block 1: block_table[1][1] = {bad} is outside the cache's 8 blocks"
+            );
+            assert!(message.contains(&want), "{message}");
+        }
     }
 }
