@@ -383,7 +383,8 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint3
     pypto_emu::OnPipe on_pipe(PIPE_MTE2);
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopy(GM->local)";
-    pypto_emu::model_copy(pypto_emu::Memory::GM, pypto_emu::memory_of(dst.position()), uint64_t{count} * sizeof(T));
+    pypto_emu::model_copy(pypto_emu::Memory::GM, pypto_emu::memory_of(dst.position()), uint64_t{count} * sizeof(T), 1,
+                          src.GetPhyAddr());
     pypto_emu::check_count_bytes<T>(count, what);
     pypto_emu::check_local(dst, static_cast<uint64_t>(count) * sizeof(T), what);
     pypto_emu::check_gm_align(src, what);
@@ -454,7 +455,7 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataC
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopy(GM->local, DataCopyParams)";
     pypto_emu::model_copy(pypto_emu::Memory::GM, pypto_emu::memory_of(dst.position()),
-                          uint64_t{p.blockCount} * p.blockLen * 32, p.blockCount);
+                          uint64_t{p.blockCount} * p.blockLen * 32, p.blockCount, src.GetPhyAddr());
     pypto_emu::check_block_count(p.blockCount, what);
     if (p.blockCount == 0 || p.blockLen == 0) {
         return;
@@ -653,7 +654,7 @@ void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Da
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopyPad", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopyPad(GM->local)";
     pypto_emu::model_copy(pypto_emu::Memory::GM, pypto_emu::memory_of(dst.position()),
-                          uint64_t{p.blockCount} * p.blockLen, p.blockCount);
+                          uint64_t{p.blockCount} * p.blockLen, p.blockCount, src.GetPhyAddr());
     pypto_emu::check_block_count(p.blockCount, what);
     if (p.blockLen > 2097151) {
         pypto_emu::fail(what, ": blockLen ", p.blockLen, " bytes exceeds 2097151");

@@ -151,7 +151,8 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2Nz
     bool to_ub = pypto_emu::memory_of(dst.position()) == pypto_emu::Memory::UB;
     const char* what = to_ub ? "DataCopy(GM->UB, Nd2NzParams)" : "DataCopy(GM->L1, Nd2NzParams)";
     pypto_emu::model_copy(pypto_emu::Memory::GM, pypto_emu::memory_of(dst.position()),
-                          uint64_t{p.ndNum} * p.nValue * p.dValue * sizeof(T), uint64_t{p.ndNum} * p.nValue);
+                          uint64_t{p.ndNum} * p.nValue * p.dValue * sizeof(T), uint64_t{p.ndNum} * p.nValue,
+                          src.GetPhyAddr());
     pypto_emu::poll(what);
     if (to_ub) {
         // The documented ranges of the GM -> UB form (the upper bounds; the

@@ -71,9 +71,25 @@ inline void model_vector_bytes(const char* what, uint64_t bytes, uint32_t elem)
     model_vector_repeats(what, (bytes + 255) / 256, elem);
 }
 
+// Whether GM address `p` lies in one of the launch's input tensors: only
+// those are read from HBM the first time; outputs and workspaces hold what
+// the launch wrote, which stays in L2.
+inline bool gm_in_input(const void* p)
+{
+    const auto* at = static_cast<const uint8_t*>(p);
+    for (const GmRegion& r : block.regions) {
+        if (at >= r.begin && at < r.begin + r.bytes) {
+            return !r.writable && r.arg != UINT32_MAX;
+        }
+    }
+    return false;
+}
+
 // A copy of `bytes` from memory `src` to `dst` (global memory or on-chip),
-// in `bursts` transfers.
-inline void model_copy(Memory src, Memory dst, uint64_t bytes, uint64_t bursts = 1)
+// in `bursts` transfers; `gm_src`, for a read of global memory, is where
+// it starts.
+inline void model_copy(Memory src, Memory dst, uint64_t bytes, uint64_t bursts = 1,
+                       const void* gm_src = nullptr)
 {
     if (!modelling()) {
         return;
@@ -85,7 +101,7 @@ inline void model_copy(Memory src, Memory dst, uint64_t bytes, uint64_t bursts =
         t.gm_read += bytes;
         // The core's share of the inputs' first reads comes from HBM, the
         // rest from L2 (model_begin).
-        uint64_t cold = std::min(bytes, t.cold_left);
+        uint64_t cold = gm_src != nullptr && gm_in_input(gm_src) ? std::min(bytes, t.cold_left) : 0;
         t.cold_left -= cold;
         t.gm_cold += cold;
         double stream = static_cast<double>(cold) / t.cold_rate + static_cast<double>(bytes - cold) / t.gm_in;

@@ -114,14 +114,17 @@ inline void model_begin(const ModelSink* sink, uint8_t core, bool vector, bool m
     model_timing_only = timeline.timing_only;
     timeline.gm_in = timeline.p.mte2_bytes;
     timeline.gm_out = timeline.p.mte3_bytes;
-    // A block's cores that move GM data: one, or a mixed kernel's three. A
-    // vector kernel's blocks run two to an AI core, the others one.
-    uint64_t per_block = mixed ? 3 : 1;
+    // The chip's HBM bandwidth is shared by the blocks running at once (a
+    // vector kernel's blocks run two to an AI core, the others one), and
+    // each block's share of the inputs' first reads goes to whichever of
+    // its cores reads inputs (model_copy counts reads of inputs only): in a
+    // mixed kernel that is usually the cube, the vector cores reading what
+    // it wrote to a workspace.
     uint64_t slots = static_cast<uint64_t>(sink->ai_cores) * (vector && !mixed ? 2 : 1);
     uint64_t blocks = std::max<uint32_t>(sink->blocks, 1);
-    uint64_t at_once = std::min(blocks, std::max<uint64_t>(slots, 1)) * per_block;
+    uint64_t at_once = std::min(blocks, std::max<uint64_t>(slots, 1));
     timeline.cold_rate = std::min(timeline.p.mte2_bytes, timeline.p.chip_hbm_bytes / static_cast<double>(at_once));
-    timeline.cold_left = sink->input_bytes / (blocks * per_block);
+    timeline.cold_left = sink->input_bytes / blocks;
 }
 
 inline uint64_t model_cycle(double t) { return static_cast<uint64_t>(t + 0.5); }
