@@ -5,7 +5,7 @@
 //! and the trace is well-formed JSON with the tracks it claims.
 
 use pypto_rt::model::{PIPES, chrome_trace, memory_names};
-use pypto_rt::{Const, Device, ModelArch, profile};
+use pypto_rt::{Const, Device, ModelArch, Profiler, profile};
 use pypto_tests::{data_as, kernels};
 
 fn bf16s(n: usize, seed: u64) -> Vec<half::bf16> {
@@ -619,4 +619,55 @@ fn a_matmul_over_no_k_writes_zeros() {
     let mut out = dev.tensor_from(&ones, (130usize, 144usize)).unwrap();
     kernels::builtin_matmul_f16(&a, &b, &mut out).unwrap();
     assert!(out.to_vec().unwrap().iter().all(|v| *v == half::f16::ZERO));
+}
+
+#[test]
+fn a_mixed_kernel_s_first_reads_are_the_cube_s_reads_of_its_inputs() {
+    // builtin/flash_attention (tests/kernels/flash.yaml) on 24 blocks:
+    // the cube cores read q, k and v; the vector cores read only the
+    // workspace the cube wrote, which is never a first read from HBM.
+    let dev = Device::host();
+    let (batch, sq, skv) = (3usize, 1usize, 300usize);
+    let q = dev
+        .zeros::<half::f16, _>((batch, sq, Const::<1024>))
+        .unwrap();
+    let k = dev
+        .zeros::<half::f16, _>((batch, skv, Const::<256>))
+        .unwrap();
+    let v = dev
+        .zeros::<half::f16, _>((batch, skv, Const::<256>))
+        .unwrap();
+    let mut out = dev
+        .zeros::<half::f16, _>((batch, sq, Const::<1024>))
+        .unwrap();
+    let (result, profile) = Profiler::new(ModelArch::AtlasA3)
+        .trace(false)
+        .run(|| kernels::flash_gqa4_d128_causal_f16(&q, &k, &v, &mut out));
+    result.unwrap();
+    let launch = &profile.launches[0];
+    let inputs = ((batch * sq * 1024 + 2 * batch * skv * 256) * 2) as u64;
+    let share = inputs / 24;
+    let mut cube_cold = 0;
+    for c in &launch.cores {
+        if c.core.is_vector() {
+            assert!(
+                c.gm_read > 0 || c.block >= 6,
+                "block {} {:?} read nothing",
+                c.block,
+                c.core
+            );
+            assert_eq!(c.gm_cold, 0, "block {} {:?}", c.block, c.core);
+        } else {
+            // Each cube reads one unit's q rows, keys and values (6 units:
+            // 3 requests x 2 KV heads), up to its block's share cold.
+            assert!(
+                c.gm_cold <= share,
+                "block {}: {} > {share}",
+                c.block,
+                c.gm_cold
+            );
+            cube_cold += c.gm_cold;
+        }
+    }
+    assert_eq!(cube_cold, 6 * share);
 }
