@@ -1,7 +1,8 @@
 //! How fast would these kernels be on an Atlas A3? Every host launch runs
 //! through the emulation, which also builds a modelled per-core, per-pipe
 //! timeline of the NPU (`pypto_rt::profile`). This example profiles
-//! add_bias, softmax, matmul and attention at two sizes each, prints each
+//! add_bias, softmax, matmul, attention and flash attention at two sizes
+//! each, prints each
 //! table and writes the timelines of the last launch of each kernel to
 //! `target/profile/` as Chrome traces and SVG swimlanes.
 //!
@@ -86,6 +87,23 @@ fn main() -> anyhow::Result<()> {
         r?;
         println!("attention (B, S) = ({batch}, {seq}), hidden 768, fp32\n{p}");
         save("attention", &p)?;
+    }
+    // Flash attention on the cube and vector cores: a causal prefill, and a
+    // decode step (one token per request against 2,048 cached keys), whose
+    // timeline is the one saved.
+    for (batch, sq, skv) in [(1usize, 512usize, 512usize), (4, 1, 2048)] {
+        let q = dev.tensor_from(&halves(batch * sq * 1024, 9), (batch, sq, Const::<1024>))?;
+        let k = dev.tensor_from(&halves(batch * skv * 256, 10), (batch, skv, Const::<256>))?;
+        let v = dev.tensor_from(&halves(batch * skv * 256, 11), (batch, skv, Const::<256>))?;
+        let mut out = dev.zeros((batch, sq, Const::<1024>))?;
+        let (r, p) = profile(arch, || {
+            kernels::profile_flash_attention(&q, &k, &v, &mut out)
+        });
+        r?;
+        println!(
+            "flash attention (B, S_q, S_kv) = ({batch}, {sq}, {skv}), 8 heads over 2 KV heads of 128, fp16\n{p}"
+        );
+        save("flash_attention", &p)?;
     }
     println!(
         "timelines of each kernel's larger run: target/profile/*.json (Perfetto, chrome://tracing) and *.svg"

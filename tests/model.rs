@@ -392,6 +392,34 @@ fn print_gemm_timeline() {
 }
 
 #[test]
+#[ignore = "writes the README's flash attention timeline"]
+fn print_flash_attention_timeline() {
+    // Decode: 2 requests x 2 KV heads over 2 blocks, 2,048 keys each.
+    let dev = Device::host();
+    let (batch, skv) = (2usize, 2048usize);
+    let q = dev
+        .zeros::<half::f16, _>((batch, 1, Const::<1024>))
+        .unwrap();
+    let k = dev
+        .zeros::<half::f16, _>((batch, skv, Const::<256>))
+        .unwrap();
+    let v = dev
+        .zeros::<half::f16, _>((batch, skv, Const::<256>))
+        .unwrap();
+    let mut out = dev
+        .zeros::<half::f16, _>((batch, 1, Const::<1024>))
+        .unwrap();
+    let (r, profile) = pypto_rt::Profiler::new(ModelArch::AtlasA3)
+        .timing_only(true)
+        .run(|| kernels::flash_gqa4_two_cores(&q, &k, &v, &mut out));
+    r.unwrap();
+    println!("{profile}");
+    let path = std::env::temp_dir().join("flash_attention_timeline.svg");
+    std::fs::write(&path, pypto_rt::model::svg(&profile)).unwrap();
+    println!("wrote {}", path.display());
+}
+
+#[test]
 fn a_mixed_kernel_s_timeline_is_the_same_every_run_and_in_timing_only_mode() {
     let dev = Device::host();
     let (s0, s1) = (256usize, 512usize);
