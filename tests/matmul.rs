@@ -418,3 +418,150 @@ fn pitches_past_sixteen_bits_are_copied_row_by_row() {
         first_difference(&got, &want, &format!("fp16 [{m}, {k}] x [{k}, {n}]"));
     }
 }
+
+/// out = a · bᵀ in f64 for b stored [n, k].
+fn reference_bt<T: Float>(
+    a: &[T],
+    b: &[T],
+    (batch, m, k, n): (usize, usize, usize, usize),
+) -> Vec<f64> {
+    let mut out = vec![0f64; batch * m * n];
+    for bi in 0..batch {
+        for i in 0..m {
+            for j in 0..n {
+                out[(bi * m + i) * n + j] = (0..k)
+                    .map(|p| {
+                        f64::from(a[(bi * m + i) * k + p].to_f32())
+                            * f64::from(b[(bi * n + j) * k + p].to_f32())
+                    })
+                    .sum();
+            }
+        }
+    }
+    out
+}
+
+/// `transpose_b`: B stored [N, K] (a checkpoint's linear layer) read as it
+/// is, in every dtype, over M, K and N tiles and tails, batched, and past
+/// the 16-bit pitch (K > 65535, copied row by row).
+#[test]
+fn transpose_b_reads_b_stored_n_by_k() {
+    let dev = Device::host();
+    for (m, k, n) in [
+        (1, 64, 48),
+        (7, 200, 144),
+        (130, 96, 272),
+        (3, 7, 16),
+        (0, 16, 32),
+    ] {
+        let a = inputs::<f32>(m * k, (m + k) as u64);
+        let b = inputs::<f32>(n * k, n as u64);
+        let mut out = dev.zeros((m, n)).unwrap();
+        kernels::matmul_bt_f32_dyn(
+            &dev.tensor_from(&a, (m, k)).unwrap(),
+            &dev.tensor_from(&b, (n, k)).unwrap(),
+            &mut out,
+        )
+        .unwrap();
+        let what = format!("matmul_bt f32 {m}x{k}x{n}");
+        assert_close(
+            &out.to_vec().unwrap(),
+            &reference_bt(&a, &b, (1, m, k, n)),
+            tol::<f32>(),
+            &what,
+        );
+
+        let a = inputs::<half::f16>(m * k, (m + k) as u64);
+        let b = inputs::<half::f16>(n * k, n as u64);
+        let mut out = dev.zeros((m, n)).unwrap();
+        kernels::matmul_bt_f16_dyn(
+            &dev.tensor_from(&a, (m, k)).unwrap(),
+            &dev.tensor_from(&b, (n, k)).unwrap(),
+            &mut out,
+        )
+        .unwrap();
+        let got: Vec<f32> = out.to_vec().unwrap().iter().map(|v| v.to_f32()).collect();
+        let what = format!("matmul_bt f16 {m}x{k}x{n}");
+        assert_close(
+            &got,
+            &reference_bt(&a, &b, (1, m, k, n)),
+            tol::<half::f16>(),
+            &what,
+        );
+    }
+    for m in [1, 33, 300] {
+        let a = inputs::<half::bf16>(m * 200, m as u64);
+        let b = inputs::<half::bf16>(144 * 200, 9);
+        let mut out = dev.zeros((m, Const::<144>)).unwrap();
+        kernels::matmul_bt_bf16(
+            &dev.tensor_from(&a, (m, Const::<200>)).unwrap(),
+            &dev.tensor_from(&b, (Const::<144>, Const::<200>)).unwrap(),
+            &mut out,
+        )
+        .unwrap();
+        let got: Vec<f32> = out.to_vec().unwrap().iter().map(|v| v.to_f32()).collect();
+        let what = format!("matmul_bt bf16 {m}x200x144");
+        assert_close(
+            &got,
+            &reference_bt(&a, &b, (1, m, 200, 144)),
+            tol::<half::bf16>(),
+            &what,
+        );
+    }
+    let (batch, m, k, n) = (3, 20, 40, 48);
+    let a = inputs::<half::f16>(batch * m * k, 5);
+    let b = inputs::<half::f16>(batch * n * k, 6);
+    let mut out = dev.zeros((batch, m, n)).unwrap();
+    kernels::batch_matmul_bt_f16(
+        &dev.tensor_from(&a, (batch, m, k)).unwrap(),
+        &dev.tensor_from(&b, (batch, n, k)).unwrap(),
+        &mut out,
+    )
+    .unwrap();
+    let got: Vec<f32> = out.to_vec().unwrap().iter().map(|v| v.to_f32()).collect();
+    assert_close(
+        &got,
+        &reference_bt(&a, &b, (batch, m, k, n)),
+        tol::<half::f16>(),
+        "batch_matmul_bt f16",
+    );
+    // K = 65552: Bᵀ's rows are further apart than Nd2NzParams can say.
+    let (m, k, n) = (2, 65552, 16);
+    let a: Vec<half::f16> = (0..m * k)
+        .map(|i| half::f16::from_f32((i % 5) as f32 - 2.0))
+        .collect();
+    let b: Vec<half::f16> = (0..n * k)
+        .map(|i| half::f16::from_f32((i % 3) as f32 - 1.0))
+        .collect();
+    let mut out = dev.zeros((m, n)).unwrap();
+    kernels::matmul_bt_f16_dyn(
+        &dev.tensor_from(&a, (m, k)).unwrap(),
+        &dev.tensor_from(&b, (n, k)).unwrap(),
+        &mut out,
+    )
+    .unwrap();
+    // Whole numbers: the fp32 sums are exact, the output rounds them.
+    let want: Vec<half::f16> = reference_bt(&a, &b, (1, m, k, n))
+        .iter()
+        .map(|&v| half::f16::from_f64(v))
+        .collect();
+    first_difference(&out.to_vec().unwrap(), &want, "matmul_bt f16 2x65552x16");
+}
+
+#[test]
+fn transpose_b_gives_the_same_bits_at_every_distinct_block_count() {
+    let dev = Device::host();
+    let (m, k, n) = (300, 200, 272);
+    let a = dev
+        .tensor_from(&inputs::<half::f16>(m * k, 1), (m, k))
+        .unwrap();
+    let b = dev
+        .tensor_from(&inputs::<half::f16>(n * k, 2), (n, k))
+        .unwrap();
+    // 3 x 2 output tiles of 128 x 256.
+    same_bits_at_block_counts("matmul_bt_f16_dyn", &[1, 2, 3, 5, 6, 7, 24, 48], || {
+        let mut out = dev.zeros((m, n)).unwrap();
+        kernels::matmul_bt_f16_dyn(&a, &b, &mut out).unwrap();
+        out.to_vec().unwrap()
+    });
+}

@@ -151,8 +151,9 @@ pub struct Contract {
     pub blocks: Option<Blocks>,
     /// The options the template takes; a spec may give no others.
     pub options: Vec<OptionSpec>,
-    /// Axes whose size must be a multiple of an integer option's value.
-    pub divisible_by_option: Vec<(ParamAxis, String)>,
+    /// Axes whose size must be a multiple of an integer option's value,
+    /// and the relation.
+    pub divisible_by_option: Vec<(ParamAxis, String, usize)>,
     /// Axes whose size must be a multiple of a constant (times an integer
     /// option's value, when `times` names one), and why.
     pub multiple_of: Vec<MultipleOf>,
@@ -186,6 +187,8 @@ pub struct MultipleOf {
     pub of: u64,
     pub times: Option<String>,
     pub why: String,
+    /// The relation that says so.
+    pub relation: usize,
 }
 
 /// One entry of a contract's `relations`, as its template writes it.
@@ -198,6 +201,9 @@ pub struct Relation {
     /// Every axis it names by index (`x.2`; not `x.last`), which a spec's
     /// param must have.
     pub axes: Vec<ParamAxis>,
+    /// `when: OPTION` (`(OPTION, true)`) or `unless: OPTION`: the relation
+    /// holds only for kernels whose bool option has that value.
+    pub condition: Option<(String, bool)>,
 }
 
 impl Relation {
@@ -211,6 +217,26 @@ impl Contract {
     /// The declared option named `name`.
     pub fn option(&self, name: &str) -> Option<&OptionSpec> {
         self.options.iter().find(|o| o.name == name)
+    }
+
+    /// The contract for a kernel whose bool options have the values
+    /// `is_on` gives: relations whose `when:`/`unless:` does not hold are
+    /// dropped from every list (they stay in `relations`, which the lists
+    /// index, for messages).
+    pub fn under(&self, is_on: impl Fn(&str) -> bool) -> Contract {
+        let holds = |r: usize| {
+            self.relations[r]
+                .condition
+                .as_ref()
+                .is_none_or(|(option, value)| is_on(option) == *value)
+        };
+        let mut c = self.clone();
+        c.same_shape.retain(|&(_, _, r)| holds(r));
+        c.same_axis.retain(|&(_, _, r)| holds(r));
+        c.divisible_by_option.retain(|&(_, _, r)| holds(r));
+        c.multiple_of.retain(|m| holds(m.relation));
+        c.halved_last = c.halved_last.filter(|&(_, _, r)| holds(r));
+        c
     }
 }
 
@@ -288,12 +314,15 @@ const TOP_KEYS: &[&str] = &[
     "workspace",
 ];
 const PARAM_KEYS: &[&str] = &["name", "kind", "output", "rank", "dtype"];
-const RELATIONS: &[&str] = &[
+/// A relation entry's keys: one relation, and at most one condition.
+const RELATION_KEYS: &[&str] = &[
     "same_shape",
     "same_dim",
     "halved_last",
     "multiple_of",
     "divisible_by",
+    "when",
+    "unless",
 ];
 const OPTION_KEYS: &[&str] = &["type", "default", "min", "max", "doc"];
 const BLOCK_KEYS: &[&str] = &["rule", "param", "per_block", "axes", "times", "options"];
@@ -916,22 +945,82 @@ impl Reader<'_, '_> {
         }
     }
 
+    /// `when: NAME` / `unless: NAME`: a declared bool option.
+    fn bool_option(&mut self, node: &Node, c: &Contract, word: &str) -> Option<String> {
+        let what = format!("`relations` entry, `{word}`");
+        let name = self.string(node, &what)?;
+        match c.option(&name).map(|o| o.kind) {
+            Some(OptionKind::Bool { .. }) => Some(name),
+            Some(OptionKind::Int { .. }) => {
+                self.error(
+                    node.pos,
+                    format!("{what}: option `{name}` is an int; this needs a bool option"),
+                );
+                None
+            }
+            None => {
+                let names: Vec<&str> = c.options.iter().map(|o| o.name.as_str()).collect();
+                self.error(
+                    node.pos,
+                    format!(
+                        "{what}: no option `{}`; declare it under `options:`{}",
+                        clip(&name, 40),
+                        did_you_mean(&name, names.iter().copied())
+                    ),
+                );
+                None
+            }
+        }
+    }
+
     fn relations(&mut self, node: &Node, c: &mut Contract) {
         for item in self.seq(node, "`relations`") {
-            let entries = self.mapping(item, "`relations` entry", RELATIONS);
+            let all = self.mapping(item, "`relations` entry", RELATION_KEYS);
+            let (conditions, entries): (Vec<Entry<'_>>, Vec<Entry<'_>>) = all
+                .into_iter()
+                .partition(|(name, _, _)| matches!(*name, "when" | "unless"));
             if entries.len() != 1 {
                 if entries.len() > 1 {
                     self.error(item.pos, "`relations` entry: give one relation per entry");
+                } else if !conditions.is_empty() {
+                    self.error(
+                        item.pos,
+                        "`relations` entry: `when`/`unless` needs a relation beside it, e.g. \
+                         `{ same_dim: [a.1, b.0], unless: transpose_b }`",
+                    );
                 }
                 continue;
             }
+            if conditions.len() > 1 {
+                self.error(
+                    item.pos,
+                    "`relations` entry: give `when` or `unless`, not both",
+                );
+                continue;
+            }
+            let condition = match conditions.first() {
+                None => None,
+                Some(&(word, _, option)) => match self.bool_option(option, c, word) {
+                    Some(name) => Some((name, word == "when")),
+                    None => continue,
+                },
+            };
             let (kind, key, value) = entries[0];
             let what = format!("`{kind}`");
             let relation = c.relations.len();
+            let text = match &condition {
+                None => format!("{kind}: {}", flow(value)),
+                Some((option, on)) => format!(
+                    "{kind}: {}, {}: {option}",
+                    flow(value),
+                    if *on { "when" } else { "unless" }
+                ),
+            };
             c.relations.push(Relation {
-                text: format!("{kind}: {}", flow(value)),
+                text,
                 at: format!("{}:{}", display_path(self.sink.path()), key.pos),
                 axes: Vec::new(),
+                condition,
             });
             let named = |c: &mut Contract, axis: Option<ParamAxis>| {
                 if let Some(a @ (_, AxisRef::Index(_))) = axis {
@@ -1031,6 +1120,7 @@ impl Reader<'_, '_> {
                             of: of as u64,
                             times,
                             why,
+                            relation,
                         });
                     }
                 }
@@ -1045,7 +1135,7 @@ impl Reader<'_, '_> {
                     let axis = named(c, axis);
                     let option = self.factor_option(option, c, &format!("{what}, `option`"));
                     if let (Some(axis), Some(option)) = (axis, option) {
-                        c.divisible_by_option.push((axis, option));
+                        c.divisible_by_option.push((axis, option, relation));
                     }
                 }
             }

@@ -529,3 +529,70 @@ fn a_workspace_is_sized_by_the_grid_and_needs_one() {
         assert_eq!(got.join("\n"), *want, "{tail}");
     }
 }
+
+#[test]
+fn a_relation_may_hold_only_when_a_bool_option_is_set() {
+    // builtin/matmul ties b's axes by `transpose_b`: [K, N], or [N, K].
+    let dir = with_template(GRID);
+    let matmul = |options: &str, b: &str| {
+        check(
+            &dir,
+            &format!(
+                "kernels:\n  mm:\n    template: builtin/matmul\n    options: {options}\n    params:\n      \
+                 a: {{ dtype: DT_FP16, shape: [DYNAMIC, 96] }}\n      \
+                 b: {{ dtype: DT_FP16, shape: {b} }}\n      \
+                 out: {{ dtype: DT_FP16, shape: [DYNAMIC, 32], output: true }}\n"
+            ),
+        )
+    };
+    assert!(matmul("{}", "[96, 32]").is_ok());
+    assert!(matmul("{ transpose_b: true }", "[32, 96]").is_ok());
+    assert_eq!(
+        matmul("{ transpose_b: true }", "[96, 32]").unwrap_err(),
+        [
+            "k.yaml:7:40: kernel `mm`: `b.1` is fixed at 32 but must equal `a.1`, fixed at 96 \
+             (builtin/matmul requires them to be equal)",
+            "k.yaml:8:47: kernel `mm`: `out.1` is fixed at 32 but must equal `b.0`, fixed at 96 \
+             (builtin/matmul requires them to be equal)"
+        ]
+    );
+    assert_eq!(
+        matmul("{ transpose_b: false }", "[32, 96]").unwrap_err(),
+        [
+            "k.yaml:7:36: kernel `mm`: `b.0` is fixed at 32 but must equal `a.1`, fixed at 96 \
+             (builtin/matmul requires them to be equal)",
+            "k.yaml:8:47: kernel `mm`: `out.1` is fixed at 32 but must equal `b.1`, fixed at 96 \
+             (builtin/matmul requires them to be equal)"
+        ]
+    );
+    // Malformed conditions are located in the template.
+    let head = "---\nparams:\n  - { name: x }\n  - { name: out, output: true }\n\
+                options:\n  n: { type: int, default: 2, min: 1, max: 8 }\n  \
+                b: { type: bool, default: false }\n";
+    let cases: &[(&str, &str)] = &[
+        (
+            "relations:\n  - { same_shape: [x, out], when: n }\n",
+            "t.hbs:9:35: template contract: `relations` entry, `when`: option `n` is an int; this \
+             needs a bool option",
+        ),
+        (
+            "relations:\n  - { same_shape: [x, out], unless: bb }\n",
+            "t.hbs:9:37: template contract: `relations` entry, `unless`: no option `bb`; declare it \
+             under `options:` — did you mean `b`?",
+        ),
+        (
+            "relations:\n  - { same_shape: [x, out], when: b, unless: b }\n",
+            "t.hbs:9:5: template contract: `relations` entry: give `when` or `unless`, not both",
+        ),
+        (
+            "relations:\n  - { when: b }\n",
+            "t.hbs:9:5: template contract: `relations` entry: `when`/`unless` needs a relation \
+             beside it, e.g. `{ same_dim: [a.1, b.0], unless: transpose_b }`",
+        ),
+    ];
+    for (tail, want) in cases {
+        let dir = with_template(&format!("{head}{tail}---\n"));
+        let got = check(&dir, &spec("[4, 4]", "[4]", "[4, 4]", "{}")).unwrap_err();
+        assert_eq!(got.join("\n"), *want, "{tail}");
+    }
+}

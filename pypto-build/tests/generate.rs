@@ -38,7 +38,8 @@ fn generation_is_deterministic() {
             "add_bias_s0.cpp",
             "attention_kernel_s0.cpp",
             "profile_softmax_s0.cpp",
-            "profile_matmul_s0.cpp"
+            "profile_matmul_s0.cpp",
+            "profile_flash_attention_s0.cpp"
         ]
     );
 }
@@ -54,13 +55,22 @@ fn generated_rust_names_pypto_rt_only_through_its_interface_module() {
     let check = "const _: () = ::pypto_rt::__private::require_interface::<3>();\n";
     let at = g.rust.find(check).expect("the interface check");
     assert!(!g.rust[..at].contains("::pypto_rt::"), "{}", g.rust);
-    let rest = &g.rust[at + check.len()..];
+    let mut rest = &g.rust[at + check.len()..];
     assert!(rest.contains("::pypto_rt::__private::v3::launch("));
-    // Outside doc comments, every path into pypto-rt goes through v3.
+    // A kernel with a workspace (the examples' flash attention) needs v4,
+    // checked next, for its one item of v4.
+    let check_v4 = "const _: () = ::pypto_rt::__private::require_interface::<4>();\n";
+    let at_v4 = rest.find(check_v4).expect("the v4 check");
+    assert!(!rest[..at_v4].contains("::pypto_rt::"));
+    rest = &rest[at_v4 + check_v4.len()..];
+    assert!(rest.contains("::pypto_rt::__private::v4::launch_with_workspace("));
+    // Outside doc comments, every path into pypto-rt goes through v3, but
+    // the workspace launch.
     for line in rest.lines().filter(|l| !l.trim_start().starts_with("//")) {
         for (i, _) in line.match_indices("pypto_rt::") {
             assert!(
-                line[i..].starts_with("pypto_rt::__private::v3::"),
+                line[i..].starts_with("pypto_rt::__private::v3::")
+                    || line[i..].starts_with("pypto_rt::__private::v4::launch_with_workspace("),
                 "a path outside the interface module: {line}"
             );
         }

@@ -123,7 +123,7 @@ fn every_valid_spec_passes() {
     }
     let (code, out, err) = run_cli(&["check", "tests/specs/valid", "tests/specs/examples"]);
     assert_eq!((code, err.as_str()), (0, ""));
-    assert_eq!(out, "ok: 9 kernels in 6 spec files\n");
+    assert_eq!(out, "ok: 10 kernels in 6 spec files\n");
 }
 
 #[test]

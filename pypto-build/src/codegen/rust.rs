@@ -290,10 +290,14 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
             ParamKind::Tensor { output: false, .. } => format!("{RT}::input(&{})", p.name),
         })
         .collect();
-    out.push_str(
+    out.push_str(if k.workspace.is_some() {
         "    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the\n    \
-         // tensors in spec order; outputs are borrowed mutably, so they alias nothing.\n",
-    );
+         // tensors in spec order, then the workspace the runtime lends; outputs are\n    \
+         // borrowed mutably, so they alias nothing.\n"
+    } else {
+        "    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the\n    \
+         // tensors in spec order; outputs are borrowed mutably, so they alias nothing.\n"
+    });
     match k.workspace {
         None => {
             let _ = writeln!(

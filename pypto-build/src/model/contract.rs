@@ -134,7 +134,7 @@ fn requirements(contract: &Contract, options: &[(String, OptionValue)]) -> Vec<R
     let by_option = contract
         .divisible_by_option
         .iter()
-        .filter_map(|((param, axis), option)| {
+        .filter_map(|((param, axis), option, _)| {
             match options.iter().find(|(n, _)| n == option).map(|(_, v)| *v) {
                 Some(OptionValue::Int(by)) if by > 0 => Some(Requirement {
                     param: *param,

@@ -397,6 +397,26 @@ fn check_kernel(
     }
 
     let template_name = template.as_ref().map(ToString::to_string);
+    let options = contract::check_options(k, &ctx, contract, template_name.as_deref(), sink);
+    // The relations that hold for this kernel's options (`when:`/`unless:`;
+    // with options in error, their defaults).
+    let conditioned = contract.map(|c| {
+        c.under(|name| {
+            let given = options.as_ref().and_then(|o| {
+                o.iter().find_map(|(n, v)| match v {
+                    OptionValue::Bool(b) if n == name => Some(*b),
+                    _ => None,
+                })
+            });
+            given.unwrap_or_else(|| {
+                matches!(
+                    c.option(name).map(|o| o.kind),
+                    Some(crate::contract::OptionKind::Bool { default: true })
+                )
+            })
+        })
+    });
+    let contract = conditioned.as_ref();
     // A contract's relations apply only to params that match it.
     let applied = match (contract, &template_name) {
         (Some(c), Some(t)) if all_params_ok => {
@@ -416,7 +436,6 @@ fn check_kernel(
     if let Some((c, t)) = applied {
         contract::check_halved(k, &ctx, c, t, &drafts, &kernel_dims, &specialisations, sink);
     }
-    let options = contract::check_options(k, &ctx, contract, template_name.as_deref(), sink);
     if let (Some((c, _)), Some(options)) = (applied, &options) {
         contract::check_divisible(k, &ctx, c, options, &drafts, &kernel_dims, sink);
     }

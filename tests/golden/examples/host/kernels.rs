@@ -5,6 +5,9 @@
 // that does not provide it.
 const _: () = ::pypto_rt::__private::require_interface::<3>();
 
+// A kernel below takes a workspace, which needs interface v4.
+const _: () = ::pypto_rt::__private::require_interface::<4>();
+
 mod __pypto_ffi {
     #[link(name = "pypto_x6_golden_kernels", kind = "static")]
     #[cfg_attr(all(unix, not(any(target_vendor = "apple", target_os = "freebsd", target_os = "openbsd"))), link(name = "stdc++"))]
@@ -14,6 +17,7 @@ mod __pypto_ffi {
         pub fn pypto_x6_goldenk18_attention_5fkernel_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk17_profile_5fsoftmax_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk16_profile_5fmatmul_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk27_profile_5fflash_5fattention_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
     }
 }
 
@@ -123,7 +127,7 @@ pub fn attention_kernel(
 
 /// out = softmax(x) over each row (fp16); rows and columns are dynamic.
 ///
-/// Kernel `profile_softmax` from `examples/kernels/profile.yaml:10:3` (template `builtin/softmax`), built for A2, A3, 950PR.
+/// Kernel `profile_softmax` from `examples/kernels/profile.yaml:11:3` (template `builtin/softmax`), built for A2, A3, 950PR.
 ///
 /// | param | kind | dtype | shape in the spec |
 /// |---|---|---|---|
@@ -172,7 +176,7 @@ pub fn profile_softmax(
 
 /// out = a · b on the cube unit (fp16, fp32 accumulation); M, K and N are dynamic.
 ///
-/// Kernel `profile_matmul` from `examples/kernels/profile.yaml:16:3` (template `builtin/matmul`), built for A2, A3, 950PR.
+/// Kernel `profile_matmul` from `examples/kernels/profile.yaml:17:3` (template `builtin/matmul`), built for A2, A3, 950PR.
 ///
 /// | param | kind | dtype | shape in the spec |
 /// |---|---|---|---|
@@ -205,7 +209,7 @@ pub fn profile_matmul(
             ::pypto_rt::__private::v3::DimDesc { axes: &[(1, 1), (2, 1)], why: "they are the dim `N`" },
         ],
         blocks: ::pypto_rt::__private::v3::BlockRule::Count(24),
-        multiples: &[::pypto_rt::__private::v3::Multiple { axis: (1, 1), of: 16, why: "the cube writes output columns in 16-wide fractals" }],
+        multiples: &[::pypto_rt::__private::v3::Multiple { axis: (2, 1), of: 16, why: "the cube writes output columns in 16-wide fractals" }],
         halves: &[],
     };
     static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
@@ -219,6 +223,65 @@ pub fn profile_matmul(
             &__PYPTO_DESC,
             __PYPTO_ENTRIES[__pypto_index],
             &[::pypto_rt::__private::v3::input(&a), ::pypto_rt::__private::v3::input(&b), ::pypto_rt::__private::v3::output(&mut out)],
+        )
+    }
+}
+
+/// Flash attention on the cube and vector cores: 8 query heads over 2 KV heads of 128, causal, fp16.
+///
+/// Kernel `profile_flash_attention` from `examples/kernels/profile.yaml:24:3` (template `builtin/flash_attention`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `q` | input | `DT_FP16` | `[M, K, 1024]` |
+/// | `k` | input | `DT_FP16` | `[M, N, 256]` |
+/// | `v` | input | `DT_FP16` | `[M, N, 256]` |
+/// | `out` | output | `DT_FP16` | `[M, K, 1024]` |
+///
+/// Dims (axes that are one size):
+///
+/// - `q.0` = `k.0` = `v.0` = `out.0` (`M`): DYNAMIC: any size, checked to agree at run time
+/// - `q.1` = `out.1` (`K`): DYNAMIC: any size, checked to agree at run time
+/// - `q.2` = `out.2`: fixed at 1024 by the types
+/// - `k.1` = `v.1` (`N`): DYNAMIC: any size, checked to agree at run time
+/// - `k.2` = `v.2`: fixed at 256 by the types
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn profile_flash_attention(
+    q: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize, ::pypto_rt::__private::v3::Const<1024>)>,
+    k: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize, ::pypto_rt::__private::v3::Const<256>)>,
+    v: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize, ::pypto_rt::__private::v3::Const<256>)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<::pypto_rt::__private::v3::f16, (usize, usize, ::pypto_rt::__private::v3::Const<1024>)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "profile_flash_attention",
+        params: &["q", "k", "v", "out", "(workspace)"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (1, 0), (2, 0), (3, 0)], why: "they are the dim `M`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (3, 1)], why: "they are the dim `K`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(1, 1), (2, 1)], why: "they are the dim `N`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Count(24),
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk27_profile_5fflash_5fattention_host_s0, npu: &[] },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order, then the workspace the runtime lends; outputs are
+    // borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v4::launch_with_workspace(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            [::pypto_rt::__private::v3::input(&q), ::pypto_rt::__private::v3::input(&k), ::pypto_rt::__private::v3::input(&v), ::pypto_rt::__private::v3::output(&mut out)],
+            31490048,
         )
     }
 }
