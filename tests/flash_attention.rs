@@ -230,6 +230,23 @@ fn one_query_head_per_kv_head_head_64_causal_fp16() {
 }
 
 #[test]
+fn decode_pairs_kv_heads_and_gives_the_same_bits_at_every_distinct_block_count() {
+    // One token per request: both KV heads' rows fit one fractal row, so a
+    // unit takes the two KV heads together (5 requests, 5 units).
+    let c = case(5, 1, 300, 8, 2, 128, true);
+    let mut want = Vec::new();
+    let got = same_bits_at_block_counts("paired decode", &[1, 2, 4, 5, 6, 48], || {
+        let (got, w) = run_flash::<half::f16, 1024, 256>(
+            |a, b, c, d| kernels::flash_gqa4_d128_causal_f16(a, b, c, d),
+            &c,
+        );
+        want = w;
+        got
+    });
+    check(&format!("{c:?}"), &got, &want, 1e-3);
+}
+
+#[test]
 fn the_same_bits_at_every_distinct_block_count() {
     // 2 requests × 2 KV heads × 2 query blocks = 8 units.
     let c = case(2, 33, 140, 8, 2, 128, true);

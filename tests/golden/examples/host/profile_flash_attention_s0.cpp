@@ -45,8 +45,13 @@ __aicore__ inline T pypto_scalar(uint64_t bits)
 // are the query heads of one KV head (a group of G = heads / kv_heads) for
 // up to 128 / G positions, so M = positions · G and each key and value tile
 // is read once for all the heads that share it (grouped-query attention;
-// decode with G = 4 is one Mmad of 16 rows, not four of one). Units are
-// dealt to the 24 blocks in turn.
+// decode with G = 4 is one Mmad of 16 rows, not four of one). When two KV
+// heads' rows fit one fractal row (decode: 2 · S_q · G <= 16) and their
+// tiles fit L1, a unit takes two KV heads: one copy brings both heads'
+// keys (rows of 2·D values), halving the transfers that bound decode, and
+// the cube multiplies all 16 rows by each head's keys, which costs what 16
+// rows of one head would. Units are dealt to the 24 blocks
+// in turn.
 //
 // Keys go in tiles of tile_keys = 128 (one or two cache
 // blocks of 128; the cube works in base blocks of 128 keys). Per tile t,
@@ -68,10 +73,11 @@ __aicore__ inline T pypto_scalar(uint64_t bits)
 // (copied from the workspace's zero block), so no stale or unset value
 // reaches the products. A row that sees no key is written as zeros.
 //
-// Workspace (lent zeroed by the runtime): a 32 KiB zero block, then per
+// Workspace (lent zeroed by the runtime): a 64 KiB zero block, then per
 // block S [5][128][tile] fp32, P [5][128][tile] and O [5][128][128] fp32
 // (800 KiB at tile 128, 1,280 at 256; the contract's per_block is the
-// larger); only the unit's M rows (and D columns of O) are used.
+// larger); only the unit's M rows (and D columns of O) are used, KV head
+// j's scores and products of a paired unit at row j·M.
 namespace {
 
 using DataT = half;
@@ -97,11 +103,13 @@ constexpr uint16_t kFlagS = 1;
 constexpr uint16_t kFlagP = 2;
 constexpr uint16_t kFlagO = 3;
 // Workspace layout, bytes.
-constexpr uint64_t kZeroBytes = 32768;
+// L1 for a tile of k or v: 128 keys of two heads of 128, or 256 of one.
+constexpr uint32_t kKeyElems = 32768;
+constexpr uint64_t kZeroBytes = 65536;           // zero rows of up to 2 heads of 128
 constexpr uint64_t kSBytes = kSlots * kBlockRows * kTile * sizeof(float);
 constexpr uint64_t kPBytes = kSlots * kBlockRows * kTile * sizeof(DataT);
 constexpr uint64_t kOBytes = kSlots * kBlockRows * kMaxHead * sizeof(float);
-constexpr uint64_t kBlockBytes = (31490048ull - kZeroBytes) / kCores;  // the contract's per_block
+constexpr uint64_t kBlockBytes = (31522816ull - kZeroBytes) / kCores;  // the contract's per_block
 
 static_assert(kHeads % kKvHeads == 0, "flash attention: kv_heads must divide heads");
 static_assert(kBlockRows % kGroup == 0, "flash attention: heads / kv_heads must divide 128");
@@ -116,8 +124,9 @@ struct AttnShape {
     uint64_t sq = 0;        // S_q
     uint64_t skv = 0;       // S_kv (paged: max_blocks · 128)
     uint32_t d = 0;         // head size
-    uint64_t qBlocks = 0;   // blocks of query positions per (request, KV head)
+    uint64_t qBlocks = 0;   // blocks of query positions per (request, KV heads)
     uint64_t units = 0;
+    uint32_t kvPerUnit = 1; // KV heads per unit: 2 when both heads' rows fit one fractal row
     uint64_t maxBlocks = 0; // paged: block_table's second axis
     uint64_t cacheBlocks = 0; // paged: the caches' first axis
 };
@@ -125,10 +134,12 @@ struct AttnShape {
 // One work unit: request b, KV head kvh, positions s0 .. s0 + positions.
 struct Unit {
     uint64_t b = 0;
-    uint64_t kvh = 0;
+    uint64_t kvh = 0;        // the first of its KV heads
+    uint32_t kvCount = 1;    // its KV heads (1 or 2)
     uint64_t s0 = 0;
     uint32_t positions = 0;
-    uint32_t rows = 0;       // positions · G
+    uint32_t headRows = 0;   // positions · G: the rows of one KV head
+    uint32_t rows = 0;       // kvCount · headRows, KV head by KV head
     uint32_t mpad = 0;       // rows rounded up to 16
     int64_t keys = 0;        // L: the request's key count
     uint64_t tiles = 0;      // tiles of keys the unit's last row sees
@@ -141,9 +152,9 @@ public:
     __aicore__ inline void InitCommon(GM_ADDR seqLens, const AttnShape& shape)
     {
         shape_ = shape;
-#line 113 "builtin/partials/flash_attention.hbs"
+#line 124 "builtin/partials/flash_attention.hbs"
         (void)seqLens;
-#line 115 "builtin/partials/flash_attention.hbs"
+#line 126 "builtin/partials/flash_attention.hbs"
     }
 
     // Keys row s (a query position) sees, for a request of `keys` keys.
@@ -162,7 +173,7 @@ public:
     // (padding) see every key, so that they stay finite.
     __aicore__ inline int64_t RowLimit(const Unit& u, uint32_t r) const
     {
-        return r < u.rows ? Limit(u, u.s0 + r / kGroup) : u.keys;
+        return r < u.rows ? Limit(u, u.s0 + r % u.headRows / kGroup) : u.keys;
     }
 
     __aicore__ inline Unit Describe(uint64_t unit) const
@@ -170,16 +181,18 @@ public:
         Unit u;
         uint64_t qb = unit % shape_.qBlocks;
         uint64_t rest = unit / shape_.qBlocks;
-        u.kvh = rest % kKvHeads;
-        u.b = rest / kKvHeads;
+        u.kvCount = shape_.kvPerUnit;
+        u.kvh = rest % (kKvHeads / u.kvCount) * u.kvCount;
+        u.b = rest / (kKvHeads / u.kvCount);
         u.s0 = qb * kPositions;
         uint64_t left = shape_.sq - u.s0;
         u.positions = static_cast<uint32_t>(left < kPositions ? left : kPositions);
-        u.rows = u.positions * kGroup;
+        u.headRows = u.positions * kGroup;
+        u.rows = u.kvCount * u.headRows;
         u.mpad = Ceil16(u.rows);
-#line 154 "builtin/partials/flash_attention.hbs"
+#line 167 "builtin/partials/flash_attention.hbs"
         u.keys = static_cast<int64_t>(shape_.skv);
-#line 156 "builtin/partials/flash_attention.hbs"
+#line 169 "builtin/partials/flash_attention.hbs"
         int64_t seen = Limit(u, u.s0 + u.positions - 1);
         u.tiles = static_cast<uint64_t>((seen + kTile - 1) / kTile);
         return u;
@@ -187,7 +200,7 @@ public:
 
 protected:
     AttnShape shape_;
-#line 166 "builtin/partials/flash_attention.hbs"
+#line 179 "builtin/partials/flash_attention.hbs"
 };
 
 // Where a block's FIFOs start in the workspace, elements of their type.
@@ -204,9 +217,9 @@ public:
         qGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(q), shape.batch * shape.sq * kHeads * shape.d);
         kGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(k), kvElems);
         vGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(v), kvElems);
-#line 185 "builtin/partials/flash_attention.hbs"
+#line 198 "builtin/partials/flash_attention.hbs"
         (void)table;
-#line 187 "builtin/partials/flash_attention.hbs"
+#line 200 "builtin/partials/flash_attention.hbs"
         zeroGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(ws), kZeroBytes / sizeof(DataT));
         wsS_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ws + BlockBase(block)), kSBytes / sizeof(float));
         wsP_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(ws + BlockBase(block) + kSBytes),
@@ -215,8 +228,8 @@ public:
                              kOBytes / sizeof(float));
         pipe_.InitBuffer(qL1_, 1, kBlockRows * kMaxHead * sizeof(DataT));
         pipe_.InitBuffer(pL1_, 2, kBlockRows * kTile * sizeof(DataT));
-        pipe_.InitBuffer(kL1_, 2, kTile * kMaxHead * sizeof(DataT));
-        pipe_.InitBuffer(vL1_, 2, kTile * kMaxHead * sizeof(DataT));
+        pipe_.InitBuffer(kL1_, 2, kKeyElems * sizeof(DataT));
+        pipe_.InitBuffer(vL1_, 2, kKeyElems * sizeof(DataT));
         pipe_.InitBuffer(a2_, 2, kBlockRows * kMaxHead * sizeof(DataT));
         pipe_.InitBuffer(b2_, 2, kBase * kMaxHead * sizeof(DataT));
         pipe_.InitBuffer(c1_, 2, kBlockRows * kBase * sizeof(float));
@@ -254,35 +267,41 @@ private:
     __aicore__ inline void LoadQuery(const AscendC::LocalTensor<DataT>& q1, const Unit& u)
     {
         uint32_t d = shape_.d;
-        uint64_t first = ((u.b * shape_.sq + u.s0) * kHeads + u.kvh * kGroup) * d;
-        AscendC::DataCopy(q1, qGm_[first],
-                          AscendC::Nd2NzParams(u.positions, kGroup, d, kHeads * d, d, u.mpad, 1, kGroup * 16));
+        for (uint32_t j = 0; j < u.kvCount; ++j) {
+            uint64_t first = ((u.b * shape_.sq + u.s0) * kHeads + (u.kvh + j) * kGroup) * d;
+            AscendC::DataCopy(q1[j * u.headRows * 16], qGm_[first],
+                              AscendC::Nd2NzParams(u.positions, kGroup, d, kHeads * d, d, u.mpad, 1, kGroup * 16));
+        }
         if (u.rows < u.mpad) {
             AscendC::DataCopy(q1[u.rows * 16], zeroGm_,
                               AscendC::Nd2NzParams(1, u.mpad - u.rows, d, 0, d, u.mpad, 1, 0));
         }
     }
 
-    // Tile t of k or v as one Nz [128 x D] per base block: the keys the
-    // unit sees, then zero rows (a base past them is all zeros).
+    // Tile t of k or v as one Nz [128 x kvCount·D] per base block (the
+    // unit's KV heads side by side in one copy, so head j's Nz [128 x D]
+    // starts j·128·D in): the keys the unit sees, then zero rows (a base
+    // past them is all zeros).
     __aicore__ inline void LoadKeys(const AscendC::LocalTensor<DataT>& dst, const AscendC::GlobalTensor<DataT>& src,
                                     const Unit& u, uint64_t t)
     {
         uint32_t d = shape_.d;
+        uint32_t width = u.kvCount * d;
         int64_t seen = Limit(u, u.s0 + u.positions - 1);
         for (uint32_t c = 0; c < kBases; ++c) {
             uint64_t block = t * kBases + c;
             int64_t left = seen - static_cast<int64_t>(block * kBase);
             uint32_t n = left <= 0 ? 0 : static_cast<uint32_t>(left < kBase ? left : kBase);
-            AscendC::LocalTensor<DataT> base = dst[c * kBase * d];
+            AscendC::LocalTensor<DataT> base = dst[c * kBase * width];
             if (n > 0) {
-#line 263 "builtin/partials/flash_attention.hbs"
+#line 281 "builtin/partials/flash_attention.hbs"
                 uint64_t first = ((u.b * shape_.skv + block * kBase) * kKvHeads + u.kvh) * d;
-#line 265 "builtin/partials/flash_attention.hbs"
-                AscendC::DataCopy(base, src[first], AscendC::Nd2NzParams(1, n, d, 0, kKvHeads * d, kBase, 1, 0));
+#line 283 "builtin/partials/flash_attention.hbs"
+                AscendC::DataCopy(base, src[first], AscendC::Nd2NzParams(1, n, width, 0, kKvHeads * d, kBase, 1, 0));
             }
             if (n < kBase) {
-                AscendC::DataCopy(base[n * 16], zeroGm_, AscendC::Nd2NzParams(1, kBase - n, d, 0, d, kBase, 1, 0));
+                AscendC::DataCopy(base[n * 16], zeroGm_,
+                                  AscendC::Nd2NzParams(1, kBase - n, width, 0, width, kBase, 1, 0));
             }
         }
     }
@@ -311,21 +330,26 @@ private:
         a2_.EnQue(a2);
         k1 = kL1_.DeQue<DataT>();
         a2 = a2_.DeQue<DataT>();
+        // Each KV head's scores of all the unit's rows (a paired unit's
+        // rows fit one fractal row, so the other head's rows cost nothing),
+        // head j's at row j·mpad of the slot.
         for (uint32_t c = 0; c < kBases; ++c) {
-            AscendC::LocalTensor<DataT> b2 = b2_.AllocTensor<DataT>();
-            AscendC::LoadData(b2, k1[c * kBase * d],
-                              AscendC::LoadData2DParams(0, (d / 16) * (kBase / 16), 1, 0, 0, false, 0));
-            b2_.EnQue(b2);
-            b2 = b2_.DeQue<DataT>();
-            AscendC::LocalTensor<float> c1 = c1_.AllocTensor<float>();
-            AscendC::Mmad(c1, a2, b2, AscendC::MmadParams(u.mpad, kBase, d, 0, false, true));
-            b2_.FreeTensor(b2);
-            c1_.EnQue(c1);
-            c1 = c1_.DeQue<float>();
-            AscendC::FixpipeParamsV220 params(kBase, u.mpad, u.mpad, kTile, false);
-            AscendC::Fixpipe<float, float, AscendC::CFG_ROW_MAJOR>(wsS_[slot * kBlockRows * kTile + c * kBase], c1,
-                                                                   params);
-            c1_.FreeTensor(c1);
+            for (uint32_t j = 0; j < u.kvCount; ++j) {
+                AscendC::LocalTensor<DataT> b2 = b2_.AllocTensor<DataT>();
+                AscendC::LoadData(b2, k1[(c * u.kvCount + j) * kBase * d],
+                                  AscendC::LoadData2DParams(0, (d / 16) * (kBase / 16), 1, 0, 0, false, 0));
+                b2_.EnQue(b2);
+                b2 = b2_.DeQue<DataT>();
+                AscendC::LocalTensor<float> c1 = c1_.AllocTensor<float>();
+                AscendC::Mmad(c1, a2, b2, AscendC::MmadParams(u.mpad, kBase, d, 0, false, true));
+                b2_.FreeTensor(b2);
+                c1_.EnQue(c1);
+                c1 = c1_.DeQue<float>();
+                AscendC::FixpipeParamsV220 params(kBase, u.mpad, u.mpad, kTile, false);
+                AscendC::Fixpipe<float, float, AscendC::CFG_ROW_MAJOR>(
+                    wsS_[(slot * kBlockRows + j * u.mpad) * kTile + c * kBase], c1, params);
+                c1_.FreeTensor(c1);
+            }
         }
         kL1_.FreeTensor(k1);
         a2_.FreeTensor(a2);
@@ -346,35 +370,41 @@ private:
         vL1_.EnQue(v1);
         p1 = pL1_.DeQue<DataT>();
         v1 = vL1_.DeQue<DataT>();
-        AscendC::LocalTensor<float> c1 = c1_.AllocTensor<float>();
-        for (uint32_t c = 0; c < kBases; ++c) {
-            // The base's 128 columns of P: column blocks c·8 on, each mpad rows.
-            AscendC::LocalTensor<DataT> a2 = a2_.AllocTensor<DataT>();
-            LoadA(a2, p1[c * (kBase / 16) * u.mpad * 16], u.mpad, kBase);
-            a2_.EnQue(a2);
-            // v as the B operand (keys x D): each fractal transposed.
-            AscendC::LocalTensor<DataT> b2 = b2_.AllocTensor<DataT>();
-            for (uint32_t key1 = 0; key1 < kBase / 16; ++key1) {
-                AscendC::LoadData(b2[key1 * (d / 16) * kFractal], v1[c * kBase * d + key1 * kFractal],
-                                  AscendC::LoadData2DParams(0, d / 16, kBase / 16, 0, 0, true, 0));
+        // Each KV head's P·V for all the unit's rows, head j's at row
+        // j·mpad of the slot.
+        for (uint32_t j = 0; j < u.kvCount; ++j) {
+            AscendC::LocalTensor<float> c1 = c1_.AllocTensor<float>();
+            for (uint32_t c = 0; c < kBases; ++c) {
+                // The base's 128 columns of P: column blocks c·8 on, each mpad rows.
+                AscendC::LocalTensor<DataT> a2 = a2_.AllocTensor<DataT>();
+                LoadA(a2, p1[c * (kBase / 16) * u.mpad * 16], u.mpad, kBase);
+                a2_.EnQue(a2);
+                // v as the B operand (keys x D): each fractal transposed.
+                AscendC::LocalTensor<DataT> b2 = b2_.AllocTensor<DataT>();
+                AscendC::LocalTensor<DataT> v = v1[(c * u.kvCount + j) * kBase * d];
+                for (uint32_t key1 = 0; key1 < kBase / 16; ++key1) {
+                    AscendC::LoadData(b2[key1 * (d / 16) * kFractal], v[key1 * kFractal],
+                                      AscendC::LoadData2DParams(0, d / 16, kBase / 16, 0, 0, true, 0));
+                }
+                b2_.EnQue(b2);
+                a2 = a2_.DeQue<DataT>();
+                b2 = b2_.DeQue<DataT>();
+                if (c > 0) {
+                    AscendC::PipeBarrier<AscendC::PIPE_M>();  // accumulates onto the previous Mmad
+                }
+                AscendC::Mmad(c1, a2, b2, AscendC::MmadParams(u.mpad, d, kBase, 0, false, c == 0));
+                a2_.FreeTensor(a2);
+                b2_.FreeTensor(b2);
             }
-            b2_.EnQue(b2);
-            a2 = a2_.DeQue<DataT>();
-            b2 = b2_.DeQue<DataT>();
-            if (c > 0) {
-                AscendC::PipeBarrier<AscendC::PIPE_M>();  // accumulates onto the previous Mmad
-            }
-            AscendC::Mmad(c1, a2, b2, AscendC::MmadParams(u.mpad, d, kBase, 0, false, c == 0));
-            a2_.FreeTensor(a2);
-            b2_.FreeTensor(b2);
+            c1_.EnQue(c1);
+            c1 = c1_.DeQue<float>();
+            AscendC::FixpipeParamsV220 params(d, u.mpad, u.mpad, d, false);
+            AscendC::Fixpipe<float, float, AscendC::CFG_ROW_MAJOR>(
+                wsO_[slot * kBlockRows * kMaxHead + j * u.mpad * d], c1, params);
+            c1_.FreeTensor(c1);
         }
         pL1_.FreeTensor(p1);
         vL1_.FreeTensor(v1);
-        c1_.EnQue(c1);
-        c1 = c1_.DeQue<float>();
-        AscendC::FixpipeParamsV220 params(d, u.mpad, u.mpad, d, false);
-        AscendC::Fixpipe<float, float, AscendC::CFG_ROW_MAJOR>(wsO_[slot * kBlockRows * kMaxHead], c1, params);
-        c1_.FreeTensor(c1);
         AscendC::CrossCoreSetFlag<2, AscendC::PIPE_FIX>(kFlagO);
     }
 
@@ -389,7 +419,7 @@ private:
     AscendC::GlobalTensor<DataT> qGm_;
     AscendC::GlobalTensor<DataT> kGm_;
     AscendC::GlobalTensor<DataT> vGm_;
-#line 378 "builtin/partials/flash_attention.hbs"
+#line 408 "builtin/partials/flash_attention.hbs"
     AscendC::GlobalTensor<DataT> zeroGm_;
     AscendC::GlobalTensor<float> wsS_;
     AscendC::GlobalTensor<DataT> wsP_;
@@ -439,7 +469,7 @@ public:
                     Softmax(u, step);
                 }
                 if (step >= kFoldLag) {
-                    Fold(step - kFoldLag);
+                    Fold(u, step - kFoldLag);
                 }
             }
             Finish(u, true);
@@ -529,7 +559,7 @@ private:
         for (uint32_t r0 = 0; r0 < half_; r0 += kChunkRows) {
             uint32_t rows = half_ - r0 < kChunkRows ? half_ - r0 : kChunkRows;
             AscendC::LocalTensor<float> s = sIn_.AllocTensor<float>();
-            AscendC::DataCopy(s, wsS_[base + r0 * kTile], rows * kTile);
+            CopyRows(s, wsS_[static_cast<uint64_t>(slot) * kBlockRows * kTile], u, row0_ + r0, rows, kTile);
             sIn_.EnQue(s);
             s = sIn_.DeQue<float>();
             AscendC::Muls(s, s, scale_, rows * kTile);
@@ -570,7 +600,7 @@ private:
     }
 
     // acc = alpha(t)·acc + O(t): this core's rows of O(t) in one copy.
-    __aicore__ inline void Fold(uint64_t t)
+    __aicore__ inline void Fold(const Unit& u, uint64_t t)
     {
         uint32_t d = shape_.d;
         uint32_t slot = static_cast<uint32_t>(t % kSlots);
@@ -579,7 +609,7 @@ private:
         AscendC::LocalTensor<float> bcast = bcast_.Get<float>();
         AscendC::CrossCoreWaitFlag<2, AscendC::PIPE_MTE2>(kFlagO);
         AscendC::LocalTensor<float> o = oIn_.AllocTensor<float>();
-        AscendC::DataCopy(o, wsO_[static_cast<uint64_t>(slot) * kBlockRows * kMaxHead + row0_ * d], half_ * d);
+        CopyRows(o, wsO_[static_cast<uint64_t>(slot) * kBlockRows * kMaxHead], u, row0_, half_, d);
         oIn_.EnQue(o);
         AscendC::Brcb(bcast, Alpha(stats, t), half_ / 8, AscendC::BrcbRepeatParams(1, 8));
         AscendC::PipeBarrier<AscendC::PIPE_V>();
@@ -642,6 +672,23 @@ private:
 
     __aicore__ inline uint32_t Ceil8(uint32_t n) { return (n + 7) / 8 * 8; }
 
+    // Rows r0 .. r0 + rows of a slot of scores or products (`width`
+    // values a row): row r of KV head j was written at row j·mpad + r, so
+    // the rows of each head are one copy (padding rows read head 0's).
+    __aicore__ inline void CopyRows(const AscendC::LocalTensor<float>& dst, const AscendC::GlobalTensor<float>& slot,
+                                    const Unit& u, uint32_t r0, uint32_t rows, uint32_t width)
+    {
+        uint32_t end = r0 + rows;
+        for (uint32_t r = r0; r < end;) {
+            uint32_t j = r < u.rows ? r / u.headRows : 0;
+            uint32_t stop = r < u.rows ? (j + 1) * u.headRows : end;
+            stop = stop < end ? stop : end;
+            AscendC::DataCopy(dst[(r - r0) * width], slot[(static_cast<uint64_t>(j) * u.mpad + r) * width],
+                              (stop - r) * width);
+            r = stop;
+        }
+    }
+
     // Rows r0 .. r0 + rows of the unit (row r: position r / G, head r % G)
     // to out: a position's heads are contiguous there, positions a row of
     // q apart; whole positions go in one strided copy.
@@ -650,9 +697,23 @@ private:
         uint32_t d = shape_.d;
         uint32_t r = r0;
         uint32_t end = r0 + rows;
+        // Row `row` is KV head j's row rr: position rr / G, query head
+        // (kvh + j)·G + rr % G.
         auto at = [&](uint32_t row) {
-            return ((u.b * shape_.sq + u.s0 + row / kGroup) * kHeads + u.kvh * kGroup + row % kGroup) * d;
+            uint32_t j = row / u.headRows;
+            uint32_t rr = row % u.headRows;
+            return ((u.b * shape_.sq + u.s0 + rr / kGroup) * kHeads + (u.kvh + j) * kGroup + rr % kGroup) * d;
         };
+        if (u.kvCount > 1) {
+            // Decode-sized: a copy per (KV head, position).
+            while (r < end) {
+                uint32_t stop = (r / kGroup + 1) * kGroup;
+                stop = stop < end ? stop : end;
+                AscendC::DataCopy(outGm_[at(r)], o[(r - r0) * d], (stop - r) * d);
+                r = stop;
+            }
+            return;
+        }
         if (r % kGroup != 0) {
             uint32_t stop = (r / kGroup + 1) * kGroup;
             stop = stop < end ? stop : end;
@@ -694,30 +755,34 @@ extern "C" __global__ __aicore__ void pypto_x6_goldenk27_profile_5fflash_5fatten
 {
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
     PyptoTiling pypto_tiling;
-#line 698 "profile_flash_attention_s0.cpp"
+#line 759 "profile_flash_attention_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
-#line 682 "builtin/partials/flash_attention.hbs"
+#line 743 "builtin/partials/flash_attention.hbs"
     static_assert(AscendC::IsSameType<half, DataT>::value &&
                       AscendC::IsSameType<half, DataT>::value &&
                       AscendC::IsSameType<half, DataT>::value,
                   "profile_flash_attention: q, k, v and out must have one dtype");
-#line 693 "builtin/partials/flash_attention.hbs"
+#line 754 "builtin/partials/flash_attention.hbs"
     AttnShape shape;
     shape.batch = pypto_tiling.dim[0];
     shape.sq = pypto_tiling.dim[1];
     uint64_t qWidth = 1024u;
     uint64_t kvWidth = 256u;
     shape.d = static_cast<uint32_t>(qWidth / kHeads);
-#line 706 "builtin/partials/flash_attention.hbs"
+#line 767 "builtin/partials/flash_attention.hbs"
     shape.skv = pypto_tiling.dim[2];
-#line 708 "builtin/partials/flash_attention.hbs"
+#line 769 "builtin/partials/flash_attention.hbs"
     ascendc_assert(shape.d == 64 || shape.d == 128,
                    "profile_flash_attention: the head size q.2 / heads = %lu / %u is not 64 or 128", qWidth, kHeads);
     ascendc_assert(kvWidth == static_cast<uint64_t>(kKvHeads) * shape.d,
                    "profile_flash_attention: k.2 is %lu; with kv_heads = %u heads of %u it must be %lu", kvWidth, kKvHeads,
                    shape.d, static_cast<uint64_t>(kKvHeads) * shape.d);
+    // Two KV heads a unit when both heads' rows fit one fractal row (decode)
+    // and their tiles fit L1: one copy then brings both heads' keys.
+    bool pair = kKvHeads % 2 == 0 && shape.sq * kGroup * 2 <= 16 && kTile * 2 * shape.d <= kKeyElems;
+    shape.kvPerUnit = pair ? 2 : 1;
     shape.qBlocks = (shape.sq + kPositions - 1) / kPositions;
-    shape.units = shape.batch * kKvHeads * shape.qBlocks;
+    shape.units = shape.batch * (kKvHeads / shape.kvPerUnit) * shape.qBlocks;
     // Blocks past the contract's count (a forced host block count) have no
     // workspace of their own, so they take no units.
     uint64_t stride = AscendC::GetBlockNum() < kCores ? AscendC::GetBlockNum() : kCores;
@@ -726,10 +791,10 @@ extern "C" __global__ __aicore__ void pypto_x6_goldenk27_profile_5fflash_5fatten
         if (block < kCores) {
             AttnCube op;
             op.Init(q, k, v,
-#line 730 "profile_flash_attention_s0.cpp"
+#line 795 "profile_flash_attention_s0.cpp"
                     nullptr,
                     nullptr, pypto_workspace, shape);
-#line 725 "builtin/partials/flash_attention.hbs"
+#line 790 "builtin/partials/flash_attention.hbs"
             op.Process(block, stride);
         }
     }
@@ -743,7 +808,7 @@ extern "C" __global__ __aicore__ void pypto_x6_goldenk27_profile_5fflash_5fatten
         }
     }
 }
-#line 747 "profile_flash_attention_s0.cpp"
+#line 812 "profile_flash_attention_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)

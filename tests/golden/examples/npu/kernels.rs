@@ -314,7 +314,7 @@ pub fn profile_flash_attention(
             &__PYPTO_DESC,
             __PYPTO_ENTRIES[__pypto_index],
             [::pypto_rt::__private::v3::input(&q), ::pypto_rt::__private::v3::input(&k), ::pypto_rt::__private::v3::input(&v), ::pypto_rt::__private::v3::output(&mut out)],
-            31490048,
+            31522816,
         )
     }
 }
