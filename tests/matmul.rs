@@ -565,3 +565,86 @@ fn transpose_b_gives_the_same_bits_at_every_distinct_block_count() {
         out.to_vec().unwrap()
     });
 }
+
+/// int8 × int8 → int32 (b stored [N, K]): exact against plain Rust, over
+/// M, K and N tiles and tails (K not a multiple of the 32-value int8
+/// fractal), the extreme values (-128 · -128 summed K times), and block
+/// counts.
+#[test]
+fn int8_products_accumulate_exactly_in_int32() {
+    let dev = Device::host();
+    let run = |m: usize, k: usize, n: usize, a: &[i8], b: &[i8]| -> Vec<i32> {
+        let mut out = dev.zeros((m, n)).unwrap();
+        kernels::matmul_int8(
+            &dev.tensor_from(a, (m, k)).unwrap(),
+            &dev.tensor_from(b, (n, k)).unwrap(),
+            &mut out,
+        )
+        .unwrap();
+        out.to_vec().unwrap()
+    };
+    let reference = |m: usize, k: usize, n: usize, a: &[i8], b: &[i8]| -> Vec<i32> {
+        let mut out = vec![0i32; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                out[i * n + j] = (0..k)
+                    .map(|p| i32::from(a[i * k + p]) * i32::from(b[j * k + p]))
+                    .sum();
+            }
+        }
+        out
+    };
+    let values = |len: usize, seed: u64| -> Vec<i8> {
+        data_as::<f32>(len, seed)
+            .iter()
+            .map(|v| (v * 127.0) as i8)
+            .collect()
+    };
+    for (m, k, n) in [
+        (1, 32, 16),
+        (7, 200, 144),
+        (130, 96, 272),
+        (3, 7, 16),
+        (2, 1000, 48),
+        (0, 64, 32),
+    ] {
+        let (a, b) = (values(m * k, (m + k) as u64), values(n * k, n as u64));
+        first_difference(
+            &run(m, k, n, &a, &b),
+            &reference(m, k, n, &a, &b),
+            &format!("int8 {m}x{k}x{n}"),
+        );
+    }
+    // The extremes: every product 16384, summed over K = 4096.
+    let (m, k, n) = (2, 4096, 16);
+    let (a, b) = (vec![-128i8; m * k], vec![-128i8; n * k]);
+    let got = run(m, k, n, &a, &b);
+    assert!(got.iter().all(|&v| v == 16384 * 4096), "{:?}", &got[..4]);
+    // K = 0: zeros.
+    assert_eq!(run(3, 0, 16, &[], &[]), vec![0; 48]);
+    // 3 x 2 output tiles over every distinct block count.
+    let (m, k, n) = (300, 200, 272);
+    let (a, b) = (values(m * k, 1), values(n * k, 2));
+    let want = reference(m, k, n, &a, &b);
+    let (at, bt) = (
+        dev.tensor_from(&a, (m, k)).unwrap(),
+        dev.tensor_from(&b, (n, k)).unwrap(),
+    );
+    let got = same_bits_at_block_counts_i32(&[1, 2, 5, 6, 7, 24, 48], || {
+        let mut out = dev.zeros((m, n)).unwrap();
+        kernels::matmul_int8(&at, &bt, &mut out).unwrap();
+        out.to_vec().unwrap()
+    });
+    first_difference(&got, &want, "int8 300x200x272");
+}
+
+/// [`same_bits_at_block_counts`] for int32 outputs (exact, so equal).
+fn same_bits_at_block_counts_i32(counts: &[u32], mut run: impl FnMut() -> Vec<i32>) -> Vec<i32> {
+    let natural = run();
+    for &n in counts {
+        let got = pypto_rt::with_host_blocks(n, &mut run).unwrap();
+        assert_eq!(pypto_rt::last_launch().unwrap().blocks, n);
+        first_difference(&got, &natural, &format!("{n} blocks"));
+    }
+    natural
+}

@@ -679,15 +679,16 @@ fn a_mixed_kernel_s_first_reads_are_the_cube_s_reads_of_its_inputs() {
     for c in &launch.cores {
         if c.core.is_vector() {
             assert!(
-                c.gm_read > 0 || c.block >= 6,
+                c.gm_read > 0 || c.block >= 3,
                 "block {} {:?} read nothing",
                 c.block,
                 c.core
             );
             assert_eq!(c.gm_cold, 0, "block {} {:?}", c.block, c.core);
         } else {
-            // Each cube reads one unit's q rows, keys and values (6 units:
-            // 3 requests x 2 KV heads), up to its block's share cold.
+            // Each cube reads one unit's q rows, keys and values (3 units:
+            // a request's two KV heads together, as decode pairs them), up
+            // to its block's share cold.
             assert!(
                 c.gm_cold <= share,
                 "block {}: {} > {share}",
@@ -697,5 +698,5 @@ fn a_mixed_kernel_s_first_reads_are_the_cube_s_reads_of_its_inputs() {
             cube_cold += c.gm_cold;
         }
     }
-    assert_eq!(cube_cold, 6 * share);
+    assert_eq!(cube_cold, 3 * share);
 }

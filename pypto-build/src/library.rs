@@ -51,6 +51,7 @@ pub const BUILTIN_TEMPLATES: &[(&str, &str)] = embed![
     "gelu" => "builtin/gelu.hbs",
     "layer_norm" => "builtin/layer_norm.hbs",
     "matmul" => "builtin/matmul.hbs",
+    "matmul_int8" => "builtin/matmul_int8.hbs",
     "mul" => "builtin/mul.hbs",
     "paged_attention" => "builtin/paged_attention.hbs",
     "relu" => "builtin/relu.hbs",

@@ -501,15 +501,17 @@ void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor
     }
 }
 
-// L0C (Nz, fp32) -> GM, row-major (CFG_ROW_MAJOR) with a row pitch of
-// dstStride elements, converting with quantPre.
+// L0C (Nz, fp32, or int32 from int8 products) -> GM, row-major
+// (CFG_ROW_MAJOR) with a row pitch of dstStride elements, converting with
+// quantPre (int32 goes out as int32, NoQuant).
 template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
 void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Fixpipe");
     const char* what = "Fixpipe";
     static_assert(config.format == CO2Layout::ROW_MAJOR, "Fixpipe: only CFG_ROW_MAJOR is emulated");
-    static_assert(std::is_same_v<U, float>, "Fixpipe: only float L0C data is emulated");
+    static_assert(std::is_same_v<U, float> || (std::is_same_v<U, int32_t> && std::is_same_v<T, int32_t>),
+                  "Fixpipe: emulated are float L0C data, and int32_t L0C data to int32_t (NoQuant)");
     if (p.nSize == 0 || p.mSize == 0 || p.ndNum == 0) {
         return;
     }
@@ -527,9 +529,9 @@ void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const Fixpip
     constexpr bool to_half = std::is_same_v<T, half>;
     constexpr bool to_bf16 = std::is_same_v<T, bfloat16_t>;
     if ((to_half && p.quantPre != F322F16) || (to_bf16 && p.quantPre != F322BF16) ||
-        (std::is_same_v<T, float> && p.quantPre != NoQuant)) {
+        ((std::is_same_v<T, float> || std::is_same_v<T, int32_t>) && p.quantPre != NoQuant)) {
         pypto_emu::fail(what, ": quantPre does not match the output type (F322F16 for half, F322BF16 "
-                              "for bfloat16_t, NoQuant for float)");
+                              "for bfloat16_t, NoQuant for float and int32_t)");
     }
     uint64_t blocks = p.nSize / 16;
     pypto_emu::check_cube_operand(src, pypto_emu::Memory::L0C,
@@ -561,7 +563,7 @@ void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const Fixpip
     }
     for (uint32_t m = 0; m < p.mSize; ++m) {
         for (uint32_t n = 0; n < p.nSize; ++n) {
-            float v = src.data()[(n / 16) * p.srcStride * 16 + m * 16 + n % 16];
+            U v = src.data()[(n / 16) * p.srcStride * 16 + m * 16 + n % 16];
             if (p.reluEn && v < 0) {
                 v = 0;
             }

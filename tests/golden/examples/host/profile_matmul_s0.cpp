@@ -132,6 +132,9 @@ __aicore__ inline void CopyToGlobal(const AscendC::GlobalTensor<T>& dst, const A
 namespace {
 
 using DataT = half;
+// The output's type, and L0C's: int8 products accumulate in int32.
+using OutT = half;
+using AccT = typename std::conditional<std::is_same<DataT, int8_t>::value, int32_t, float>::type;
 // B stored [N, K] (transpose_b): its tiles arrive in L1 as A's do, which
 // is L0B's layout already, fractal for fractal.
 constexpr bool kTransposeB = false;
@@ -269,12 +272,12 @@ public:
         kSlabs_ = (k + base_.slab - 1) / base_.slab;
         aGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(a), batch * m * k);
         bGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(b), batch * k * n);
-        outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(out), batch * m * n);
+        outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ OutT*>(out), batch * m * n);
         pipe_.InitBuffer(a1_, 2, kTileM * base_.slab * sizeof(DataT));
         pipe_.InitBuffer(b1_, 2, base_.slab * base_.n * sizeof(DataT));
         pipe_.InitBuffer(a2_, 2, kTileM * base_.slice * sizeof(DataT));
         pipe_.InitBuffer(b2_, 2, base_.slice * base_.n * sizeof(DataT));
-        pipe_.InitBuffer(c1_, base_.outs, kTileM * base_.n * sizeof(float));
+        pipe_.InitBuffer(c1_, base_.outs, kTileM * base_.n * sizeof(AccT));
     }
 
     __aicore__ inline void Process()
@@ -292,7 +295,7 @@ public:
         // while this one is consumed.
         uint64_t steps = myTiles_ * kSlabs_;
         CopyIn(0);
-        AscendC::LocalTensor<float> c;
+        AscendC::LocalTensor<AccT> c;
         for (uint64_t step = 0; step < steps; ++step) {
             if (step + 1 < steps) {
                 CopyIn(step + 1);
@@ -303,7 +306,7 @@ public:
                 static_cast<uint32_t>(PyptoMin(base_.slab, k_ - static_cast<uint64_t>(slab) * base_.slab));
             uint32_t m1 = Round16(t.rows) / 16;
             if (slab == 0) {
-                c = c1_.AllocTensor<float>();
+                c = c1_.AllocTensor<AccT>();
             }
             AscendC::LocalTensor<DataT> a1 = a1_.DeQue<DataT>();
             AscendC::LocalTensor<DataT> b1 = b1_.DeQue<DataT>();
@@ -340,11 +343,12 @@ public:
             b1_.FreeTensor(b1);
             if (slab + 1 == kSlabs_) {
                 c1_.EnQue(c);
-                c = c1_.DeQue<float>();
+                c = c1_.DeQue<AccT>();
                 AscendC::FixpipeParamsV220 params(t.cols, t.rows, Round16(t.rows), n_, false);
-                params.quantPre = sizeof(DataT) == 2 ? (AscendC::F322F16)
-                                                     : AscendC::NoQuant;
-                AscendC::Fixpipe<DataT, float, AscendC::CFG_ROW_MAJOR>(outGm_[t.out], c, params);
+                params.quantPre = AscendC::IsSameType<OutT, half>::value         ? AscendC::F322F16
+                                  : AscendC::IsSameType<OutT, bfloat16_t>::value ? AscendC::F322BF16
+                                                                                 : AscendC::NoQuant;
+                AscendC::Fixpipe<OutT, AccT, AscendC::CFG_ROW_MAJOR>(outGm_[t.out], c, params);
                 c1_.FreeTensor(c);
             }
         }
@@ -401,10 +405,10 @@ private:
     {
         for (uint64_t r = 0; r < t.rows; ++r) {
             for (uint64_t c = 0; c < t.cols; ++c) {
-                outGm_.SetValue(t.out + r * n_ + c, static_cast<DataT>(0.0f));
+                outGm_.SetValue(t.out + r * n_ + c, static_cast<OutT>(0.0f));
             }
         }
-        AscendC::DataCacheCleanAndInvalid<DataT, AscendC::CacheLine::ENTIRE_DATA_CACHE,
+        AscendC::DataCacheCleanAndInvalid<OutT, AscendC::CacheLine::ENTIRE_DATA_CACHE,
                                           AscendC::DcciDst::CACHELINE_OUT>(outGm_);
     }
 
@@ -416,7 +420,7 @@ private:
     AscendC::TQue<AscendC::TPosition::CO1, 2> c1_;
     AscendC::GlobalTensor<DataT> aGm_;
     AscendC::GlobalTensor<DataT> bGm_;
-    AscendC::GlobalTensor<DataT> outGm_;
+    AscendC::GlobalTensor<OutT> outGm_;
     uint64_t m_ = 0;
     uint64_t tilesM_ = 0;
     uint64_t tilesN_ = 0;
@@ -435,7 +439,7 @@ private:
 extern "C" __global__ __cube__ void pypto_x6_goldenk16_profile_5fmatmul_s0(GM_ADDR a, GM_ADDR b, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 439 "profile_matmul_s0.cpp"
+#line 443 "profile_matmul_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
 #line 34 "builtin/matmul.hbs"
     CubeMatmulKernel op;
@@ -443,7 +447,7 @@ extern "C" __global__ __cube__ void pypto_x6_goldenk16_profile_5fmatmul_s0(GM_AD
             pypto_tiling.dim[2]);
     op.Process();
 }
-#line 447 "profile_matmul_s0.cpp"
+#line 451 "profile_matmul_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)

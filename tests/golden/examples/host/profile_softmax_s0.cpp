@@ -32,10 +32,12 @@ __aicore__ inline T pypto_scalar(uint64_t bits)
 // ---- template builtin/softmax ----
 #line 12 "builtin/softmax.hbs"
 // builtin/softmax over the last axis: out = exp(x - max) / Σ exp(x - max),
-// row by row. Pass 1 keeps a running maximum and a running sum rescaled when
-// the maximum grows (one read of the row); pass 2 writes the outputs. Rows of
-// any length work: only one column tile is in the Unified Buffer at a time,
-// and a row of one tile stays there: pass 2 scales pass 1's exponentials.
+// row by row. A row of one column tile is read once and computed on the
+// vector unit alone (the maximum and the sum broadcast from a reduction,
+// no scalar round trip), so rows stream. Longer rows: pass 1 keeps a
+// running maximum and a running sum rescaled when the maximum grows (one
+// read of the row); pass 2 writes the outputs; only one column tile is in
+// the Unified Buffer at a time.
 #line 1 "builtin/partials/row_io.hbs"
 // Shared by the row-wise builtins: rows of a [rows, cols] view are split
 // evenly across blocks; a row is visited in column tiles of up to kTile
@@ -156,6 +158,10 @@ public:
         pipe.InitBuffer(scratch_, tile_ * sizeof(float));
         pipe.InitBuffer(work_, 128 * sizeof(float)); // ReduceMax of kTile values needs 128
         pipe.InitBuffer(scalar_, 8 * sizeof(float));
+        pipe.InitBuffer(bcast_, 64 * sizeof(float));
+        // The reductions write element 0; Brcb reads all eight.
+        AscendC::Duplicate(scalar_.Get<float>(), 0.0f, 8);
+        AscendC::PipeBarrier<AscendC::PIPE_V>();
     }
 
     __aicore__ inline uint64_t Rows() const { return rowCount_; }
@@ -224,6 +230,56 @@ public:
         inQue_.FreeTensor(in);
     }
 
+    // Reductions and their use on the vector unit alone, for a row of one
+    // tile: Reduce leaves the max (kMax) or the sum of n values in element
+    // 0 of an 8-float buffer, which vector instructions may adjust; Apply
+    // broadcasts that element to a 32-byte block (Brcb) that every repeat
+    // re-reads and subtracts it from (kSub), or divides into, n values. No
+    // scalar round trip stops the pipes, so the next row's copy overlaps
+    // this row's arithmetic.
+    template <bool kMax>
+    __aicore__ inline AscendC::LocalTensor<float> Reduce(const AscendC::LocalTensor<float>& v,
+                                                         uint32_t n PYPTO_CALLER)
+    {
+        PYPTO_AT_CALLER;
+        AscendC::LocalTensor<float> s = scalar_.Get<float>();
+        if constexpr (kMax) {
+            AscendC::ReduceMax(s, v, work_.Get<float>(), n);
+        } else {
+            AscendC::ReduceSum(s, v, work_.Get<float>(), n);
+        }
+        AscendC::PipeBarrier<AscendC::PIPE_V>();
+        return s;
+    }
+
+    template <bool kSub>
+    __aicore__ inline void Apply(const AscendC::LocalTensor<float>& v, uint32_t n PYPTO_CALLER)
+    {
+        PYPTO_AT_CALLER;
+        AscendC::LocalTensor<float> b = bcast_.Get<float>();
+        AscendC::Brcb(b, scalar_.Get<float>(), 1, AscendC::BrcbRepeatParams(1, 8));
+        AscendC::PipeBarrier<AscendC::PIPE_V>();
+        uint32_t full = n / 64;
+        uint32_t rest = n % 64;
+        AscendC::BinaryRepeatParams each(1, 1, 0, 8, 8, 0);
+        if constexpr (kSub) {
+            if (full > 0) {
+                AscendC::Sub(v, v, b, 64, full, each);
+            }
+            if (rest > 0) {
+                AscendC::Sub(v[full * 64], v[full * 64], b, rest, 1, each);
+            }
+        } else {
+            if (full > 0) {
+                AscendC::Div(v, v, b, 64, full, each);
+            }
+            if (rest > 0) {
+                AscendC::Div(v[full * 64], v[full * 64], b, rest, 1, each);
+            }
+        }
+        AscendC::PipeBarrier<AscendC::PIPE_V>();
+    }
+
     __aicore__ inline float Sum(const AscendC::LocalTensor<float>& v, uint32_t n PYPTO_CALLER)
     {
         PYPTO_AT_CALLER;
@@ -272,6 +328,7 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> scratch_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> work_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> scalar_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> bcast_;
     AscendC::GlobalTensor<DataT> xGm_;
     AscendC::GlobalTensor<DataT> outGm_;
     uint64_t rowBegin_ = 0;
@@ -283,7 +340,7 @@ private:
 
 } // namespace
 
-#line 19 "builtin/softmax.hbs"
+#line 21 "builtin/softmax.hbs"
 namespace {
 
 class SoftmaxKernel {
@@ -296,6 +353,20 @@ public:
     __aicore__ inline void Process()
     {
         for (uint64_t r = 0; r < io_.Rows(); ++r) {
+            if (io_.Tiles() == 1) {
+                // A row of one tile: exp(x - max) / sum on the vector unit
+                // alone, read once and written once.
+                uint32_t len = io_.TileLen(0);
+                AscendC::LocalTensor<float> v = io_.Load(r, 0);
+                io_.Reduce<true>(v, len);
+                io_.Apply<true>(v, len);
+                AscendC::Exp(v, v, len);
+                AscendC::PipeBarrier<AscendC::PIPE_V>();
+                io_.Reduce<false>(v, len);
+                io_.Apply<false>(v, len);
+                io_.Store(r, 0, v);
+                continue;
+            }
             float max = kLowest;
             float sum = 0.0f;
             for (uint32_t t = 0; t < io_.Tiles(); ++t) {
@@ -309,13 +380,6 @@ public:
                 max = newMax;
             }
             float inverse = 1.0f / sum;
-            if (io_.Tiles() == 1) {
-                // exp(x - max) of the one tile, from pass 1 (its max is the row's).
-                AscendC::LocalTensor<float> v = io_.Resident();
-                AscendC::Muls(v, v, inverse, io_.TileLen(0));
-                io_.Store(r, 0, v);
-                continue;
-            }
             for (uint32_t t = 0; t < io_.Tiles(); ++t) {
                 uint32_t len = io_.TileLen(t);
                 AscendC::LocalTensor<float> v = io_.Load(r, t);
@@ -337,14 +401,14 @@ private:
 extern "C" __global__ __aicore__ void pypto_x6_goldenk17_profile_5fsoftmax_s0(GM_ADDR x, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 341 "profile_softmax_s0.cpp"
+#line 405 "profile_softmax_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
-#line 72 "builtin/softmax.hbs"
+#line 81 "builtin/softmax.hbs"
     SoftmaxKernel op;
     op.Init(x, out, (static_cast<uint64_t>(pypto_tiling.dim[0])), pypto_tiling.dim[1]);
     op.Process();
 }
-#line 348 "profile_softmax_s0.cpp"
+#line 412 "profile_softmax_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)
