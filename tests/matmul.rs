@@ -34,11 +34,19 @@ fn tol<T: Float>() -> Tolerance {
 }
 
 /// out[b][m][n] = Σ_k a[b][m][k] · b[b][k][n], in f64.
-fn reference<T: Float>(
+fn reference<T: Float>(a: &[T], b: &[T], dims: (usize, usize, usize, usize)) -> Vec<f64> {
+    reference_with(a, b, dims, |bi, p, j, (_, _, k, n)| (bi * k + p) * n + j)
+}
+
+/// Σ_k a[b][m][k] · B(b, k, n) in f64, where `b_at(b, k, n, dims)` is the
+/// index in `b` of B's element.
+fn reference_with<T: Float>(
     a: &[T],
     b: &[T],
-    (batch, m, k, n): (usize, usize, usize, usize),
+    dims: (usize, usize, usize, usize),
+    b_at: impl Fn(usize, usize, usize, (usize, usize, usize, usize)) -> usize,
 ) -> Vec<f64> {
+    let (batch, m, k, n) = dims;
     let mut out = vec![0f64; batch * m * n];
     for bi in 0..batch {
         for i in 0..m {
@@ -46,7 +54,7 @@ fn reference<T: Float>(
                 out[(bi * m + i) * n + j] = (0..k)
                     .map(|p| {
                         f64::from(a[(bi * m + i) * k + p].to_f32())
-                            * f64::from(b[(bi * k + p) * n + j].to_f32())
+                            * f64::from(b[b_at(bi, p, j, dims)].to_f32())
                     })
                     .sum();
             }
@@ -420,25 +428,8 @@ fn pitches_past_sixteen_bits_are_copied_row_by_row() {
 }
 
 /// out = a · bᵀ in f64 for b stored [n, k].
-fn reference_bt<T: Float>(
-    a: &[T],
-    b: &[T],
-    (batch, m, k, n): (usize, usize, usize, usize),
-) -> Vec<f64> {
-    let mut out = vec![0f64; batch * m * n];
-    for bi in 0..batch {
-        for i in 0..m {
-            for j in 0..n {
-                out[(bi * m + i) * n + j] = (0..k)
-                    .map(|p| {
-                        f64::from(a[(bi * m + i) * k + p].to_f32())
-                            * f64::from(b[(bi * n + j) * k + p].to_f32())
-                    })
-                    .sum();
-            }
-        }
-    }
-    out
+fn reference_bt<T: Float>(a: &[T], b: &[T], dims: (usize, usize, usize, usize)) -> Vec<f64> {
+    reference_with(a, b, dims, |bi, p, j, (_, _, k, n)| (bi * n + j) * k + p)
 }
 
 /// `transpose_b`: B stored [N, K] (a checkpoint's linear layer) read as it

@@ -931,18 +931,23 @@ impl Reader<'_, '_> {
                 None
             }
             None => {
-                let names: Vec<&str> = c.options.iter().map(|o| o.name.as_str()).collect();
-                self.error(
-                    node.pos,
-                    format!(
-                        "{what}: no option `{}`; declare it under `options:`{}",
-                        clip(&name, 40),
-                        did_you_mean(&name, names.iter().copied())
-                    ),
-                );
+                self.no_option(node, c, what, &name);
                 None
             }
         }
+    }
+
+    /// An option name the contract does not declare.
+    fn no_option(&mut self, node: &Node, c: &Contract, what: &str, name: &str) {
+        let names: Vec<&str> = c.options.iter().map(|o| o.name.as_str()).collect();
+        self.error(
+            node.pos,
+            format!(
+                "{what}: no option `{}`; declare it under `options:`{}",
+                clip(name, 40),
+                did_you_mean(name, names.iter().copied())
+            ),
+        );
     }
 
     /// `when: NAME` / `unless: NAME`: a declared bool option.
@@ -959,15 +964,7 @@ impl Reader<'_, '_> {
                 None
             }
             None => {
-                let names: Vec<&str> = c.options.iter().map(|o| o.name.as_str()).collect();
-                self.error(
-                    node.pos,
-                    format!(
-                        "{what}: no option `{}`; declare it under `options:`{}",
-                        clip(&name, 40),
-                        did_you_mean(&name, names.iter().copied())
-                    ),
-                );
+                self.no_option(node, c, &what, &name);
                 None
             }
         }
