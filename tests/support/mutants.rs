@@ -31,6 +31,11 @@ pub const MUTANTS: &[Mutant] = &[
                 "sum += io_.Sum(v, len);",
             ),
             ("                AscendC::Adds(v, v, -max, len);\n", ""),
+            // and where a row of one tile stays on the vector unit.
+            (
+                "                io_.Reduce<true>(v, len);\n                io_.Apply<true>(v, len);\n",
+                "",
+            ),
         ],
     },
     Mutant {
@@ -45,6 +50,11 @@ pub const MUTANTS: &[Mutant] = &[
                 "sum += io_.Sum(v, len);",
             ),
             ("                AscendC::Adds(v, v, -max, len);\n", ""),
+            // and where a row of one tile stays on the vector unit.
+            (
+                "                io_.Reduce<true>(v, len);\n                io_.Apply<true>(v, len);\n",
+                "",
+            ),
         ],
     },
     Mutant {
@@ -88,10 +98,17 @@ pub const MUTANTS: &[Mutant] = &[
         builtin: "layer_norm",
         dtype: "DT_FP32",
         defect: "a wrong epsilon: (m2 + eps) / n in place of m2 / n + eps",
-        edits: &[(
-            "io_.InverseSqrt(m2 / count + eps_)",
-            "io_.InverseSqrt((m2 + eps_) / count)",
-        )],
+        edits: &[
+            (
+                "io_.InverseSqrt(m2 / count + eps_)",
+                "io_.InverseSqrt((m2 + eps_) / count)",
+            ),
+            // The same defect where a row of one tile stays on the vector unit.
+            (
+                "AscendC::Adds(s, s, eps_, 8);",
+                "AscendC::Adds(s, s, eps_ * inverseLen, 8);",
+            ),
+        ],
     },
     Mutant {
         name: "broken_layer_norm_full_tiles_f32",

@@ -331,6 +331,69 @@ void run_plan(const RepeatPlan& p, const Strided<D>& dst, Compute compute)
     }
 }
 
+// Every element of every repeat is active.
+inline bool plan_full(const RepeatPlan& p)
+{
+    if (p.counter) {
+        return p.total == static_cast<uint64_t>(p.repeats) * p.per_repeat;
+    }
+    for (uint32_t e = 0; e < p.per_repeat; ++e) {
+        if (!p.active(0, e)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+template <typename T>
+bool strided_dense(const Strided<T>& s)
+{
+    return s.blk == 1 && s.rep == 8;
+}
+
+template <typename T, typename U>
+bool strided_apart(const Strided<T>& s, uint64_t s_bytes, const Strided<U>& t, uint64_t t_bytes)
+{
+    auto a = reinterpret_cast<uintptr_t>(s.base);
+    auto b = reinterpret_cast<uintptr_t>(t.base);
+    return a + s_bytes <= b || b + t_bytes <= a;
+}
+
+// The common dense case of a binary op, all elements active: dst and src0
+// dense (one repeat after the other), src1 dense or one 32-byte block every
+// repeat re-reads (stride 0: a broadcast); dst either is src0/src1 or lies
+// apart from it. The same results and accesses as run_plan, as ranges and
+// one loop. False when the case does not apply.
+template <typename T, typename Op>
+bool dense_binary(const RepeatPlan& p, const Strided<T>& d, const Strided<T>& a, const Strided<T>& b, Op op)
+{
+    bool broadcast = b.blk == 0 && b.rep == 0;
+    if (timing_only() || !plan_full(p) || !strided_dense(d) || !strided_dense(a) ||
+        !(strided_dense(b) || broadcast)) {
+        return false;
+    }
+    uint64_t n = static_cast<uint64_t>(p.repeats) * p.per_repeat;
+    uint64_t bytes = n * sizeof(T);
+    uint64_t b_bytes = broadcast ? 32 : bytes;
+    // Out of reach: the general path reports it.
+    if (bytes > d.bytes || bytes > a.bytes || b_bytes > b.bytes) {
+        return false;
+    }
+    if ((d.base != a.base && !strided_apart(d, bytes, a, bytes)) ||
+        (d.base != b.base && !strided_apart(d, bytes, b, b_bytes)) || (broadcast && d.base == b.base)) {
+        return false;
+    }
+    a.init.read(0, bytes);
+    b.init.read(0, b_bytes);
+    d.init.write(0, bytes);
+    constexpr uint32_t block = 32 / sizeof(T);
+    for (uint64_t i = 0; i < n; ++i) {
+        T y = broadcast ? b.base[i % block] : b.base[i];
+        d.base[i] = static_cast<T>(op(static_cast<compute_t<T>>(a.base[i]), static_cast<compute_t<T>>(y)));
+    }
+    return true;
+}
+
 template <typename T, typename Op>
 void masked_binary(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src0,
                    const AscendC::LocalTensor<T>& src1, MaskArg arg, const uint64_t* bits, uint64_t len,
@@ -340,6 +403,9 @@ void masked_binary(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTenso
     auto d = strided(dst, rp.dstBlkStride, rp.dstRepStride, "dst", what, true);
     auto a = strided(src0, rp.src0BlkStride, rp.src0RepStride, "src0", what);
     auto b = strided(src1, rp.src1BlkStride, rp.src1RepStride, "src1", what);
+    if (dense_binary(p, d, a, b, op)) {
+        return;
+    }
     check_reach(d, p, what);
     check_reach(a, p, what);
     check_reach(b, p, what);
