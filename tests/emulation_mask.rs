@@ -145,6 +145,33 @@ fn repeat_counts_and_strides() {
     assert_eq!(got, want);
 }
 
+/// The dense forms the emulation runs as ranges (every element active, dst
+/// and src0 dense, src1 dense or one re-read block, dst either an operand
+/// or apart from it) give what the per-repeat model gives, and an overlap
+/// that is neither still runs repeat by repeat.
+#[test]
+fn dense_forms_match_the_per_repeat_model() {
+    let (x, y) = inputs();
+    check_f32(17, Plan::first(4, 32, 64), DENSE, |r, e| {
+        x[at(4, DENSE, r, e)] - y[at(4, DENSE, r, e) % 8]
+    });
+    let got = mask_f32(18).unwrap().out;
+    for (i, g) in got.iter().enumerate() {
+        let want = x[i] / y[i];
+        assert!(
+            (g - want).abs() <= 1e-6 * want.abs(),
+            "out[{i}] = {g}, want {want}"
+        );
+    }
+    // dst = src0 + 8 elements: each repeat reads its 64 values, then writes.
+    let mut model = x.clone();
+    for r in 0..4 {
+        let vals: Vec<f32> = (0..64).map(|e| model[r * 64 + e] + y[r * 64 + e]).collect();
+        model[8 + r * 64..8 + r * 64 + 64].copy_from_slice(&vals);
+    }
+    assert_eq!(mask_f32(19).unwrap().out, model);
+}
+
 fn bit(bits: &[u8], i: usize) -> bool {
     (bits[i / 8] >> (i % 8)) & 1 == 1
 }
