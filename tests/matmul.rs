@@ -639,3 +639,147 @@ fn same_bits_at_block_counts_i32(counts: &[u32], mut run: impl FnMut() -> Vec<i3
     }
     natural
 }
+
+/// Σ_k a·B + bias[n] in f64, for the reference of `bias`.
+fn plus_bias(mut want: Vec<f64>, bias: &[f32]) -> Vec<f64> {
+    let n = bias.len();
+    for (i, v) in want.iter_mut().enumerate() {
+        *v += f64::from(bias[i % n]);
+    }
+    want
+}
+
+/// `bias`: an fp32 [N] added to every row through the BiasTable, over M,
+/// K and N tiles and tails (N = 272: a second tile of 16 columns, whose
+/// bias starts 256 values in), K = 0 (the output is the bias), transposed
+/// B with bf16 inputs and an fp32 output, and batches.
+#[test]
+fn bias_is_added_to_every_row() {
+    let dev = Device::host();
+    for (m, k, n) in [
+        (1, 64, 48),
+        (7, 200, 272),
+        (130, 96, 272),
+        (3, 7, 16),
+        (0, 16, 32),
+        (5, 0, 32),
+    ] {
+        let a = inputs::<half::f16>(m * k, (m + k) as u64);
+        let b = inputs::<half::f16>(k * n, n as u64);
+        let bias: Vec<f32> = inputs::<f32>(n, 3 + n as u64)
+            .iter()
+            .map(|v| v * 8.0)
+            .collect();
+        let mut out = dev.zeros((m, n)).unwrap();
+        kernels::matmul_bias_f16(
+            &dev.tensor_from(&a, (m, k)).unwrap(),
+            &dev.tensor_from(&b, (k, n)).unwrap(),
+            &dev.tensor_from(&bias, (n,)).unwrap(),
+            &mut out,
+        )
+        .unwrap();
+        let got: Vec<f32> = out.to_vec().unwrap().iter().map(|v| v.to_f32()).collect();
+        let want = plus_bias(reference(&a, &b, (1, m, k, n)), &bias);
+        let what = format!("matmul_bias f16 {m}x{k}x{n}");
+        assert_close(&got, &want, tol::<half::f16>(), &what);
+
+        let a = inputs::<half::bf16>(m * k, (m + k) as u64);
+        let b = inputs::<half::bf16>(n * k, n as u64);
+        let mut out = dev.zeros((m, n)).unwrap();
+        kernels::matmul_bias_bt_bf16_f32(
+            &dev.tensor_from(&a, (m, k)).unwrap(),
+            &dev.tensor_from(&b, (n, k)).unwrap(),
+            &dev.tensor_from(&bias, (n,)).unwrap(),
+            &mut out,
+        )
+        .unwrap();
+        let want = plus_bias(reference_bt(&a, &b, (1, m, k, n)), &bias);
+        let what = format!("matmul_bias_bt bf16 -> f32 {m}x{k}x{n}");
+        assert_close(&out.to_vec().unwrap(), &want, tol::<f32>(), &what);
+    }
+    let (batch, m, k, n) = (3, 20, 40, 48);
+    let a = inputs::<f32>(batch * m * k, 5);
+    let b = inputs::<f32>(batch * k * n, 6);
+    let bias = inputs::<f32>(n, 7);
+    let mut out = dev.zeros((batch, m, n)).unwrap();
+    kernels::batch_matmul_bias_f32(
+        &dev.tensor_from(&a, (batch, m, k)).unwrap(),
+        &dev.tensor_from(&b, (batch, k, n)).unwrap(),
+        &dev.tensor_from(&bias, (n,)).unwrap(),
+        &mut out,
+    )
+    .unwrap();
+    let want = plus_bias(reference(&a, &b, (batch, m, k, n)), &bias);
+    assert_close(
+        &out.to_vec().unwrap(),
+        &want,
+        tol::<f32>(),
+        "batch_matmul_bias f32",
+    );
+}
+
+#[test]
+fn bias_gives_the_same_bits_at_every_distinct_block_count() {
+    let dev = Device::host();
+    let (m, k, n) = (300, 200, 272);
+    let a = dev
+        .tensor_from(&inputs::<half::f16>(m * k, 1), (m, k))
+        .unwrap();
+    let b = dev
+        .tensor_from(&inputs::<half::f16>(k * n, 2), (k, n))
+        .unwrap();
+    let bias = dev.tensor_from(&inputs::<f32>(n, 3), (n,)).unwrap();
+    same_bits_at_block_counts("matmul_bias_f16", &[1, 2, 3, 5, 6, 7, 24], || {
+        let mut out = dev.zeros((m, n)).unwrap();
+        kernels::matmul_bias_f16(&a, &b, &bias, &mut out).unwrap();
+        out.to_vec().unwrap()
+    });
+}
+
+/// The bias's length is N's: another length is refused before launch.
+#[test]
+fn a_bias_of_another_length_is_refused() {
+    let dev = Device::host();
+    let a = dev
+        .tensor_from(&inputs::<half::f16>(4 * 8, 1), (4, 8))
+        .unwrap();
+    let b = dev
+        .tensor_from(&inputs::<half::f16>(8 * 32, 2), (8, 32))
+        .unwrap();
+    let bias = dev.tensor_from(&inputs::<f32>(16, 3), (16,)).unwrap();
+    let mut out = dev.zeros((4, 32)).unwrap();
+    let err = kernels::matmul_bias_f16(&a, &b, &bias, &mut out).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kernel `matmul_bias_f16`: `bias.0` is 16 but `b.1` is 32; they must be equal because \
+         builtin/matmul ties these axes together"
+    );
+}
+
+/// The output in another dtype than the inputs: L0C's fp32 sums leave
+/// through Fixpipe as fp32 (no rounding past fp32's) or rounded to bf16.
+#[test]
+fn the_output_may_be_fp32_or_bf16_from_fp16_inputs() {
+    let dev = Device::host();
+    for (m, k, n) in [(1, 64, 48), (130, 200, 272), (3, 7, 16)] {
+        let a = inputs::<half::f16>(m * k, (m + k) as u64);
+        let b = inputs::<half::f16>(k * n, n as u64);
+        let at = dev.tensor_from(&a, (m, k)).unwrap();
+        let bt = dev.tensor_from(&b, (k, n)).unwrap();
+        let want = reference(&a, &b, (1, m, k, n));
+        let mut out = dev.zeros((m, n)).unwrap();
+        kernels::matmul_f16_f32(&at, &bt, &mut out).unwrap();
+        let what = format!("matmul f16 -> f32 {m}x{k}x{n}");
+        assert_close(&out.to_vec().unwrap(), &want, tol::<f32>(), &what);
+        let mut out = dev.zeros((m, n)).unwrap();
+        kernels::matmul_f16_bf16(&at, &bt, &mut out).unwrap();
+        let got: Vec<f32> = out
+            .to_vec()
+            .unwrap()
+            .iter()
+            .map(|v: &half::bf16| v.to_f32())
+            .collect();
+        let what = format!("matmul f16 -> bf16 {m}x{k}x{n}");
+        assert_close(&got, &want, tol::<half::bf16>(), &what);
+    }
+}

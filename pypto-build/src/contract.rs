@@ -58,6 +58,12 @@ pub struct RoleSpec {
     pub rank: Option<usize>,
     /// A scalar's required dtype, if any.
     pub dtype: Option<DType>,
+    /// A tensor's own dtypes (`dtypes:` on the param): it takes any of
+    /// them, whatever the others' dtype. Empty: the contract's `dtypes`.
+    pub dtypes: Vec<DType>,
+    /// `when: OPTION` (`(OPTION, true)`) or `unless: OPTION`: the param is
+    /// there only for kernels whose bool option has that value.
+    pub condition: Option<(String, bool)>,
 }
 
 /// An axis of a param: `Last` is the innermost axis, whatever the rank.
@@ -164,6 +170,9 @@ pub struct Contract {
     /// GM scratch the kernel needs (cube/vector exchanges): the runtime
     /// lends it zeroed on every launch, after the params.
     pub workspace: Option<Workspace>,
+    /// Optional params a kernel's options left out ([`Contract::under`]),
+    /// for messages.
+    pub absent_params: Vec<RoleSpec>,
 }
 
 /// `workspace: { per_block: BYTES, shared: BYTES }`: scratch of `shared`
@@ -220,22 +229,94 @@ impl Contract {
     }
 
     /// The contract for a kernel whose bool options have the values
-    /// `is_on` gives: relations whose `when:`/`unless:` does not hold are
-    /// dropped from every list (they stay in `relations`, which the lists
-    /// index, for messages).
+    /// `is_on` gives: params and relations whose `when:`/`unless:` does
+    /// not hold are dropped, and so is every relation that names a dropped
+    /// param (relations stay in `relations`, which the lists index, for
+    /// messages).
     pub fn under(&self, is_on: impl Fn(&str) -> bool) -> Contract {
-        let holds = |r: usize| {
-            self.relations[r]
-                .condition
+        let holds = |condition: &Option<(String, bool)>| {
+            condition
                 .as_ref()
                 .is_none_or(|(option, value)| is_on(option) == *value)
         };
         let mut c = self.clone();
-        c.same_shape.retain(|&(_, _, r)| holds(r));
-        c.same_axis.retain(|&(_, _, r)| holds(r));
-        c.divisible_by_option.retain(|&(_, _, r)| holds(r));
-        c.multiple_of.retain(|m| holds(m.relation));
-        c.halved_last = c.halved_last.filter(|&(_, _, r)| holds(r));
+        // Params whose `when:`/`unless:` does not hold are not there; the
+        // others move up, and what names an absent param goes with it.
+        let mut at: Vec<Option<usize>> = Vec::new();
+        if let Some(params) = &mut c.params {
+            let mut next = 0;
+            for p in params.iter() {
+                at.push(holds(&p.condition).then(|| {
+                    next += 1;
+                    next - 1
+                }));
+            }
+            c.absent_params = params
+                .iter()
+                .filter(|p| !holds(&p.condition))
+                .cloned()
+                .collect();
+            params.retain(|p| holds(&p.condition));
+        }
+        let moved = |p: usize| at.get(p).copied().unwrap_or(Some(p));
+        let axis = |(p, a): ParamAxis| moved(p).map(|p| (p, a));
+        let relation_holds = |r: usize| holds(&self.relations[r].condition);
+        c.same_shape = c
+            .same_shape
+            .iter()
+            .filter(|&&(_, _, r)| relation_holds(r))
+            .filter_map(|&(a, b, r)| Some((moved(a)?, moved(b)?, r)))
+            .collect();
+        c.same_axis = c
+            .same_axis
+            .iter()
+            .filter(|&&(_, _, r)| relation_holds(r))
+            .filter_map(|&(a, b, r)| Some((axis(a)?, axis(b)?, r)))
+            .collect();
+        c.divisible_by_option = c
+            .divisible_by_option
+            .iter()
+            .filter(|(_, _, r)| relation_holds(*r))
+            .filter_map(|(a, o, r)| Some((axis(*a)?, o.clone(), *r)))
+            .collect();
+        c.multiple_of = c
+            .multiple_of
+            .iter()
+            .filter(|m| relation_holds(m.relation))
+            .filter_map(|m| {
+                Some(MultipleOf {
+                    axis: axis(m.axis)?,
+                    ..m.clone()
+                })
+            })
+            .collect();
+        c.halved_last = c
+            .halved_last
+            .filter(|&(_, _, r)| relation_holds(r))
+            .and_then(|(a, b, r)| Some((moved(a)?, moved(b)?, r)));
+        for relation in &mut c.relations {
+            relation.axes = relation.axes.iter().filter_map(|&a| axis(a)).collect();
+        }
+        // A blocks rule never names an optional param (checked on reading).
+        c.blocks = c.blocks.map(|b| match b {
+            Blocks::Rows { param } => Blocks::Rows {
+                param: moved(param).unwrap_or(param),
+            },
+            Blocks::Elements { param, per_block } => Blocks::Elements {
+                param: moved(param).unwrap_or(param),
+                per_block,
+            },
+            Blocks::Leading {
+                param,
+                axes,
+                option,
+            } => Blocks::Leading {
+                param: moved(param).unwrap_or(param),
+                axes,
+                option,
+            },
+            grid => grid,
+        });
         c
     }
 }
@@ -313,7 +394,9 @@ const TOP_KEYS: &[&str] = &[
     "dtypes",
     "workspace",
 ];
-const PARAM_KEYS: &[&str] = &["name", "kind", "output", "rank", "dtype"];
+const PARAM_KEYS: &[&str] = &[
+    "name", "kind", "output", "rank", "dtype", "dtypes", "when", "unless",
+];
 /// A relation entry's keys: one relation, and at most one condition.
 const RELATION_KEYS: &[&str] = &[
     "same_shape",
@@ -353,7 +436,11 @@ pub(crate) fn read(path: &Path, text: &str) -> Result<Option<Contract>, Vec<Diag
             return Err(sink.finish());
         }
     };
-    let contract = Reader { sink: &mut sink }.contract(&root);
+    let contract = Reader {
+        sink: &mut sink,
+        pending_conditions: Vec::new(),
+    }
+    .contract(&root);
     match sink.count() {
         0 => Ok(Some(contract)),
         _ => Err(sink.finish()),
@@ -362,6 +449,9 @@ pub(crate) fn read(path: &Path, text: &str) -> Result<Option<Contract>, Vec<Diag
 
 struct Reader<'r, 'a> {
     sink: &'r mut Sink<'a>,
+    /// Params' `when`/`unless` (param, option, where), checked once the
+    /// options are read.
+    pending_conditions: Vec<(usize, String, bool, Pos)>,
 }
 
 /// A key of a mapping, and its value.
@@ -495,6 +585,20 @@ impl Reader<'_, '_> {
         if let Some(node) = get("options") {
             c.options = self.options(node);
         }
+        for (p, option, on, pos) in std::mem::take(&mut self.pending_conditions) {
+            let name = c.params.as_ref().map_or("", |ps| ps[p].name.as_str());
+            let word = if on { "when" } else { "unless" };
+            let what = format!("param `{name}`, `{word}`");
+            let node = Node {
+                pos,
+                value: Value::Str(option),
+            };
+            if self.bool_option(&node, &c, &what).is_none()
+                && let Some(ps) = c.params.as_mut()
+            {
+                ps[p].condition = None;
+            }
+        }
         if let Some(node) = get("cores")
             && let Some(word) = self.string(node, "`cores`")
         {
@@ -518,6 +622,25 @@ impl Reader<'_, '_> {
         }
         if let Some(node) = get("blocks") {
             c.blocks = self.blocks(node, &c);
+            let param = match &c.blocks {
+                Some(
+                    Blocks::Rows { param }
+                    | Blocks::Elements { param, .. }
+                    | Blocks::Leading { param, .. },
+                ) => Some(*param),
+                _ => None,
+            };
+            if let (Some(p), Some(ps)) = (param, &c.params)
+                && ps[p].condition.is_some()
+            {
+                self.error(
+                    node.pos,
+                    format!(
+                        "`blocks`: counts blocks over `{}`, which is optional; count them over a param every kernel has",
+                        ps[p].name
+                    ),
+                );
+            }
         }
         if let Some(node) = get("workspace") {
             c.workspace = self.workspace(node, &c);
@@ -642,13 +765,48 @@ impl Reader<'_, '_> {
                 Some(n) if !scalar => {
                     self.error(
                         n.pos,
-                        format!("{ctx}: only scalars take a `dtype`; tensor dtypes are given by `dtypes:`"),
+                        format!(
+                            "{ctx}: only scalars take a `dtype`; a tensor's are given by `dtypes:`"
+                        ),
                     );
                     None
                 }
                 Some(n) => self.dtype(n),
                 None => None,
             };
+            let dtypes = match get("dtypes") {
+                Some(n) if scalar => {
+                    self.error(
+                        n.pos,
+                        format!("{ctx}: a scalar takes one `dtype`, not `dtypes`"),
+                    );
+                    Vec::new()
+                }
+                Some(n) => self.dtypes(n),
+                None => Vec::new(),
+            };
+            // Checked against the options once they are read.
+            let condition = match (get("when"), get("unless")) {
+                (Some(_), Some(_)) => {
+                    self.error(
+                        item.pos,
+                        format!("{ctx}: give `when` or `unless`, not both"),
+                    );
+                    None
+                }
+                (Some(n), None) => self.string(n, &format!("{ctx}, `when`")).map(|o| (o, true)),
+                (None, Some(n)) => self
+                    .string(n, &format!("{ctx}, `unless`"))
+                    .map(|o| (o, false)),
+                (None, None) => None,
+            };
+            if condition.is_some() && (scalar || output) {
+                self.error(
+                    item.pos,
+                    format!("{ctx}: only an input tensor can be optional (`when`/`unless`)"),
+                );
+            }
+            let condition_pos = get("when").or(get("unless")).map(|n| n.pos);
             if scalar && output {
                 self.error(item.pos, format!("{ctx}: a scalar cannot be an output"));
             }
@@ -657,11 +815,17 @@ impl Reader<'_, '_> {
                 (false, true) => Role::Output,
                 (false, false) => Role::Input,
             };
+            if let (Some(c), Some(pos)) = (&condition, condition_pos) {
+                self.pending_conditions
+                    .push((out.len(), c.0.clone(), c.1, pos));
+            }
             out.push(RoleSpec {
                 name,
                 role,
                 rank,
                 dtype,
+                dtypes,
+                condition,
             });
         }
         if !items.is_empty()
@@ -950,10 +1114,10 @@ impl Reader<'_, '_> {
         );
     }
 
-    /// `when: NAME` / `unless: NAME`: a declared bool option.
-    fn bool_option(&mut self, node: &Node, c: &Contract, word: &str) -> Option<String> {
-        let what = format!("`relations` entry, `{word}`");
-        let name = self.string(node, &what)?;
+    /// `when: NAME` / `unless: NAME`: a declared bool option. `what` says
+    /// where, for messages.
+    fn bool_option(&mut self, node: &Node, c: &Contract, what: &str) -> Option<String> {
+        let name = self.string(node, what)?;
         match c.option(&name).map(|o| o.kind) {
             Some(OptionKind::Bool { .. }) => Some(name),
             Some(OptionKind::Int { .. }) => {
@@ -964,7 +1128,7 @@ impl Reader<'_, '_> {
                 None
             }
             None => {
-                self.no_option(node, c, &what, &name);
+                self.no_option(node, c, what, &name);
                 None
             }
         }
@@ -997,10 +1161,12 @@ impl Reader<'_, '_> {
             }
             let condition = match conditions.first() {
                 None => None,
-                Some(&(word, _, option)) => match self.bool_option(option, c, word) {
-                    Some(name) => Some((name, word == "when")),
-                    None => continue,
-                },
+                Some(&(word, _, option)) => {
+                    match self.bool_option(option, c, &format!("`relations` entry, `{word}`")) {
+                        Some(name) => Some((name, word == "when")),
+                        None => continue,
+                    }
+                }
             };
             let (kind, key, value) = entries[0];
             let what = format!("`{kind}`");

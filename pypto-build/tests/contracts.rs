@@ -162,7 +162,7 @@ fn a_malformed_contract_is_located_in_the_template() {
         (
             "---\nparams:\n  - { name: x }\n  - { nme: out, output: true }\n---\n",
             "t.hbs:4:5: template contract: `params` entry: needs a `name`, e.g. `{ name: x }`\n\
-             t.hbs:4:7: template contract: `params` entry: unknown key `nme`; expected `name`, `kind`, `output`, `rank` or `dtype` — did you mean `name`?",
+             t.hbs:4:7: template contract: `params` entry: unknown key `nme`; expected `name`, `kind`, `output`, `rank`, `dtype`, `dtypes`, `when` or `unless` — did you mean `name`?",
         ),
         (
             "---\nparams:\n  - { name: x }\n  - { name: out, output: true }\nrelations:\n  - same_dim: [x.last, y.0]\n---\n",
@@ -175,6 +175,26 @@ fn a_malformed_contract_is_located_in_the_template() {
         (
             "---\nparams:\n  - { name: x }\n  - { name: out, output: true }\nblocks: { rule: leading, param: x, times: heads }\n---\n",
             "t.hbs:5:43: template contract: `blocks`, `times`: no option `heads`; declare it under `options:`",
+        ),
+        (
+            "---\nparams:\n  - { name: x }\n  - { name: out, output: true, when: f }\noptions:\n  f: { type: bool, default: false }\n---\n",
+            "t.hbs:4:5: template contract: param `out`: only an input tensor can be optional (`when`/`unless`)",
+        ),
+        (
+            "---\nparams:\n  - { name: x, unless: n }\n  - { name: out, output: true }\noptions:\n  n: { type: int, default: 1 }\n---\n",
+            "t.hbs:3:24: template contract: param `x`, `unless`: option `n` is an int; this needs a bool option",
+        ),
+        (
+            "---\nparams:\n  - { name: x, when: f, unless: f }\n  - { name: out, output: true }\noptions:\n  f: { type: bool, default: false }\n---\n",
+            "t.hbs:3:5: template contract: param `x`: give `when` or `unless`, not both",
+        ),
+        (
+            "---\nparams:\n  - { name: s, kind: scalar, dtypes: [DT_FP32] }\n  - { name: out, output: true }\n---\n",
+            "t.hbs:3:38: template contract: param `s`: a scalar takes one `dtype`, not `dtypes`",
+        ),
+        (
+            "---\nparams:\n  - { name: x, when: f }\n  - { name: out, output: true }\noptions:\n  f: { type: bool, default: false }\nblocks: { rule: rows, param: x }\n---\n",
+            "t.hbs:7:9: template contract: `blocks`: counts blocks over `x`, which is optional; count them over a param every kernel has",
         ),
         (
             "---\ncores: gpu\n---\n",
@@ -595,4 +615,100 @@ fn a_relation_may_hold_only_when_a_bool_option_is_set() {
         let got = check(&dir, &spec("[4, 4]", "[4]", "[4, 4]", "{}")).unwrap_err();
         assert_eq!(got.join("\n"), *want, "{tail}");
     }
+}
+
+const OPTIONAL: &str = "---
+params:
+  - { name: x, rank: 2 }
+  - { name: w, rank: 1, when: with_w, dtypes: [DT_FP16] }
+  - { name: out, rank: 2, output: true, dtypes: [DT_FP32, DT_FP16] }
+options:
+  with_w: { type: bool, default: false, doc: adds w }
+relations:
+  - same_dim: [w.0, x.last]
+  - same_shape: [x, out]
+dtypes: [DT_FP32]
+blocks: { rule: rows, param: out }
+---
+";
+
+/// Two params, `x` and `out`: the optional `w` is left out.
+fn spec_without_w(out_dtype: &str, options: &str) -> String {
+    format!(
+        "kernels:\n  k:\n    template: t.hbs\n    options: {options}\n    params:\n      \
+         a: {{ dtype: DT_FP32, shape: [4, 8] }}\n      \
+         c: {{ dtype: {out_dtype}, shape: [4, 8], output: true }}\n"
+    )
+}
+
+/// A param with `when:` is there only when its option is on: the params
+/// after it move up, its relations go with it, and a kernel that declares
+/// it with the option off is told which option it needs.
+#[test]
+fn an_optional_param_is_there_only_under_its_option() {
+    let dir = with_template(OPTIONAL);
+    let t = pypto_build::display_path(&dir.join("t.hbs"));
+    let model = check(&dir, &spec_without_w("DT_FP16", "{}")).unwrap();
+    let k = &model.kernels[0];
+    assert_eq!(k.roles, ["x", "out"]);
+    assert_eq!(k.blocks, BlockRule::Rows { param: 1 });
+
+    let with = |w: &str, options: &str| {
+        format!(
+            "kernels:\n  k:\n    template: t.hbs\n    options: {options}\n    params:\n      \
+             a: {{ dtype: DT_FP32, shape: [4, 8] }}\n      b: {w}\n      \
+             c: {{ dtype: DT_FP32, shape: [4, 8], output: true }}\n"
+        )
+    };
+    let model = check(
+        &dir,
+        &with("{ dtype: DT_FP16, shape: [8] }", "{ with_w: true }"),
+    )
+    .unwrap();
+    let k = &model.kernels[0];
+    assert_eq!(k.roles, ["x", "w", "out"]);
+    assert_eq!(k.blocks, BlockRule::Rows { param: 2 });
+
+    assert_eq!(
+        check(
+            &dir,
+            &with("{ dtype: DT_FP16, shape: [7] }", "{ with_w: true }")
+        )
+        .unwrap_err(),
+        [format!(
+            "k.yaml:7:36: kernel `k`: `b.0` is fixed at 7 but must equal `a.1`, fixed at 8 ({t} \
+             requires them to be equal)"
+        )]
+    );
+    assert_eq!(
+        check(&dir, &with("{ dtype: DT_FP16, shape: [8] }", "{}")).unwrap_err(),
+        [format!(
+            "k.yaml:3:15: kernel `k`: {t} takes 2 params: x (an input tensor), out (an output \
+             tensor); this kernel declares 3 (`w` only with `with_w: true`)"
+        )]
+    );
+}
+
+/// A param's own `dtypes` free it from the contract's one dtype.
+#[test]
+fn a_param_may_take_its_own_dtypes() {
+    let dir = with_template(OPTIONAL);
+    let t = pypto_build::display_path(&dir.join("t.hbs"));
+    check(&dir, &spec_without_w("DT_FP32", "{}")).unwrap();
+    assert_eq!(
+        check(&dir, &spec_without_w("DT_BF16", "{}")).unwrap_err(),
+        [format!(
+            "k.yaml:7:19: kernel `k`, param `c`: {t} takes `out` in DT_FP32, DT_FP16, not DT_BF16"
+        )]
+    );
+    let w_in_fp32 = "kernels:\n  k:\n    template: t.hbs\n    options: { with_w: true }\n    \
+                     params:\n      a: { dtype: DT_FP32, shape: [4, 8] }\n      \
+                     b: { dtype: DT_FP32, shape: [8] }\n      \
+                     c: { dtype: DT_FP32, shape: [4, 8], output: true }\n";
+    assert_eq!(
+        check(&dir, w_in_fp32).unwrap_err(),
+        [format!(
+            "k.yaml:7:19: kernel `k`, param `b`: {t} takes `w` in DT_FP16, not DT_FP32"
+        )]
+    );
 }

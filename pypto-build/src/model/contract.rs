@@ -272,10 +272,23 @@ pub(super) fn check_params(
         .collect();
     if drafts.len() != roles.len() {
         let pos = k.template.as_ref().map_or(k.name.pos, |t| t.pos);
+        let absent: Vec<String> = contract
+            .absent_params
+            .iter()
+            .filter_map(|r| {
+                let (option, on) = r.condition.as_ref()?;
+                Some(format!("`{}` only with `{option}: {on}`", r.name))
+            })
+            .collect();
+        let hint = if absent.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", absent.join(", "))
+        };
         sink.error(
             pos,
             format!(
-                "{ctx}: {t} takes {} params: {}; this kernel declares {}",
+                "{ctx}: {t} takes {} params: {}; this kernel declares {}{hint}",
                 roles.len(),
                 expected.join(", "),
                 drafts.len()
@@ -417,7 +430,8 @@ fn check_relation_axes(
     ok
 }
 
-/// A contract's `dtypes`: every tensor in the list, all in one of them.
+/// A contract's `dtypes`: every tensor in the list, all in one of them;
+/// a param with its own `dtypes` in one of those instead.
 fn check_dtypes(
     contract: &Contract,
     t: &str,
@@ -425,25 +439,44 @@ fn check_dtypes(
     ctx: &str,
     sink: &mut Sink<'_>,
 ) {
-    if contract.dtypes.is_empty() {
-        return;
-    }
+    let own = |i: usize| {
+        contract
+            .params
+            .as_ref()
+            .and_then(|ps| ps.get(i))
+            .map_or(&[][..], |r| r.dtypes.as_slice())
+    };
     let mut first_dtype: Option<(DType, &str)> = None;
-    for d in drafts {
+    for (i, d) in drafts.iter().enumerate() {
         let ParamKind::Tensor { dtype, .. } = &d.kind else {
             continue;
         };
         let pctx = format!("{ctx}, param `{}`", d.spec.name.value);
         let dtype_pos = d.spec.dtype.as_ref().map_or(d.spec.name.pos, |s| s.pos);
-        if !contract.dtypes.contains(dtype) {
-            let names: Vec<&str> = contract.dtypes.iter().map(|d| d.spec_name()).collect();
-            sink.error(
-                dtype_pos,
-                format!(
+        let listed = if own(i).is_empty() {
+            &contract.dtypes[..]
+        } else {
+            own(i)
+        };
+        if listed.is_empty() {
+            continue;
+        }
+        if !listed.contains(dtype) {
+            let names: Vec<&str> = listed.iter().map(|d| d.spec_name()).collect();
+            let message = match contract.params.as_ref().and_then(|ps| ps.get(i)) {
+                Some(role) if !own(i).is_empty() => format!(
+                    "{pctx}: {t} takes `{}` in {}, not {dtype}",
+                    role.name,
+                    names.join(", ")
+                ),
+                _ => format!(
                     "{pctx}: {t} is written for {}, not {dtype}",
                     names.join(", ")
                 ),
-            );
+            };
+            sink.error(dtype_pos, message);
+        } else if !own(i).is_empty() {
+            continue;
         } else if let Some((first, first_name)) = first_dtype {
             if first != *dtype {
                 sink.error(

@@ -369,6 +369,62 @@ SlicePlan slice_plan(const AscendC::SliceInfo* dst_info, const AscendC::SliceInf
     return p;
 }
 
+// L1 -> BiasTable (DataCopy into a C2 tensor, PIPE_MTE1): the bias a
+// Mmad adds to every row. Atlas A2/A3 count blockLen and dstGap in 64-byte
+// units, srcGap in 32-byte ones; Ascend 950 counts all three in 32-byte
+// units, with blockLen even. Emulated for one element type on both sides
+// (float or int32_t, what Mmad reads from the table); the widening forms
+// (half source) are not.
+template <typename T>
+void bias_table_copy(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
+                     const AscendC::DataCopyParams& p)
+{
+    OnPipe on_pipe(PIPE_MTE1);
+    const char* what = "DataCopy(L1->BiasTable, DataCopyParams)";
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, int32_t>,
+                  "DataCopy(L1->BiasTable): emulated for float and int32_t on both sides");
+#if defined(PYPTO_TARGET_950)
+    constexpr uint64_t unit = 32;
+    if (p.blockLen % 2 != 0) {
+        fail(what, ": blockLen ", p.blockLen, " is odd; Ascend 950 moves 64-byte pairs of 32-byte units");
+    }
+#else
+    constexpr uint64_t unit = 64;
+#endif
+    if (memory_of(src.position()) != Memory::L1) {
+        fail(what, ": the source is at position ", position_name(src.position()),
+             "; the bias table is filled from the L1 buffer (C1)");
+    }
+    check_block_count(p.blockCount, what);
+    model_copy(Memory::L1, Memory::BT, uint64_t{p.blockCount} * p.blockLen * unit, p.blockCount);
+    if (p.blockCount == 0 || p.blockLen == 0) {
+        return;
+    }
+    if (dst.offset_bytes() % 64 != 0) {
+        fail(what, ": the destination starts at byte ", dst.offset_bytes(),
+             " of the BiasTable, not on a 64-byte boundary");
+    }
+    uint64_t block = p.blockLen * unit;
+    uint64_t src_span = (p.blockCount - 1ull) * (block + p.srcGap * 32ull) + block;
+    uint64_t dst_span = (p.blockCount - 1ull) * (block + p.dstGap * unit) + block;
+    check_local(src, src_span, what);
+    check_local(dst, dst_span, what);
+    if (timing_only()) {
+        instr_access(Memory::BT, true);
+        return;
+    }
+    auto from = access_view(src, what, "src");
+    auto to = access_view(dst);
+    for (uint64_t i = 0; i < p.blockCount; ++i) {
+        uint64_t s_off = i * (block + p.srcGap * 32ull);
+        uint64_t d_off = i * (block + p.dstGap * unit);
+        from.read(s_off, block);
+        std::memmove(reinterpret_cast<uint8_t*>(dst.data()) + d_off,
+                     reinterpret_cast<const uint8_t*>(src.data()) + s_off, block);
+        to.write(d_off, block);
+    }
+}
+
 } // namespace pypto_emu
 
 namespace AscendC {
@@ -508,6 +564,10 @@ void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCo
     pypto_emu::AtSite at_site(site, "DataCopy");
     PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
     const char* what = "DataCopy(local->local, DataCopyParams)";
+    if (pypto_emu::memory_of(dst.position()) == pypto_emu::Memory::BT) {
+        pypto_emu::bias_table_copy(dst, src, p);
+        return;
+    }
     pypto_emu::model_copy(pypto_emu::memory_of(src.position()), pypto_emu::memory_of(dst.position()),
                           uint64_t{p.blockCount} * p.blockLen * 32, p.blockCount);
     pypto_emu::check_block_count(p.blockCount, what);

@@ -394,12 +394,14 @@ void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
     }
 }
 
-// dst (L0C) = A (L0A, Zz) x B (L0B, Zn), or += with cmatrixInitVal false.
+namespace detail {
+
+// dst (L0C) = A x B, += A x B (cmatrixInitVal false), or bias + A x B with
+// `bias` (the row a BiasTable holds, one value per column) not null.
 template <typename T, typename U, typename S>
-void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor<S>& filter,
-          const MmadParams& p, pypto_emu::Site site = pypto_emu::Site::here())
+void mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor<S>& filter, const MmadParams& p,
+          const T* bias)
 {
-    pypto_emu::AtSite at_site(site, "Mmad");
     using pypto_emu::one_of;
     static_assert(std::is_same_v<U, S>, "Mmad: both inputs take one element type");
     static_assert((std::is_same_v<T, float> && one_of<U, half, bfloat16_t, float>) ||
@@ -417,14 +419,16 @@ void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor
     pypto_emu::check_cube_operand(fm, pypto_emu::Memory::L0A, uint64_t(m1) * k1 * 512, what);
     pypto_emu::check_cube_operand(filter, pypto_emu::Memory::L0B, uint64_t(k1) * n1 * 512, what);
     pypto_emu::check_cube_operand(dst, pypto_emu::Memory::L0C, uint64_t(m1) * n1 * 256 * sizeof(T), what);
-    if (!p.cmatrixInitVal && p.cmatrixSource) {
-        pypto_emu::fail(what, ": a bias-table source is not emulated");
+    if (bias == nullptr && !p.cmatrixInitVal && p.cmatrixSource) {
+        pypto_emu::fail(what, ": cmatrixSource true takes the bias from the BiasTable; pass it as Mmad's "
+                              "bias operand (the overload with a C2 tensor)");
     }
+    const bool accumulate = bias == nullptr && !p.cmatrixInitVal;
     if (pypto_emu::timing_only()) {
         // The record, as the accesses skipped here would have filled it.
         pypto_emu::instr_access(pypto_emu::Memory::L0A, false);
         pypto_emu::instr_access(pypto_emu::Memory::L0B, false);
-        if (!p.cmatrixInitVal) {
+        if (accumulate) {
             pypto_emu::instr_access(pypto_emu::Memory::L0C, false);
         }
         pypto_emu::instr_access(pypto_emu::Memory::L0C, true);
@@ -457,7 +461,7 @@ void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor
                 batch.add(vb, false, ((uint64_t(kb) * n1 + n / 16) * (16ull * k0) + (n % 16) * k0) * sizeof(S), kn);
             }
         }
-        for (int write = p.cmatrixInitVal ? 1 : 0; write < 2; ++write) {
+        for (int write = accumulate ? 0 : 1; write < 2; ++write) {
             for (uint32_t nb = 0; nb < n1; ++nb) {
                 uint64_t nn = std::min<uint64_t>(16, p.n - uint64_t(nb) * 16) * sizeof(T);
                 for (uint32_t m = 0; m < p.m; ++m) {
@@ -479,7 +483,7 @@ void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor
                 uint64_t nn = std::min<uint64_t>(16, p.n - uint64_t(nb) * 16) * sizeof(T);
                 for (uint32_t m = 0; m < p.m; ++m) {
                     uint64_t off = ((uint64_t(nb) * m1 + m / 16) * 256 + (m % 16) * 16) * sizeof(T);
-                    if (!p.cmatrixInitVal) {
+                    if (accumulate) {
                         vc.read(off, nn);
                     }
                     vc.write(off, nn);
@@ -496,9 +500,68 @@ void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor
                 acc += static_cast<T>(static_cast<float>(av) * static_cast<float>(bv));
             }
             T& out = c[((n / 16) * m1 + m / 16) * 256 + (m % 16) * 16 + n % 16];
-            out = p.cmatrixInitVal ? acc : static_cast<T>(out + acc);
+            out = bias != nullptr ? static_cast<T>(bias[n] + acc) : accumulate ? static_cast<T>(out + acc) : acc;
         }
     }
+}
+
+} // namespace detail
+
+// dst (L0C) = A (L0A, Zz) x B (L0B, Zn), or += with cmatrixInitVal false.
+template <typename T, typename U, typename S>
+void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor<S>& filter,
+          const MmadParams& p, pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "Mmad");
+    detail::mmad(dst, fm, filter, p, static_cast<const T*>(nullptr));
+}
+
+// dst = bias + A x B. A bias in the BiasTable (C2) is one row of n values
+// (float, or int32_t for int8 products), added to every row of the
+// product; a bias in L0C (CO1) is dst itself, accumulated into. The bias's
+// position decides, not cmatrixSource; cmatrixInitVal must be false (the
+// initial C is the bias).
+template <typename T, typename U, typename S, typename V>
+void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor<S>& filter,
+          const LocalTensor<V>& bias, const MmadParams& p, pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "Mmad");
+    static_assert(std::is_same_v<V, T>, "Mmad: the bias takes dst's element type (float, or int32_t for int8)");
+    const char* what = "Mmad(bias)";
+    if (p.cmatrixInitVal) {
+        pypto_emu::fail(what, ": cmatrixInitVal is true, which starts C at zero and would drop the bias; set it "
+                              "false");
+    }
+    pypto_emu::Memory at = pypto_emu::memory_of(bias.position());
+    if (at == pypto_emu::Memory::L0C) {
+        if (bias.data() != dst.data()) {
+            pypto_emu::fail(what, ": a bias in L0C is emulated only as dst itself (C += A x B)");
+        }
+        MmadParams acc = p;
+        acc.cmatrixSource = false;
+        detail::mmad(dst, fm, filter, acc, static_cast<const T*>(nullptr));
+        return;
+    }
+    if (at != pypto_emu::Memory::BT) {
+        pypto_emu::fail(what, ": the bias is at position ", pypto_emu::position_name(bias.position()),
+                        "; expected C2 (the BiasTable) or CO1");
+    }
+    if (p.m == 0 || p.n == 0 || p.k == 0) {
+        return;
+    }
+    pypto_emu::check_cube_operand(bias, pypto_emu::Memory::BT, uint64_t{p.n} * sizeof(T), what);
+    if (bias.offset_bytes() % 128 != 0) {
+        pypto_emu::fail(what, ": the bias starts at byte ", bias.offset_bytes(),
+                        " of the BiasTable, not on a 128-byte boundary");
+    }
+    if (!pypto_emu::timing_only() && pypto_emu::watching_local()) {
+        pypto_emu::OnPipe cube(PIPE_M);
+        pypto_emu::access_view(bias, what, "the bias").read(0, uint64_t{p.n} * sizeof(T));
+    }
+    if (pypto_emu::timing_only()) {
+        pypto_emu::instr_access(pypto_emu::Memory::BT, false);
+    }
+    detail::mmad(dst, fm, filter, p, bias.data());
 }
 
 // L0C (Nz, fp32, or int32 from int8 products) -> GM, row-major

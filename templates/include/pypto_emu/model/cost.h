@@ -120,7 +120,8 @@ inline void model_copy(Memory src, Memory dst, uint64_t bytes, uint64_t bursts =
         }
     } else if (dst == Memory::L0A) {
         model_note(PIPE_MTE1, p.mte1_latency + static_cast<double>(bytes) / p.l0a_bytes, bytes);
-    } else if (dst == Memory::L0B) {
+    } else if (dst == Memory::L0B || dst == Memory::BT) {
+        // L1 -> BiasTable is MTE1's too; taken at L0B's rate.
         model_note(PIPE_MTE1, p.mte1_latency + static_cast<double>(bytes) / p.l0b_bytes, bytes);
     } else if (src == Memory::L0C) {
         model_note(PIPE_FIX, p.fix_latency + static_cast<double>(bytes) / p.fix_bytes, bytes);

@@ -140,6 +140,10 @@ using AccT = typename std::conditional<std::is_same<DataT, int8_t>::value, int32
 // B stored [N, K] (transpose_b): its tiles arrive in L1 as A's do, which
 // is L0B's layout already, fractal for fractal.
 constexpr bool kTransposeB = false;
+// A bias of N values (AccT: float, or int32 for int8 products) added to
+// every row: a tile's columns go GM -> L1 -> the BiasTable, and the tile's
+// first Mmad starts from them instead of zero.
+constexpr bool kBias = false;
 constexpr uint32_t kTileM = 128;
 // Two base blocks [M, N, K slice], chosen from N (the measured Atlas A3
 // GEMM's is the wide one, NPU-PERF-FACTS §1):
@@ -257,7 +261,7 @@ __aicore__ inline void CopyB(const AscendC::LocalTensor<T>& b1, const AscendC::G
 class CubeMatmulKernel {
 public:
     __aicore__ inline void Init(GM_ADDR a, GM_ADDR b, GM_ADDR out, uint64_t batch, uint64_t m, uint32_t k,
-                                uint32_t n)
+                                uint32_t n, GM_ADDR bias = nullptr)
     {
         m_ = m;
         k_ = k;
@@ -275,6 +279,13 @@ public:
         aGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(a), batch * m * k);
         bGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(b), batch * k * n);
         outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ OutT*>(out), batch * m * n);
+        if constexpr (kBias) {
+            biasGm_.SetGlobalBuffer(reinterpret_cast<__gm__ AccT*>(bias), n);
+            // Two in L1, so the next tile's can arrive before this one's
+            // moves on; one in the BiasTable (1 KiB on A2/A3: 256 values).
+            pipe_.InitBuffer(bias1_, 2, base_.n * sizeof(AccT));
+            pipe_.InitBuffer(bias2_, 1, base_.n * sizeof(AccT));
+        }
         pipe_.InitBuffer(a1_, 2, kTileM * base_.slab * sizeof(DataT));
         pipe_.InitBuffer(b1_, 2, base_.slab * base_.n * sizeof(DataT));
         pipe_.InitBuffer(a2_, 2, kTileM * base_.slice * sizeof(DataT));
@@ -310,6 +321,12 @@ public:
             if (slab == 0) {
                 c = c1_.AllocTensor<AccT>();
             }
+            AscendC::LocalTensor<AccT> bias2;
+            if constexpr (kBias) {
+                if (slab == 0) {
+                    bias2 = LoadBias(t.cols);
+                }
+            }
             AscendC::LocalTensor<DataT> a1 = a1_.DeQue<DataT>();
             AscendC::LocalTensor<DataT> b1 = b1_.DeQue<DataT>();
             for (uint32_t k0 = 0; k0 < slabDepth; k0 += base_.slice) {
@@ -336,8 +353,15 @@ public:
 
                 a2 = a2_.DeQue<DataT>();
                 b2 = b2_.DeQue<DataT>();
-                // A tile's first slice initialises L0C; later ones accumulate.
-                AscendC::Mmad(c, a2, b2, AscendC::MmadParams(t.rows, t.cols, depth, 0, false, slab == 0 && k0 == 0));
+                // A tile's first slice initialises L0C (from the bias, with
+                // one); later ones accumulate.
+                bool first = slab == 0 && k0 == 0;
+                if (kBias && first) {
+                    AscendC::Mmad(c, a2, b2, bias2, AscendC::MmadParams(t.rows, t.cols, depth, 0, false, false));
+                    bias2_.FreeTensor(bias2);
+                } else {
+                    AscendC::Mmad(c, a2, b2, AscendC::MmadParams(t.rows, t.cols, depth, 0, false, first));
+                }
                 a2_.FreeTensor(a2);
                 b2_.FreeTensor(b2);
             }
@@ -388,6 +412,13 @@ private:
     {
         TilePlace t = Place(firstTile_ + step / kSlabs_ * stride_);
         uint64_t k0 = step % kSlabs_ * base_.slab;
+        if constexpr (kBias) {
+            if (k0 == 0) {
+                AscendC::LocalTensor<AccT> bias1 = bias1_.AllocTensor<AccT>();
+                AscendC::DataCopy(bias1, biasGm_[t.n0], t.cols);
+                bias1_.EnQue(bias1);
+            }
+        }
         uint32_t depth = static_cast<uint32_t>(PyptoMin(base_.slab, k_ - k0));
         AscendC::LocalTensor<DataT> a1 = a1_.AllocTensor<DataT>();
         CopyA(a1, aGm_[(t.batch * m_ + t.m0) * k_ + k0], t.rows, depth, k_);
@@ -401,13 +432,37 @@ private:
         b1_.EnQue(b1);
     }
 
-    // K = 0: the product is all zeros and nothing is loaded; the scalar
-    // unit writes the tile, then flushes its data cache to GM.
+    // L1 -> BiasTable for a tile of `cols` columns (a multiple of 16, so
+    // whole 64-byte units): A2/A3 count blockLen in 64-byte units, Ascend
+    // 950 in 32-byte ones.
+    __aicore__ inline AscendC::LocalTensor<AccT> LoadBias(uint32_t cols)
+    {
+        AscendC::LocalTensor<AccT> bias1 = bias1_.DeQue<AccT>();
+        AscendC::LocalTensor<AccT> bias2 = bias2_.AllocTensor<AccT>();
+#if __NPU_ARCH__ == 3510
+        constexpr uint32_t kBiasUnit = 32;
+#else
+        constexpr uint32_t kBiasUnit = 64;
+#endif
+        AscendC::DataCopy(bias2, bias1,
+                          AscendC::DataCopyParams(1, static_cast<uint16_t>(cols * sizeof(AccT) / kBiasUnit), 0, 0));
+        bias1_.FreeTensor(bias1);
+        bias2_.EnQue(bias2);
+        return bias2_.DeQue<AccT>();
+    }
+
+    // K = 0: the product is all zeros (the bias, with one) and nothing is
+    // loaded; the scalar unit writes the tile, then flushes its data cache
+    // to GM.
     __aicore__ inline void Zeros(const TilePlace& t)
     {
         for (uint64_t r = 0; r < t.rows; ++r) {
             for (uint64_t c = 0; c < t.cols; ++c) {
-                outGm_.SetValue(t.out + r * n_ + c, static_cast<OutT>(0.0f));
+                AccT v = 0;
+                if constexpr (kBias) {
+                    v = biasGm_.GetValue(t.n0 + c);
+                }
+                outGm_.SetValue(t.out + r * n_ + c, static_cast<OutT>(v));
             }
         }
         AscendC::DataCacheCleanAndInvalid<OutT, AscendC::CacheLine::ENTIRE_DATA_CACHE,
@@ -420,6 +475,9 @@ private:
     AscendC::TQue<AscendC::TPosition::A2, 2> a2_;
     AscendC::TQue<AscendC::TPosition::B2, 2> b2_;
     AscendC::TQue<AscendC::TPosition::CO1, 2> c1_;
+    AscendC::TQue<AscendC::TPosition::C1, 2> bias1_;
+    AscendC::TQue<AscendC::TPosition::C2, 1> bias2_;
+    AscendC::GlobalTensor<AccT> biasGm_;
     AscendC::GlobalTensor<DataT> aGm_;
     AscendC::GlobalTensor<DataT> bGm_;
     AscendC::GlobalTensor<OutT> outGm_;
@@ -437,19 +495,19 @@ private:
 
 } // namespace
 
-#line 31 "builtin/matmul.hbs"
+#line 37 "builtin/matmul.hbs"
 extern "C" __global__ __cube__ void pypto_x6_goldenk16_profile_5fmatmul_s0(GM_ADDR a, GM_ADDR b, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 443 "profile_matmul_s0.cpp"
+#line 501 "profile_matmul_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
-#line 34 "builtin/matmul.hbs"
+#line 40 "builtin/matmul.hbs"
     CubeMatmulKernel op;
     op.Init(a, b, out, 1, pypto_tiling.dim[0], pypto_tiling.dim[1],
             pypto_tiling.dim[2]);
     op.Process();
 }
-#line 451 "profile_matmul_s0.cpp"
+#line 509 "profile_matmul_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)
