@@ -276,3 +276,59 @@ fn helpers_of_a_partial_are_reported_at_the_callers_line() {
     let want: Vec<f32> = x.iter().map(|v| 2.0 * v).collect();
     assert_eq!(y.to_vec().unwrap(), want);
 }
+
+/// Runs race_bias scenario `which` on [m, k] x [k, n] + bias: the error,
+/// if any, and whether c equals a plain-Rust a · b + bias (exact: small
+/// whole numbers).
+fn bias_matmul(m: usize, k: usize, n: usize, which: i32) -> (Result<(), Error>, bool) {
+    let dev = Device::host();
+    let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 - 3.0).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 - 2.0).collect();
+    let bias: Vec<f32> = (0..n).map(|j| (j % 11) as f32 * 4.0 - 20.0).collect();
+    let ah: Vec<f16> = a.iter().map(|&v| f16::from_f32(v)).collect();
+    let bh: Vec<f16> = b.iter().map(|&v| f16::from_f32(v)).collect();
+    let at = dev.tensor_from(&ah, (m, k)).unwrap();
+    let bt = dev.tensor_from(&bh, (k, n)).unwrap();
+    let biast = dev.tensor_from(&bias, (n,)).unwrap();
+    let mut c = dev.zeros((m, n)).unwrap();
+    let result = kernels::race_bias(&at, &bt, &biast, &mut c, which).map(|_| ());
+    let mut want = vec![0.0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            want[i * n + j] = bias[j] + (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum::<f32>();
+        }
+    }
+    (result, c.to_vec().unwrap() == want)
+}
+
+/// The BiasTable: L1 -> BiasTable copies and Mmad's bias operand give
+/// exact results when synchronised; a missing MTE1 -> M flag, a bias off
+/// its 128-byte placement, a bias beside cmatrixInitVal true and a copy
+/// past the table's tensor are each reported.
+#[test]
+fn the_bias_table_is_checked_like_the_other_cube_buffers() {
+    for (m, k, n) in [(16, 16, 16), (32, 48, 64), (64, 32, 128)] {
+        let (result, exact) = bias_matmul(m, k, n, 0);
+        result.unwrap_or_else(|e| panic!("{m}x{k}x{n}: {e}"));
+        assert!(exact, "{m}x{k}x{n}");
+    }
+    let got: Vec<String> = (1..=4)
+        .map(|which| message(bias_matmul(32, 48, 64, which).0, "bias"))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "racecheck: M reads BT bytes [0, 256) (Mmad(bias), bias.cpp:72), written by MTE1 \
+             (DataCopy(L1->BiasTable, DataCopyParams), bias.cpp:67) with no synchronisation \
+             between them; insert SetFlag<HardEvent::MTE1_M>(id) after the DataCopy(L1->BiasTable, \
+             DataCopyParams) and WaitFlag<HardEvent::MTE1_M>(id) before the Mmad(bias), or pass \
+             the buffer through a TQue (EnQue after the DataCopy(L1->BiasTable, DataCopyParams), \
+             DeQue before the Mmad(bias))",
+            "Mmad(bias): the bias starts at byte 64 of the BiasTable, not on a 128-byte boundary",
+            "Mmad(bias): cmatrixInitVal is true, which starts C at zero and would drop the bias; \
+             set it false",
+            "DataCopy(L1->BiasTable, DataCopyParams): 1088 bytes do not fit the LocalTensor's 256 \
+             elements (1024 bytes)",
+        ]
+    );
+}
