@@ -783,3 +783,31 @@ fn the_output_may_be_fp32_or_bf16_from_fp16_inputs() {
         assert_close(&got, &want, tol::<half::bf16>(), &what);
     }
 }
+
+/// Decode shapes (M <= 16) split N over every block, in tiles as wide as
+/// the block count makes them: the numbers, and the same bits at every
+/// block count, whatever the tile width (1024 columns over 24 blocks are
+/// 22 tiles of 48; over 2 blocks, 4 of 256).
+#[test]
+fn decode_shapes_split_n_over_every_block_with_the_same_bits() {
+    let dev = Device::host();
+    for (m, k, n) in [(1, 200, 1024), (16, 72, 272), (5, 64, 16)] {
+        let a = inputs::<half::f16>(m * k, (m + k) as u64);
+        let b = inputs::<half::f16>(k * n, n as u64);
+        let at = dev.tensor_from(&a, (m, k)).unwrap();
+        let bt = dev.tensor_from(&b, (k, n)).unwrap();
+        let got = same_bits_at_block_counts("matmul_f16_dyn", &[1, 2, 3, 7, 22, 24], || {
+            let mut out = dev.zeros((m, n)).unwrap();
+            kernels::matmul_f16_dyn(&at, &bt, &mut out).unwrap();
+            out.to_vec().unwrap()
+        });
+        let got: Vec<f32> = got.iter().map(|v| v.to_f32()).collect();
+        let what = format!("decode f16 {m}x{k}x{n}");
+        assert_close(
+            &got,
+            &reference(&a, &b, (1, m, k, n)),
+            tol::<half::f16>(),
+            &what,
+        );
+    }
+}

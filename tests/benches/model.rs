@@ -92,10 +92,33 @@ fn model_builtin_matmul(dev: &Device, m: usize, k: usize, n: usize) -> Profile {
     profile
 }
 
+/// The decode shapes against the bandwidth bound: the weight's bytes at
+/// the chip's modelled HBM bandwidth. [1, 4096] x [4096, 1024] is a GQA
+/// layer's K or V projection (8 KV heads of 128), which has fewer wide
+/// output tiles than the chip has cube cores.
+fn builtin_matmul_decode(dev: &Device) {
+    let arch = ModelArch::AtlasA3;
+    for (m, k, n) in [(1, 4096, 11008), (16, 4096, 11008), (1, 4096, 1024)] {
+        let started = std::time::Instant::now();
+        let profile = model_builtin_matmul(dev, m, k, n);
+        let modelled = profile.micros();
+        let weight = (k * n * 2) as f64;
+        let target = arch.micros((weight / arch.chip_hbm_bytes_per_cycle()).ceil() as u64);
+        println!(
+            "builtin matmul decode {m}x{k}x{n}: modelled {modelled:.1} us, target {target:.1} us \
+             (the weight at the modelled HBM bandwidth), ratio {:.3}, {:.0}% of the bound, bound {}  \
+             [{:.1} s to model]",
+            modelled / target,
+            target / modelled * 100.0,
+            profile.launches[0].bound(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+}
+
 /// Issue 25's targets for the builtin matmul: each measured GEMM row's
 /// time (the builtin's own tiling, B stored [k, n], fp16 out), and the
-/// decode shapes against the bandwidth bound: the weight's bytes at the
-/// chip's modelled HBM bandwidth.
+/// decode shapes (`builtin_matmul_decode`).
 fn builtin_matmul(dev: &Device) {
     for (size, ratios, ms, _) in GEMM {
         let started = std::time::Instant::now();
@@ -122,23 +145,7 @@ fn builtin_matmul(dev: &Device) {
             if busy >= 80.0 { "met" } else { "NOT met" }
         );
     }
-    let arch = ModelArch::AtlasA3;
-    for (m, k, n) in [(1, 4096, 11008), (16, 4096, 11008)] {
-        let started = std::time::Instant::now();
-        let profile = model_builtin_matmul(dev, m, k, n);
-        let modelled = profile.micros();
-        let weight = (k * n * 2) as f64;
-        let target = arch.micros((weight / arch.chip_hbm_bytes_per_cycle()).ceil() as u64);
-        println!(
-            "builtin matmul decode {m}x{k}x{n}: modelled {modelled:.1} us, target {target:.1} us \
-             (the weight at the modelled HBM bandwidth), ratio {:.3}, {:.0}% of the bound, bound {}  \
-             [{:.1} s to model]",
-            modelled / target,
-            target / modelled * 100.0,
-            profile.launches[0].bound(),
-            started.elapsed().as_secs_f64()
-        );
-    }
+    builtin_matmul_decode(dev);
 }
 
 /// Issue 25's target for the vector builtins: at [16384, 4096] fp16, at
@@ -335,6 +342,11 @@ fn main() {
     // `cargo bench --bench model -- attention`: the attention rows alone.
     if std::env::args().any(|a| a == "attention") {
         builtin_attention(&dev);
+        return;
+    }
+    // `-- decode`: the decode matmul rows alone.
+    if std::env::args().any(|a| a == "decode") {
+        builtin_matmul_decode(&dev);
         return;
     }
     let mut worst_fit: f64 = 1.0;

@@ -145,16 +145,25 @@ constexpr bool kTransposeB = false;
 // first Mmad starts from them instead of zero.
 constexpr bool kBias = false;
 constexpr uint32_t kTileM = 128;
-// Two base blocks [M, N, K slice], chosen from N (the measured Atlas A3
-// GEMM's is the wide one, NPU-PERF-FACTS §1):
+// Three base blocks [M, N, K slice], chosen from M and N (the measured
+// Atlas A3 GEMM's is the wide one, NPU-PERF-FACTS §1):
 // - wide, N > 128: [128, 256, 128 bytes of K], four slices per GM -> L1
 //   transfer (A 64 KiB, B 128 KiB), one L0C buffer of 128 KiB. A tile
 //   reads half the bytes per multiply-add of a narrow one.
 // - narrow: [128, 128, 256 bytes of K], three slices per transfer (96 KiB
 //   each of A and B: four would need all 512 KiB of L1, of which 256
 //   bytes are the framework's), two L0C buffers of 64 KiB.
-// Either way two buffers each of A and B take 384 KiB of L1, and two K
-// slices each fill L0A and L0B (64 KiB).
+// - decode, M <= 16: the wide block's K slices, and tiles as wide as
+//   deals every core the same number of them (at most 256 columns): the
+//   weight streams through GM once, split by N over every core, however
+//   few columns there are ([1, 4096] x [4096, 1024]: 22 tiles of 48 for
+//   24 cores, not 4 of 256). The sums do not depend on the tile width
+//   (each column's K slices are the same), so every block count gives
+//   the same bits. Buffers are sized for 16 rows.
+// Two buffers each of A and B take at most 384 KiB of L1, and two K slices
+// each fill at most L0A and L0B (64 KiB).
+__aicore__ inline uint32_t Round16(uint32_t n) { return (n + 15) / 16 * 16; }
+
 struct BaseBlock {
     uint32_t n;     // output columns per tile
     uint32_t slice; // K values per LoadData and Mmad
@@ -162,8 +171,20 @@ struct BaseBlock {
     uint32_t outs;  // L0C buffers
 };
 
-__aicore__ inline BaseBlock ChooseBaseBlock(uint32_t n)
+__aicore__ inline BaseBlock ChooseBaseBlock(uint64_t batch, uint64_t m, uint32_t n, uint64_t blocks)
 {
+    if (m <= 16) {
+        uint64_t columns = batch * n > 0 ? batch * n : 1;
+        uint64_t rounds = (columns + 256 * blocks - 1) / (256 * blocks);
+        uint32_t width = static_cast<uint32_t>(
+            PyptoMin(Round16(static_cast<uint32_t>((columns + rounds * blocks - 1) / (rounds * blocks))), 256));
+        // As many slices per transfer as 160 KiB of B holds, at most 16
+        // (A's two buffers then take at most 64 KiB of L1, B's 320 KiB):
+        // fewer, longer transfers of the weight.
+        uint32_t slice = 128 / sizeof(DataT);
+        uint32_t slices = static_cast<uint32_t>(PyptoMin(160 * 1024 / (slice * width * sizeof(DataT)), 16));
+        return BaseBlock{width, slice, slices * slice, 2};
+    }
     if (n > 128) {
         return BaseBlock{256, 128 / sizeof(DataT), 4 * 128 / sizeof(DataT), 1};
     }
@@ -173,7 +194,6 @@ __aicore__ inline BaseBlock ChooseBaseBlock(uint32_t n)
 constexpr uint32_t kC0 = 32 / sizeof(DataT);
 constexpr uint32_t kFractal = 512 / sizeof(DataT);
 
-__aicore__ inline uint32_t Round16(uint32_t n) { return (n + 15) / 16 * 16; }
 
 // L1 -> L0B in Zn, the K slice of `depth` values that starts `first16`
 // 16-value rows into the slab in L1. 16-bit data: B arrives in L1 as Nz
@@ -267,7 +287,7 @@ public:
         k_ = k;
         n_ = n;
         tilesM_ = (m + kTileM - 1) / kTileM;
-        base_ = ChooseBaseBlock(n);
+        base_ = ChooseBaseBlock(batch, m, n, AscendC::GetBlockNum());
         tilesN_ = (n + base_.n - 1) / base_.n;
         uint64_t tiles = batch * tilesM_ * tilesN_;
         uint64_t blocks = AscendC::GetBlockNum();
@@ -286,11 +306,13 @@ public:
             pipe_.InitBuffer(bias1_, 2, base_.n * sizeof(AccT));
             pipe_.InitBuffer(bias2_, 1, base_.n * sizeof(AccT));
         }
-        pipe_.InitBuffer(a1_, 2, kTileM * base_.slab * sizeof(DataT));
+        // Rows per tile, rounded to the fractal's 16: what A and C take.
+        uint32_t rows = m <= 16 ? 16 : kTileM;
+        pipe_.InitBuffer(a1_, 2, rows * base_.slab * sizeof(DataT));
         pipe_.InitBuffer(b1_, 2, base_.slab * base_.n * sizeof(DataT));
-        pipe_.InitBuffer(a2_, 2, kTileM * base_.slice * sizeof(DataT));
+        pipe_.InitBuffer(a2_, 2, rows * base_.slice * sizeof(DataT));
         pipe_.InitBuffer(b2_, 2, base_.slice * base_.n * sizeof(DataT));
-        pipe_.InitBuffer(c1_, base_.outs, kTileM * base_.n * sizeof(AccT));
+        pipe_.InitBuffer(c1_, base_.outs, rows * base_.n * sizeof(AccT));
     }
 
     __aicore__ inline void Process()
@@ -499,7 +521,7 @@ private:
 extern "C" __global__ __cube__ void pypto_x6_goldenk16_profile_5fmatmul_s0(GM_ADDR a, GM_ADDR b, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 501 "profile_matmul_s0.cpp"
+#line 523 "profile_matmul_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
 #line 40 "builtin/matmul.hbs"
     CubeMatmulKernel op;
@@ -507,7 +529,7 @@ extern "C" __global__ __cube__ void pypto_x6_goldenk16_profile_5fmatmul_s0(GM_AD
             pypto_tiling.dim[2]);
     op.Process();
 }
-#line 509 "profile_matmul_s0.cpp"
+#line 531 "profile_matmul_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)
