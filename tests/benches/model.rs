@@ -344,7 +344,12 @@ fn main() {
         builtin_attention(&dev);
         return;
     }
-    // `-- decode`: the decode matmul rows alone.
+    // `-- matmul`: the builtin matmul rows alone; `-- decode`: its decode
+    // rows.
+    if std::env::args().any(|a| a == "matmul") {
+        builtin_matmul(&dev);
+        return;
+    }
     if std::env::args().any(|a| a == "decode") {
         builtin_matmul_decode(&dev);
         return;
