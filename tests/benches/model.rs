@@ -98,7 +98,12 @@ fn model_builtin_matmul(dev: &Device, m: usize, k: usize, n: usize) -> Profile {
 /// output tiles than the chip has cube cores.
 fn builtin_matmul_decode(dev: &Device) {
     let arch = ModelArch::AtlasA3;
-    for (m, k, n) in [(1, 4096, 11008), (16, 4096, 11008), (1, 4096, 1024)] {
+    for (m, k, n) in [
+        (1, 4096, 11008),
+        (16, 4096, 11008),
+        (1, 4096, 1024),
+        (128, 4096, 1024),
+    ] {
         let started = std::time::Instant::now();
         let profile = model_builtin_matmul(dev, m, k, n);
         let modelled = profile.micros();

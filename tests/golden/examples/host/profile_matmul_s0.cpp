@@ -153,13 +153,17 @@ constexpr uint32_t kTileM = 128;
 // - narrow: [128, 128, 256 bytes of K], three slices per transfer (96 KiB
 //   each of A and B: four would need all 512 KiB of L1, of which 256
 //   bytes are the framework's), two L0C buffers of 64 KiB.
-// - decode, M <= 16: the wide block's K slices, and tiles as wide as
-//   deals every core the same number of them (at most 256 columns): the
-//   weight streams through GM once, split by N over every core, however
-//   few columns there are ([1, 4096] x [4096, 1024]: 22 tiles of 48 for
-//   24 cores, not 4 of 256). The sums do not depend on the tile width
-//   (each column's K slices are the same), so every block count gives
-//   the same bits. Buffers are sized for 16 rows.
+// - split N: one M tile (M <= 128) with M <= 16 (decode) or fewer wide
+//   tiles than the kernel's `cores` option: the wide block's K slices,
+//   and tiles as wide as deals every core the same number of them (at
+//   most 256 columns). The weight streams through GM once, split by N
+//   over every core, however few columns there are ([1, 4096] x [4096,
+//   1024]: 22 tiles of 48 for 24 cores, not 4 of 256); this is what
+//   splitting K would buy, without a second pass over partial sums. The
+//   sums do not depend on the tile width (each column's K slices are the
+//   same) and the choice not on the block count, so every block count
+//   gives the same bits. As many slices per transfer as L1 holds for A's
+//   rows and B's columns, at most 16.
 // Two K slices each fill at most L0A and L0B (64 KiB).
 __aicore__ inline uint32_t Round16(uint32_t n) { return (n + 15) / 16 * 16; }
 
@@ -170,19 +174,25 @@ struct BaseBlock {
     uint32_t outs;  // L0C buffers
 };
 
+constexpr uint64_t kCores = 24;
+
+// Rows of A and C a tile's buffers are sized for.
+__aicore__ inline uint32_t TileRows(uint64_t m) { return m <= 16 ? 16 : kTileM; }
+
 __aicore__ inline BaseBlock ChooseBaseBlock(uint64_t batch, uint64_t m, uint32_t n, uint64_t blocks)
 {
-    if (m <= 16) {
+    if (m <= 16 || (m <= kTileM && batch * ((n + 255) / 256) < kCores)) {
         uint64_t columns = batch * n > 0 ? batch * n : 1;
         uint64_t rounds = (columns + 256 * blocks - 1) / (256 * blocks);
         uint32_t width = static_cast<uint32_t>(
             PyptoMin(Round16(static_cast<uint32_t>((columns + rounds * blocks - 1) / (rounds * blocks))), 256));
-        // As many slices per transfer as 160 KiB of B holds, at most 16
-        // (A's two buffers then take at most 64 KiB of L1, B's 320 KiB):
-        // fewer, longer transfers of the weight.
+        // Two buffers each of A and B in at most 480 KiB of L1.
         uint32_t slice = 128 / sizeof(DataT);
-        uint32_t slices = static_cast<uint32_t>(PyptoMin(160 * 1024 / (slice * width * sizeof(DataT)), 16));
-        return BaseBlock{width, slice, slices * slice, 2};
+        uint64_t pair = 2ull * (TileRows(m) + width) * slice * sizeof(DataT);
+        uint32_t slices = static_cast<uint32_t>(PyptoMin(480 * 1024 / pair, 16));
+        // Two L0C buffers when two tiles fit its 128 KiB.
+        uint32_t outs = 2ull * TileRows(m) * width * sizeof(AccT) <= 128 * 1024 ? 2 : 1;
+        return BaseBlock{width, slice, slices * slice, outs};
     }
     if (n > 128) {
         return BaseBlock{256, 128 / sizeof(DataT), 5 * 128 / sizeof(DataT), 1};
@@ -306,7 +316,7 @@ public:
             pipe_.InitBuffer(bias2_, 1, base_.n * sizeof(AccT));
         }
         // Rows per tile, rounded to the fractal's 16: what A and C take.
-        uint32_t rows = m <= 16 ? 16 : kTileM;
+        uint32_t rows = TileRows(m);
         pipe_.InitBuffer(a1_, 2, rows * base_.slab * sizeof(DataT));
         pipe_.InitBuffer(b1_, 2, base_.slab * base_.n * sizeof(DataT));
         pipe_.InitBuffer(a2_, 2, rows * base_.slice * sizeof(DataT));
@@ -520,7 +530,7 @@ private:
 extern "C" __global__ __cube__ void pypto_x6_goldenk16_profile_5fmatmul_s0(GM_ADDR a, GM_ADDR b, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 524 "profile_matmul_s0.cpp"
+#line 534 "profile_matmul_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
 #line 40 "builtin/matmul.hbs"
     CubeMatmulKernel op;
@@ -528,7 +538,7 @@ extern "C" __global__ __cube__ void pypto_x6_goldenk16_profile_5fmatmul_s0(GM_AD
             pypto_tiling.dim[2]);
     op.Process();
 }
-#line 532 "profile_matmul_s0.cpp"
+#line 542 "profile_matmul_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)
