@@ -784,15 +784,21 @@ fn the_output_may_be_fp32_or_bf16_from_fp16_inputs() {
     }
 }
 
-/// Decode shapes (M <= 16), and one M tile with fewer wide tiles than
-/// cores (M <= 128), split N over every block, in tiles as wide as the
-/// block count makes them: the numbers, and the same bits at every block
-/// count, whatever the tile width (1024 columns over 24 blocks are 22
-/// tiles of 48; over 2 blocks, 4 of 256).
+/// Decode shapes (M <= 16), and shapes with fewer wide output tiles than
+/// cores, split N over every block, in tiles as wide as the block count
+/// makes them: the numbers, and the same bits at every block count,
+/// whatever the tile width (1024 columns over 24 blocks are 22 tiles of
+/// 48; over 2 blocks, 4 of 256).
 #[test]
 fn decode_shapes_split_n_over_every_block_with_the_same_bits() {
     let dev = Device::host();
-    for (m, k, n) in [(1, 200, 1024), (16, 72, 272), (5, 64, 16), (100, 72, 272)] {
+    for (m, k, n) in [
+        (1, 200, 1024),
+        (16, 72, 272),
+        (5, 64, 16),
+        (100, 72, 272),
+        (300, 40, 272),
+    ] {
         let a = inputs::<half::f16>(m * k, (m + k) as u64);
         let b = inputs::<half::f16>(k * n, n as u64);
         let at = dev.tensor_from(&a, (m, k)).unwrap();

@@ -155,17 +155,16 @@ constexpr uint32_t kTileM = 128;
 // - narrow: [128, 128, 256 bytes of K], three slices per transfer (96 KiB
 //   each of A and B: four would need all 512 KiB of L1, of which 256
 //   bytes are the framework's), two L0C buffers of 64 KiB.
-// - split N: one M tile (M <= 128) with M <= 16 (decode) or fewer wide
-//   tiles than the kernel's `cores` option: the wide block's K slices,
-//   and tiles as wide as deals every core the same number of them (at
-//   most 256 columns). The weight streams through GM once, split by N
-//   over every core, however few columns there are ([1, 4096] x [4096,
-//   1024]: 22 tiles of 48 for 24 cores, not 4 of 256); this is what
-//   splitting K would buy, without a second pass over partial sums. The
-//   sums do not depend on the tile width (each column's K slices are the
-//   same) and the choice not on the block count, so every block count
-//   gives the same bits. As many slices per transfer as L1 holds for A's
-//   rows and B's columns, at most 16.
+// - split N: M <= 16 (decode), or fewer wide tiles than the kernel's
+//   `cores` option: the wide block's K slices, and tiles as wide as deals
+//   every core the same number of them (at most 256 columns). The weight
+//   streams through GM once, split by N over every core, however few
+//   columns there are ([1, 4096] x [4096, 1024]: 22 tiles of 48 for 24
+//   cores, not 4 of 256); this is what splitting K would buy, without a
+//   second pass over partial sums. The sums do not depend on the tile
+//   width (each column's K slices are the same) and the choice not on the
+//   block count, so every block count gives the same bits. As many slices
+//   per transfer as L1 holds for A's rows and B's columns, at most 16.
 // Two K slices each fill at most L0A and L0B (64 KiB).
 __aicore__ inline uint32_t Round16(uint32_t n) { return (n + 15) / 16 * 16; }
 
@@ -183,8 +182,10 @@ __aicore__ inline uint32_t TileRows(uint64_t m) { return m <= 16 ? 16 : kTileM; 
 
 __aicore__ inline BaseBlock ChooseBaseBlock(uint64_t batch, uint64_t m, uint32_t n, uint64_t blocks)
 {
-    if (m <= 16 || (m <= kTileM && batch * ((n + 255) / 256) < kCores)) {
-        uint64_t columns = batch * n > 0 ? batch * n : 1;
+    uint64_t tilesM = (m + kTileM - 1) / kTileM;
+    if (m <= 16 || batch * tilesM * ((n + 255) / 256) < kCores) {
+        // Columns of all M tiles of all batches, to be dealt out.
+        uint64_t columns = batch * tilesM * n > 0 ? batch * tilesM * n : 1;
         uint64_t rounds = (columns + 256 * blocks - 1) / (256 * blocks);
         uint32_t width = static_cast<uint32_t>(
             PyptoMin(Round16(static_cast<uint32_t>((columns + rounds * blocks - 1) / (rounds * blocks))), 256));
@@ -532,7 +533,7 @@ private:
 extern "C" __global__ __cube__ void pypto_x6_goldenk16_profile_5fmatmul_s0(GM_ADDR a, GM_ADDR b, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 534 "profile_matmul_s0.cpp"
+#line 535 "profile_matmul_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
 #line 40 "builtin/matmul.hbs"
     CubeMatmulKernel op;
@@ -540,7 +541,7 @@ extern "C" __global__ __cube__ void pypto_x6_goldenk16_profile_5fmatmul_s0(GM_AD
             pypto_tiling.dim[2]);
     op.Process();
 }
-#line 542 "profile_matmul_s0.cpp"
+#line 543 "profile_matmul_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)
