@@ -447,3 +447,29 @@ fn brought_kernels_run_unchanged_on_the_fake_npu() {
         );
     }
 }
+
+/// One source, three kernels: `defines:` picks the scenario (and, for
+/// one, the element type) as vendor samples pick theirs with
+/// `SCENARIO_NUM`; without it the source's own default holds.
+#[test]
+fn defines_choose_a_sources_scenario() {
+    let dev = Device::host();
+    for n in [1usize, 300, 1000] {
+        let x: Vec<f32> = (0..n).map(|i| (i % 17) as f32 - 8.0).collect();
+        let xt = dev.tensor_from(&x, (n,)).unwrap();
+        let mut y = dev.zeros((n,)).unwrap();
+        kernels::scenario_default(&xt, &mut y).unwrap();
+        let want: Vec<f32> = x.iter().map(|v| v + 1.0).collect();
+        assert_eq!(y.to_vec().unwrap(), want, "default, {n}");
+        kernels::scenario_double(&xt, &mut y).unwrap();
+        let want: Vec<f32> = x.iter().map(|v| v * 2.0).collect();
+        assert_eq!(y.to_vec().unwrap(), want, "SCENARIO_NUM 2, {n}");
+
+        let xi: Vec<i32> = (0..n as i32).map(|i| i % 1000 - 500).collect();
+        let xit = dev.tensor_from(&xi, (n,)).unwrap();
+        let mut yi = dev.zeros((n,)).unwrap();
+        kernels::scenario_square_i32(&xit, &mut yi).unwrap();
+        let want: Vec<i32> = xi.iter().map(|v| v * v).collect();
+        assert_eq!(yi.to_vec().unwrap(), want, "SCENARIO_NUM 3 on int32_t, {n}");
+    }
+}

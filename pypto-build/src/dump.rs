@@ -32,6 +32,10 @@ fn write_kernel(out: &mut String, k: &Kernel) -> std::fmt::Result {
         let options: Vec<String> = k.options.iter().map(|(n, v)| format!("{n}={v}")).collect();
         writeln!(out, "  options   {}", options.join(" "))?;
     }
+    if !k.defines.is_empty() {
+        let defines: Vec<String> = k.defines.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        writeln!(out, "  defines   {}", defines.join(" "))?;
+    }
     writeln!(out, "  params")?;
     let width = k.params.iter().map(|p| p.name.len()).max().unwrap_or(0);
     for p in &k.params {

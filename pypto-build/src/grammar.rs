@@ -178,6 +178,23 @@ pub(crate) const KERNEL: &[Field] = &[
         required: false,
         description: "Template options, by name.",
     },
+    Field {
+        key: "defines",
+        kind: Kind::Named {
+            value: &Kind::AnyOf(&[
+                Kind::Integer {
+                    min: None,
+                    max: None,
+                },
+                Kind::Word(None),
+            ]),
+            item: "A preprocessor macro, by name: an integer or an identifier.",
+            may_be_empty: true,
+        },
+        required: false,
+        description: "Macros defined for every compile of the kernel's source or template, on \
+                      every backend (a vendor source's `SCENARIO_NUM: 2`).",
+    },
 ];
 
 /// The keys of one param.

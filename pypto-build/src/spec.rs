@@ -50,6 +50,8 @@ pub(crate) struct KernelSpec {
     pub statics_pos: Option<Pos>,
     /// Template options (`options: { heads: 12 }`), values as written.
     pub options: Vec<(Sp<String>, Node)>,
+    /// Preprocessor macros (`defines: { SCENARIO_NUM: 2 }`), as written.
+    pub defines: Vec<(Sp<String>, Node)>,
     /// The keys written, valid or not, so that a key given with a bad value
     /// is not also reported as missing.
     pub given: Vec<String>,
@@ -209,6 +211,13 @@ fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<Ker
     {
         options = list.into_iter().map(|(k, v)| (k, v.clone())).collect();
     }
+    let mut defines = Vec::new();
+    if let Some((_, n)) = find(&entries, "defines")
+        && !left_empty(n, grammar::KERNEL, "defines")
+        && let Some(list) = mapping(n, &format!("{ctx}, `defines`"), sink)
+    {
+        defines = list.into_iter().map(|(k, v)| (k, v.clone())).collect();
+    }
     Some(KernelSpec {
         name,
         doc,
@@ -222,6 +231,7 @@ fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<Ker
         statics,
         statics_pos,
         options,
+        defines,
         given: keys_of(&entries),
     })
 }

@@ -568,6 +568,25 @@ fn block_runner(plan: &Plan<'_>) -> &'static str {
     }
 }
 
+/// The spec's `defines:`, for the kernel's own code only: defined just
+/// before it and undefined after, so that neither the emulation's headers
+/// nor the shim see them.
+fn define_macros(out: &mut String, k: &crate::model::Kernel) {
+    if k.defines.is_empty() {
+        return;
+    }
+    out.push_str("// The spec's `defines:`.\n");
+    for (name, value) in &k.defines {
+        let _ = writeln!(out, "#define {name} {value}");
+    }
+}
+
+fn undefine_macros(out: &mut String, k: &crate::model::Kernel) {
+    for (name, _) in &k.defines {
+        let _ = writeln!(out, "#undef {name}");
+    }
+}
+
 /// Standard headers included before a brought source's anonymous
 /// namespace, so that the source's own includes of them are no-ops there.
 const STD_HEADERS: &[&str] = &[
@@ -618,6 +637,7 @@ fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path, file_name: &str) 
         .canonicalize()
         .or_else(|_| std::path::absolute(path))
         .unwrap_or_else(|_| path.to_path_buf());
+    define_macros(&mut out, k);
     let _ = writeln!(
         out,
         "// The source's entry, renamed so that no two kernels share a symbol.\n\
@@ -644,6 +664,7 @@ fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path, file_name: &str) 
     for name in &k.c_names {
         let _ = writeln!(out, "#undef {name}");
     }
+    undefine_macros(&mut out, k);
     entry_check(&mut out, plan, index, file_name);
     let mut tensor = 0usize;
     let mut scalar = 0usize;
@@ -873,6 +894,7 @@ fn assemble(
     }
     out.push_str("#include \"kernel_operator.h\"\n\n");
     tiling_preamble(&mut out, plan);
+    define_macros(&mut out, k);
     let _ = writeln!(out, "// ---- template {} ----", k.template);
     lines::resolve(
         &mut out,
@@ -880,6 +902,10 @@ fn assemble(
         files,
         &lines::c_string(file_name),
     );
+    if !k.defines.is_empty() {
+        out.push('\n');
+        undefine_macros(&mut out, k);
+    }
     out.push_str("\n// ---- host backend launch shim ----\n#if defined(PYPTO_HOST_BACKEND)\n");
     // The workspace travels as one more tensor, after the params'.
     let pointers = tensors.len() + usize::from(k.workspace.is_some());

@@ -11,6 +11,7 @@
 
 mod contract;
 mod cpp;
+mod defines;
 mod dims;
 mod params;
 mod source;
@@ -197,6 +198,9 @@ pub struct Kernel {
     pub halves: Vec<Halves>,
     /// A `source:` kernel's entry function, as its source names it.
     pub entry: Option<String>,
+    /// Macros for every compile of the kernel (`defines:`), `(NAME,
+    /// VALUE)` in spec order.
+    pub defines: Vec<(String, String)>,
     /// The other functions and variables of C linkage a `source:` kernel's
     /// source defines (a C-linkage name is one symbol program-wide): each
     /// compiled copy renames them, as it renames the entry.
@@ -489,6 +493,8 @@ fn check_kernel(
             contract.map_or(CoreKind::Vector, |c| c.cores),
         ),
     };
+    let renamed: Vec<&str> = entry.iter().chain(&c_names).map(String::as_str).collect();
+    let defines = defines::check_defines(k, &ctx, &renamed, sink)?;
     Some(Kernel {
         name: name.clone(),
         doc: k.doc.as_ref().map(|d| d.value.clone()),
@@ -505,6 +511,7 @@ fn check_kernel(
         multiples: resolved.multiples,
         halves: resolved.halves,
         entry,
+        defines,
         c_names,
         bound,
         workspace: resolved.workspace,
