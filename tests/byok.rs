@@ -473,3 +473,28 @@ fn defines_choose_a_sources_scenario() {
         assert_eq!(yi.to_vec().unwrap(), want, "SCENARIO_NUM 3 on int32_t, {n}");
     }
 }
+
+/// A templated entry, instantiated by `template_args:` with a dtype and an
+/// integer, or with a STATIC size: one instantiation per built size, each
+/// seeing its own size as the template argument.
+#[test]
+fn template_args_instantiate_a_templated_entry() {
+    let dev = Device::host();
+    for n in [1usize, 77, 2000] {
+        let x: Vec<f32> = (0..n).map(|i| (i % 9) as f32 - 4.0).collect();
+        let mut y = dev.zeros((n,)).unwrap();
+        kernels::twice_plus_f32(&dev.tensor_from(&x, (n,)).unwrap(), &mut y).unwrap();
+        let want: Vec<f32> = x.iter().map(|v| 2.0 * v + 5.0).collect();
+        assert_eq!(y.to_vec().unwrap(), want, "float, {n}");
+    }
+    let x: Vec<i32> = (0..16).map(|i| i * 3 - 20).collect();
+    let mut y = dev.zeros((Const::<16>,)).unwrap();
+    kernels::twice_plus_i32_static(&dev.tensor_from(&x, (Const::<16>,)).unwrap(), &mut y).unwrap();
+    let want: Vec<i32> = x.iter().map(|v| 2 * v + 16).collect();
+    assert_eq!(y.to_vec().unwrap(), want, "int32_t, 16");
+    let x: Vec<i32> = (0..48).map(|i| 7 - i).collect();
+    let mut y = dev.zeros((Const::<48>,)).unwrap();
+    kernels::twice_plus_i32_static(&dev.tensor_from(&x, (Const::<48>,)).unwrap(), &mut y).unwrap();
+    let want: Vec<i32> = x.iter().map(|v| 2 * v + 48).collect();
+    assert_eq!(y.to_vec().unwrap(), want, "int32_t, 48");
+}

@@ -116,6 +116,21 @@ pub(crate) const KERNEL: &[Field] = &[
         description: "`source:` kernels only: the source's `__global__ __aicore__` function.",
     },
     Field {
+        key: "template_args",
+        kind: Kind::List(&Kind::AnyOf(&[
+            Kind::Integer {
+                min: None,
+                max: None,
+            },
+            Kind::Word(None),
+        ])),
+        required: false,
+        description: "`source:` kernels only: the arguments that instantiate a templated entry \
+                      (`template <typename T, uint32_t N> __global__ … void add(…)`), each a \
+                      dtype (`DT_FP32`, its C++ type), an integer, or a fixed or STATIC size \
+                      (`x.1`, `x.last`, `x.numel`).",
+    },
+    Field {
         key: "blocks",
         kind: Kind::AnyOf(&[
             Kind::Integer {

@@ -39,6 +39,8 @@ pub(crate) struct KernelSpec {
     /// a template; its entry function is `entry:`.
     pub source: Option<Sp<String>>,
     pub entry: Option<Sp<String>>,
+    /// A templated entry's arguments (`template_args:`), as written.
+    pub template_args: Option<Sp<Vec<Node>>>,
     /// A `source:` kernel's block count (a number or a size expression)
     /// and core kind, as written.
     pub blocks: Option<Node>,
@@ -141,6 +143,13 @@ fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<Ker
     let template = read("template", sink);
     let source = read("source", sink);
     let entry = read("entry", sink);
+    let template_args = find(&entries, "template_args").and_then(|(_, n)| {
+        let items = sequence(n, &format!("{ctx}, `template_args`"), sink)?;
+        Some(Sp {
+            value: items.to_vec(),
+            pos: n.pos,
+        })
+    });
     let blocks = find(&entries, "blocks").map(|(_, n)| n.clone());
     let cores = read("cores", sink);
     let targets = find(&entries, "targets").and_then(|(_, n)| {
@@ -224,6 +233,7 @@ fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<Ker
         template,
         source,
         entry,
+        template_args,
         blocks,
         cores,
         targets,

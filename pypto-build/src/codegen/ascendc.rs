@@ -14,7 +14,7 @@ use crate::contract;
 use crate::diag::{Diagnostic, Pos, Sink, display_path};
 use crate::error::Error;
 use crate::library;
-use crate::model::{CoreKind, DimSize, ParamKind, Target, TemplateRef};
+use crate::model::{CoreKind, DimSize, ParamKind, SizeOf, Target, TemplateArg, TemplateRef};
 
 /// One rendered source file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -697,7 +697,7 @@ fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path, file_name: &str) 
          (void)pypto_tiling;\n        pypto_emu::EntryCall<pypto_entry_ok>::call(&{}, {});\n    }});\n}}\n#endif",
         plan.host_symbol(index),
         block_runner(plan),
-        plan.entry_symbol(index),
+        entry_instance(plan, index),
         host_args.join(",\n            ")
     );
     let _ = writeln!(
@@ -711,10 +711,43 @@ fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path, file_name: &str) 
         plan.npu_symbol(index),
         tensor + 1,
         fake_npu_cores(plan),
-        plan.entry_symbol(index),
+        entry_instance(plan, index),
         device_args.join(", ")
     );
     out
+}
+
+/// A `source:` kernel's entry as the generated code names it: its symbol,
+/// instantiated with `template_args` (sizes as this specialisation's
+/// constants) when it is a function template.
+fn entry_instance(plan: &Plan<'_>, index: usize) -> String {
+    let k = plan.kernel;
+    let symbol = plan.entry_symbol(index);
+    if k.template_args.is_empty() {
+        return symbol;
+    }
+    let args: Vec<String> = k
+        .template_args
+        .iter()
+        .map(|a| match a {
+            TemplateArg::Type(dtype) => dtype.cpp_type().to_owned(),
+            TemplateArg::Int(v) if *v < 0 => format!("({v})"),
+            TemplateArg::Int(v) => v.to_string(),
+            TemplateArg::Size(SizeOf::Axis(p, a)) => match &k.params[*p].kind {
+                ParamKind::Tensor { axes, .. } => dim_expr(plan, index, axes[*a].dim),
+                ParamKind::Scalar(_) => "0u".to_owned(),
+            },
+            TemplateArg::Size(SizeOf::Numel(p)) => match &k.params[*p].kind {
+                ParamKind::Tensor { axes, .. } => {
+                    let sizes: Vec<String> =
+                        axes.iter().map(|a| dim_expr(plan, index, a.dim)).collect();
+                    product(&sizes)
+                }
+                ParamKind::Scalar(_) => "0u".to_owned(),
+            },
+        })
+        .collect();
+    format!("{symbol}<{}>", args.join(", "))
 }
 
 /// What a rejected entry parameter is named by, at the index
@@ -756,7 +789,7 @@ const ENTRY_TYPE_NAMES: [(i32, &str); 24] = [
 fn entry_check(out: &mut String, plan: &Plan<'_>, index: usize, file_name: &str) {
     let k = plan.kernel;
     let entry = k.entry.as_deref().unwrap_or_default();
-    let symbol = plan.entry_symbol(index);
+    let symbol = entry_instance(plan, index);
     let spec = lines::c_string(&display_path(&k.origin.path));
     // `static_assert(cond, message)` with `cond`, a single name, at `pos` of
     // the spec: the compiler reports a failed assertion at its condition.

@@ -198,6 +198,8 @@ pub struct Kernel {
     pub halves: Vec<Halves>,
     /// A `source:` kernel's entry function, as its source names it.
     pub entry: Option<String>,
+    /// A templated entry's arguments, in order (empty: not a template).
+    pub template_args: Vec<TemplateArg>,
     /// Macros for every compile of the kernel (`defines:`), `(NAME,
     /// VALUE)` in spec order.
     pub defines: Vec<(String, String)>,
@@ -220,6 +222,18 @@ pub enum SizeOf {
     Numel(usize),
     /// The size of (param, axis).
     Axis(usize, usize),
+}
+
+/// One argument of a templated entry (`template_args:`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TemplateArg {
+    /// A dtype, passed as its C++ type.
+    Type(DType),
+    /// An integer literal.
+    Int(i64),
+    /// A size fixed when the kernel is built: fixed, or STATIC (one
+    /// instantiation per built size).
+    Size(SizeOf),
 }
 
 /// How a launch is split into blocks, with option values filled in (the
@@ -465,8 +479,10 @@ fn check_kernel(
             }
         }
     }
+    let template_args = source::check_template_args(k, &ctx, &drafts, &params, &kernel_dims, sink);
     let template = template?;
     let options = options?;
+    let template_args = template_args?;
     let resolved = contract::resolve(
         k,
         &ctx,
@@ -511,6 +527,7 @@ fn check_kernel(
         multiples: resolved.multiples,
         halves: resolved.halves,
         entry,
+        template_args,
         defines,
         c_names,
         bound,

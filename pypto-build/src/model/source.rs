@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use super::cpp::{DefKind, Macro, Scan};
-use super::{BlockRule, Draft, ParamKind, SizeOf, TemplateRef};
+use super::{BlockRule, DType, Draft, ParamKind, SizeOf, TemplateArg, TemplateRef};
 use crate::contract::CoreKind;
 use crate::diag::{Diagnostic, Sink, clip, display_path};
 use crate::names::{c_identifier_problem, did_you_mean, generated_prefix, used_after_source};
@@ -50,6 +50,7 @@ pub(super) fn check_source_parts(
     if !is_source {
         for (key, pos) in [
             ("entry", k.entry.as_ref().map(|e| e.pos)),
+            ("template_args", k.template_args.as_ref().map(|a| a.pos)),
             ("blocks", k.blocks.as_ref().map(|b| b.pos)),
             ("cores", k.cores.as_ref().map(|c| c.pos)),
         ] {
@@ -59,7 +60,7 @@ pub(super) fn check_source_parts(
                     format!(
                         "{ctx}: `{key}` is for kernels brought as Ascend C (`source:`); a \
                          template's contract sets its {}",
-                        if key == "entry" {
+                        if key == "entry" || key == "template_args" {
                             "entry"
                         } else if key == "blocks" {
                             "block rule"
@@ -221,6 +222,103 @@ pub(super) fn check_bound(ctx: &str, drafts: &[Draft<'_>], sink: &mut Sink<'_>) 
         }
     }
     bound
+}
+
+/// A templated entry's arguments (`template_args:`), each a dtype, an
+/// integer or a size that is known when the kernel is built (`params`
+/// carry their axes' dims by now); `None` after an error.
+pub(super) fn check_template_args(
+    k: &KernelSpec,
+    ctx: &str,
+    drafts: &[Draft<'_>],
+    params: &[super::Param],
+    dims: &[super::Dim],
+    sink: &mut Sink<'_>,
+) -> Option<Vec<TemplateArg>> {
+    let Some(list) = &k.template_args else {
+        return Some(Vec::new());
+    };
+    let before = sink.count();
+    let mut out = Vec::new();
+    for (i, node) in list.value.iter().enumerate() {
+        let what = format!("{ctx}, `template_args`, argument {}", i + 1);
+        let arg = match &node.value {
+            Value::Int(v) => match i64::try_from(*v) {
+                Ok(v) => TemplateArg::Int(v),
+                Err(_) => {
+                    sink.error(node.pos, format!("{what}: {v} is outside the 64-bit range"));
+                    continue;
+                }
+            },
+            Value::Str(word) => {
+                if let Some(dtype) = DType::from_spec_name(word) {
+                    TemplateArg::Type(dtype)
+                } else if word.contains('.') {
+                    match size_expr(word, drafts) {
+                        Ok(of) => TemplateArg::Size(of),
+                        Err(why) => {
+                            sink.error(node.pos, format!("{what}: {why}"));
+                            continue;
+                        }
+                    }
+                } else {
+                    let names: Vec<&str> = DType::ALL.iter().map(|d| d.spec_name()).collect();
+                    sink.error(
+                        node.pos,
+                        format!(
+                            "{what}: `{}` is neither a dtype (`DT_FP32`, …), an integer nor a \
+                             size (`x.1`, `x.last`, `x.numel`){}",
+                            clip(word, QUOTED),
+                            did_you_mean(word, names.iter().copied())
+                        ),
+                    );
+                    continue;
+                }
+            }
+            other => {
+                sink.error(
+                    node.pos,
+                    format!(
+                        "{what}: expected a dtype, an integer or a size, found {}",
+                        other.kind()
+                    ),
+                );
+                continue;
+            }
+        };
+        if let TemplateArg::Size(of) = arg {
+            let (param, axes): (usize, Vec<usize>) = match of {
+                SizeOf::Axis(p, a) => (p, vec![a]),
+                SizeOf::Numel(p) => match &params[p].kind {
+                    ParamKind::Tensor { axes, .. } => (p, (0..axes.len()).collect()),
+                    ParamKind::Scalar(_) => (p, Vec::new()),
+                },
+            };
+            let ParamKind::Tensor {
+                axes: param_axes, ..
+            } = &params[param].kind
+            else {
+                continue;
+            };
+            if let Some(&a) = axes
+                .iter()
+                .find(|&&a| matches!(dims[param_axes[a].dim].size, super::DimSize::Dynamic))
+            {
+                sink.error(
+                    node.pos,
+                    format!(
+                        "{what}: `{}.{a}` is DYNAMIC, so its size is known only at run time; \
+                         a template argument is fixed when the kernel is built (declare the \
+                         axis STATIC, which builds one instantiation per size, or give its size)",
+                        params[param].name
+                    ),
+                );
+                continue;
+            }
+        }
+        out.push(arg);
+    }
+    (sink.count() == before).then_some(out)
 }
 
 /// `x.numel`, `x.last` or `x.N` over the kernel's tensor params.
