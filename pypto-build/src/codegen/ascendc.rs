@@ -626,6 +626,19 @@ fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path, file_name: &str) 
     for header in STD_HEADERS {
         let _ = writeln!(out, "#include <{header}>");
     }
+    // The source's own `<headers>`, where the host has them: outside the
+    // namespace the source is wrapped in (inside it, `<iostream>` would
+    // declare `std` in the wrong place).
+    for header in k
+        .system_headers
+        .iter()
+        .filter(|h| !STD_HEADERS.contains(&h.as_str()))
+    {
+        let _ = writeln!(
+            out,
+            "#if __has_include(<{header}>)\n#include <{header}>\n#endif"
+        );
+    }
     out.push_str("#endif\n\n");
     tiling_preamble(&mut out, plan);
     // The source is included where it is, not copied: its own quoted

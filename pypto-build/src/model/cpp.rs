@@ -50,6 +50,8 @@ pub(super) struct Scan {
     pub defs: Vec<Def>,
     /// Every `#define` and `#undef`, in order.
     pub macros: Vec<Macro>,
+    /// The headers it includes with `#include <NAME>`, in order, once each.
+    pub system_includes: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,10 +167,23 @@ impl<'a> Cursor<'a> {
 
     /// Past a preprocessor directive (its `#` is next), with its continued
     /// lines; a `define` or `undef` records its macro's name.
-    fn directive(&mut self, macros: &mut Vec<Macro>) {
+    fn directive(&mut self, macros: &mut Vec<Macro>, includes: &mut Vec<String>) {
         self.bump();
         self.eat_while(|c| c == ' ' || c == '\t');
         let word = self.eat_while(|c| c.is_ascii_alphanumeric() || c == '_');
+        if word == "include" {
+            self.eat_while(|c| c == ' ' || c == '\t');
+            if self.peek() == Some('<') {
+                self.bump();
+                let name = self.eat_while(|c| c != '>' && c != '\n');
+                if self.peek() == Some('>')
+                    && !name.is_empty()
+                    && !includes.iter().any(|i| i == name)
+                {
+                    includes.push(name.to_owned());
+                }
+            }
+        }
         if word == "define" || word == "undef" {
             self.eat_while(|c| c == ' ' || c == '\t');
             let pos = self.pos();
@@ -208,7 +223,11 @@ fn is_ident(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_' || c == '$'
 }
 
-fn tokens<'a>(text: &'a str, macros: &mut Vec<Macro>) -> Vec<Token<'a>> {
+fn tokens<'a>(
+    text: &'a str,
+    macros: &mut Vec<Macro>,
+    includes: &mut Vec<String>,
+) -> Vec<Token<'a>> {
     let mut cur = Cursor {
         text,
         at: 0,
@@ -220,7 +239,7 @@ fn tokens<'a>(text: &'a str, macros: &mut Vec<Macro>) -> Vec<Token<'a>> {
     while let Some(c) = cur.peek() {
         let pos = cur.pos();
         match c {
-            '#' if cur.line_start => cur.directive(macros),
+            '#' if cur.line_start => cur.directive(macros, includes),
             c if c.is_whitespace() => {
                 cur.bump();
             }
@@ -291,7 +310,7 @@ fn tokens<'a>(text: &'a str, macros: &mut Vec<Macro>) -> Vec<Token<'a>> {
 /// Scans `text`, a C++ source.
 pub(super) fn scan(text: &str) -> Scan {
     let mut scan = Scan::default();
-    let toks = tokens(text, &mut scan.macros);
+    let toks = tokens(text, &mut scan.macros, &mut scan.system_includes);
     let mut parser = Parser {
         toks: &toks,
         at: 0,

@@ -200,6 +200,11 @@ pub struct Kernel {
     pub entry: Option<String>,
     /// A templated entry's arguments, in order (empty: not a template).
     pub template_args: Vec<TemplateArg>,
+    /// The `<headers>` a `source:` kernel includes itself: the host backend
+    /// includes them before the namespace it wraps the source in, so that
+    /// their declarations stay in the global namespace (the source's own
+    /// includes of them are then no-ops). Names of safe characters only.
+    pub system_headers: Vec<String>,
     /// Macros for every compile of the kernel (`defines:`), `(NAME,
     /// VALUE)` in spec order.
     pub defines: Vec<(String, String)>,
@@ -495,10 +500,12 @@ fn check_kernel(
     )?;
 
     let mut c_names = Vec::new();
+    let mut system_headers = Vec::new();
     let (entry, blocks, cores) = match (&template, source_parts) {
         (TemplateRef::Source(path), Some(parts)) => {
             if let Some(scan) = templates.scan(path) {
                 c_names = source::c_linkage_names(scan, &parts.entry);
+                system_headers = source::system_headers(scan);
             }
             (Some(parts.entry), parts.blocks, parts.cores)
         }
@@ -528,6 +535,7 @@ fn check_kernel(
         halves: resolved.halves,
         entry,
         template_args,
+        system_headers,
         defines,
         c_names,
         bound,

@@ -321,6 +321,24 @@ pub(super) fn check_template_args(
     (sink.count() == before).then_some(out)
 }
 
+/// The `<headers>` a source includes that the host backend may include
+/// ahead of it: names of letters, digits and `_ . / + -`, relative and
+/// without `..`, at most 128 characters; at most 64 of them.
+pub(super) fn system_headers(scan: &Scan) -> Vec<String> {
+    scan.system_includes
+        .iter()
+        .filter(|h| {
+            h.len() <= 128
+                && !h.starts_with('/')
+                && !h.contains("..")
+                && h.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_./+-".contains(c))
+        })
+        .take(64)
+        .cloned()
+        .collect()
+}
+
 /// `x.numel`, `x.last` or `x.N` over the kernel's tensor params.
 fn size_expr(text: &str, drafts: &[Draft<'_>]) -> Result<SizeOf, String> {
     let shown = clip(text, QUOTED);

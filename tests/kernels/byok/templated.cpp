@@ -1,6 +1,11 @@
 // y = 2x + OFFSET on T data, T and OFFSET template parameters of the
 // entry, as vendor samples write templated `__global__ __vector__` entries;
-// the element count comes by value.
+// the element count comes by value. Like many vendor sources it includes
+// standard headers of its own, which the host backend includes ahead of
+// the namespace it wraps a source in.
+#include <iostream>
+#include <string>
+
 #include "kernel_operator.h"
 
 template <typename T, uint32_t OFFSET>
