@@ -129,6 +129,8 @@ const CPP_KEYWORDS: &[&str] = &[
 /// these names that the source leaves defined would change that code. A
 /// unit test (`model::source`) checks the list against the generated code.
 pub(crate) const AFTER_SOURCE: &[&str] = &[
+    "ASCENDC_CPU_DEBUG",
+    "__CCE_KT_TEST__",
     "GM_ADDR",
     "HostLaunch",
     "args",
@@ -138,6 +140,7 @@ pub(crate) const AFTER_SOURCE: &[&str] = &[
     "defined",
     "extern",
     "launch",
+    "main",
     "next_launch_cores",
     "nullptr",
     "reinterpret_cast",

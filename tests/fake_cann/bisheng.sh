@@ -125,7 +125,8 @@ fi
 # `#line` keeps diagnostics pointing at the source pypto-build wrote.
 {
     printf '#line 1 "%s"\n' "$src"
-    sed -E 's/([A-Za-z_][A-Za-z0-9_]*)[[:space:]]*<<<([^>]*)>>>/pypto_fake_npu::launch(\1, \2)/g' "$src"
+    # A templated kernel's arguments (`k<float, 5><<<…>>>`) go with its name.
+    sed -E 's/([A-Za-z_][A-Za-z0-9_]*(<[^<>;]*>)?)[[:space:]]*<<<([^>]*)>>>/pypto_fake_npu::launch(\1, \3)/g' "$src"
 } >"$rewritten" || die "cannot rewrite $src"
 extra=("-DPYPTO_FAKE_NPU=1")
 [ "$target950" -eq 1 ] && extra+=("-DPYPTO_TARGET_950=1")

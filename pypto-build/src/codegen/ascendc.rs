@@ -639,6 +639,10 @@ fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path, file_name: &str) 
             "#if __has_include(<{header}>)\n#include <{header}>\n#endif"
         );
     }
+    // A whole program's host runtime, ahead of the namespace too.
+    if k.host_text.is_some() {
+        out.push_str("#include \"acl/acl.h\"\n");
+    }
     out.push_str("#endif\n\n");
     tiling_preamble(&mut out, plan);
     // The source is included where it is, not copied: its own quoted
@@ -665,14 +669,37 @@ fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path, file_name: &str) 
             let _ = writeln!(out, "#define {name} {}", plan.c_symbol(index, name));
         }
     }
+    // A whole vendor program's `main` is kept out of the program's: renamed
+    // to a symbol of the kernel's own and never called. On the host, the
+    // vendor's CPU debug macros.
     let _ = writeln!(
         out,
-        "#if defined(PYPTO_HOST_BACKEND)\nnamespace {{\n#endif\n\
-         // ---- source {} ----\n#include \"{}\"\n\
-         #if defined(PYPTO_HOST_BACKEND)\n}} // namespace\n#endif\n\
-         // The code below names the renamed symbols itself.\n#undef {entry}",
-        k.template,
-        real.display()
+        "#define main {}\n#if defined(PYPTO_HOST_BACKEND)\n\
+         #define ASCENDC_CPU_DEBUG 1\n#define __CCE_KT_TEST__ 1\nnamespace {{\n#endif",
+        plan.c_symbol(index, "main")
+    );
+    let _ = writeln!(out, "// ---- source {} ----", k.template);
+    match (&k.host_text, &k.npu_text) {
+        // A whole program: its copies, the host's with its launches blanked
+        // for g++, under `#line` so that errors name the file's lines.
+        (Some(host), Some(npu)) => {
+            let at = lines::c_string(&real.display().to_string());
+            let _ = writeln!(
+                out,
+                "#if defined(PYPTO_HOST_BACKEND)\n#line 1 {at}\n{}\n#else\n#line 1 {at}\n{}\n#endif",
+                host.trim_end(),
+                npu.trim_end()
+            );
+        }
+        _ => {
+            let _ = writeln!(out, "#include \"{}\"", real.display());
+        }
+    }
+    let _ = writeln!(
+        out,
+        "#if defined(PYPTO_HOST_BACKEND)\n}} // namespace\n#undef ASCENDC_CPU_DEBUG\n\
+         #undef __CCE_KT_TEST__\n#endif\n#undef main\n\
+         // The code below names the renamed symbols itself.\n#undef {entry}"
     );
     for name in &k.c_names {
         let _ = writeln!(out, "#undef {name}");
@@ -991,7 +1018,13 @@ fn assemble(
 /// to their per-architecture symbols.
 pub fn for_arch(plan: &Plan<'_>, index: usize, arch: crate::tables::Arch, source: &str) -> String {
     let mut out = String::new();
-    let helpers = plan.kernel.c_names.iter().map(|n| plan.c_symbol(index, n));
+    // A whole program's renamed `main` too, on the NPU an external symbol.
+    let helpers = plan
+        .kernel
+        .c_names
+        .iter()
+        .map(|n| plan.c_symbol(index, n))
+        .chain((plan.kernel.entry.is_some()).then(|| plan.c_symbol(index, "main")));
     for symbol in [plan.entry_symbol(index), plan.npu_symbol(index)]
         .into_iter()
         .chain(helpers)

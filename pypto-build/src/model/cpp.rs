@@ -50,8 +50,16 @@ pub(super) struct Scan {
     pub defs: Vec<Def>,
     /// Every `#define` and `#undef`, in order.
     pub macros: Vec<Macro>,
-    /// The headers it includes with `#include <NAME>`, in order, once each.
+    /// The headers it includes with `#include <NAME>`, in order, once each
+    /// (with those of the quoted headers beside it, once read).
     pub system_includes: Vec<String>,
+    /// What the host backend compiles instead of the file, when the file
+    /// holds `<<<…>>>` launches g++ cannot parse (a whole vendor program):
+    /// the text with them blanked, lines and columns kept.
+    pub host_text: Option<String>,
+    /// The same for the NPU (bisheng parses the launches): the text with
+    /// only its quoted includes made absolute.
+    pub npu_text: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -205,6 +205,13 @@ pub struct Kernel {
     /// their declarations stay in the global namespace (the source's own
     /// includes of them are then no-ops). Names of safe characters only.
     pub system_headers: Vec<String>,
+    /// The copy of a `source:` kernel's file the host backend compiles in
+    /// its place when the file holds `<<<…>>>` launches (see
+    /// `source::host_copy`); `None`: the file itself.
+    pub host_text: Option<String>,
+    /// Its copy for the NPU: the file with its quoted includes made
+    /// absolute, launches kept.
+    pub npu_text: Option<String>,
     /// Macros for every compile of the kernel (`defines:`), `(NAME,
     /// VALUE)` in spec order.
     pub defines: Vec<(String, String)>,
@@ -501,11 +508,15 @@ fn check_kernel(
 
     let mut c_names = Vec::new();
     let mut system_headers = Vec::new();
+    let mut host_text = None;
+    let mut npu_text = None;
     let (entry, blocks, cores) = match (&template, source_parts) {
         (TemplateRef::Source(path), Some(parts)) => {
             if let Some(scan) = templates.scan(path) {
                 c_names = source::c_linkage_names(scan, &parts.entry);
                 system_headers = source::system_headers(scan);
+                host_text = scan.host_text.clone();
+                npu_text = scan.npu_text.clone();
             }
             (Some(parts.entry), parts.blocks, parts.cores)
         }
@@ -536,6 +547,8 @@ fn check_kernel(
         entry,
         template_args,
         system_headers,
+        host_text,
+        npu_text,
         defines,
         c_names,
         bound,

@@ -339,6 +339,175 @@ pub(super) fn system_headers(scan: &Scan) -> Vec<String> {
         .collect()
 }
 
+/// The byte ranges of the `<<<…>>>` launch configurations in `text`,
+/// outside comments, string and character literals and preprocessor
+/// lines: a vendor program's host code launching its kernels.
+pub(super) fn launches(text: &str) -> Vec<(usize, usize)> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let mut line_start = true;
+    let mut open: Option<usize> = None;
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'\n' => {
+                line_start = true;
+                i += 1;
+                continue;
+            }
+            b' ' | b'\t' | b'\r' => {
+                i += 1;
+                continue;
+            }
+            b'#' if line_start => {
+                // A directive, with its continued lines.
+                while i < b.len() && b[i] != b'\n' {
+                    if b[i] == b'\\' && b.get(i + 1) == Some(&b'\n') {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                continue;
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
+                    i += 1;
+                }
+                i += 2;
+            }
+            b'"' | b'\'' => {
+                i += 1;
+                while i < b.len() && b[i] != c && b[i] != b'\n' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'<' if open.is_none() && b[i..].starts_with(b"<<<") => {
+                open = Some(i);
+                i += 3;
+            }
+            b'>' if b[i..].starts_with(b">>>") => {
+                if let Some(start) = open.take() {
+                    out.push((start, i + 3));
+                }
+                i += 3;
+            }
+            b';' | b'{' | b'}' => {
+                // A launch configuration never spans statements.
+                open = None;
+                i += 1;
+            }
+            _ => i += 1,
+        }
+        line_start = false;
+    }
+    out
+}
+
+/// The copy of a source with launches that the generated code holds in
+/// its place: each `<<<…>>>` in `ranges` blanked (newlines kept, so errors
+/// keep the file's lines and columns; the host backend's copy), and each
+/// `#include "NAME"` that names a file beside the source given that file's
+/// absolute path (the copy is compiled elsewhere). The source itself is
+/// not changed.
+pub(super) fn host_copy(path: &Path, text: &str, ranges: &[(usize, usize)]) -> String {
+    let mut bytes = text.as_bytes().to_vec();
+    for &(start, end) in ranges {
+        for byte in &mut bytes[start..end.min(text.len())] {
+            if *byte != b'\n' {
+                *byte = b' ';
+            }
+        }
+    }
+    // Every byte replaced was part of a whole UTF-8 sequence inside the
+    // range or ASCII, and became ASCII: still UTF-8.
+    let blanked = String::from_utf8(bytes).unwrap_or_else(|_| text.to_owned());
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut out = String::with_capacity(blanked.len() + 256);
+    for line in blanked.split_inclusive('\n') {
+        match quoted_include(line) {
+            Some(name) if dir.join(name).is_file() => {
+                let full = dir
+                    .join(name)
+                    .canonicalize()
+                    .unwrap_or_else(|_| dir.join(name));
+                let shown = full.display().to_string();
+                if shown.contains(['"', '\n', '\\']) {
+                    out.push_str(line);
+                } else {
+                    out.push_str(&line.replacen(
+                        &format!("\"{name}\""),
+                        &format!("\"{shown}\""),
+                        1,
+                    ));
+                }
+            }
+            _ => out.push_str(line),
+        }
+    }
+    out
+}
+
+/// `NAME` of a line `#include "NAME"` (blanks allowed around `#`).
+fn quoted_include(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix('#')?.trim_start();
+    let rest = rest.strip_prefix("include")?.trim_start();
+    let rest = rest.strip_prefix('"')?;
+    rest.split_once('"').map(|(name, _)| name)
+}
+
+/// `NAME` of a line `#include <NAME>`.
+fn system_include(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix('#')?.trim_start();
+    let rest = rest.strip_prefix("include")?.trim_start();
+    let rest = rest.strip_prefix('<')?;
+    rest.split_once('>').map(|(name, _)| name)
+}
+
+/// The `<headers>` the quoted headers beside a source include, through
+/// their own quoted includes: at most 4 levels and 32 files of at most
+/// the template size limit each, in the order met. A header that cannot
+/// be read is left to the compiler to report.
+pub(super) fn quoted_system_includes(path: &Path, text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut seen: Vec<std::path::PathBuf> = Vec::new();
+    let mut work: Vec<(std::path::PathBuf, String, usize)> =
+        vec![(path.to_path_buf(), text.to_owned(), 0)];
+    while let Some((file, body, depth)) = work.pop() {
+        let dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
+        for line in body.lines() {
+            if depth > 0
+                && let Some(name) = system_include(line)
+                && !out.iter().any(|h| h == name)
+            {
+                out.push(name.to_owned());
+            }
+            if let Some(name) = quoted_include(line) {
+                let next = dir.join(name);
+                if depth >= 4 || seen.len() >= 32 || seen.contains(&next) || !next.is_file() {
+                    continue;
+                }
+                seen.push(next.clone());
+                if let Ok(body) = super::template::read_template(&next) {
+                    work.push((next, body, depth + 1));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// `x.numel`, `x.last` or `x.N` over the kernel's tensor params.
 fn size_expr(text: &str, drafts: &[Draft<'_>]) -> Result<SizeOf, String> {
     let shown = clip(text, QUOTED);
@@ -391,14 +560,9 @@ fn size_expr(text: &str, drafts: &[Draft<'_>]) -> Result<SizeOf, String> {
 pub(super) fn check_names(path: &Path, text: &str, scan: &Scan) -> Vec<Diagnostic> {
     let mut sink = Sink::new(path, text);
     for d in &scan.defs {
-        if d.name == "main" && d.kind == DefKind::Function && (d.global || d.c_linkage) {
-            sink.error(
-                d.pos,
-                "`main` is defined here, but a brought source is compiled into the Rust \
-                 program, which has its own `main`; remove it from the kernel's source (a \
-                 test program's `main` belongs in a file of its own)",
-            );
-        } else if generated_prefix(&d.name) {
+        // A `main` (a whole vendor program's) is renamed by the generated
+        // code and never called.
+        if generated_prefix(&d.name) {
             sink.error(
                 d.pos,
                 format!(

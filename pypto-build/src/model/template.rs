@@ -49,8 +49,18 @@ impl Templates {
                 // A source has no contract: the spec declares everything.
                 TemplateRef::Source(path) => match read_template(path) {
                     Ok(text) => {
-                        let scan = cpp::scan(&text);
+                        let mut scan = cpp::scan(&text);
                         let problems = source::check_names(path, &text, &scan);
+                        for header in source::quoted_system_includes(path, &text) {
+                            if !scan.system_includes.contains(&header) {
+                                scan.system_includes.push(header);
+                            }
+                        }
+                        let launches = source::launches(&text);
+                        if !launches.is_empty() {
+                            scan.host_text = Some(source::host_copy(path, &text, &launches));
+                            scan.npu_text = Some(source::host_copy(path, &text, &[]));
+                        }
                         if problems.is_empty() {
                             self.scans.insert(path.clone(), scan);
                             Ok(None)
