@@ -137,6 +137,11 @@ struct int4b_t {
     int4b_t(I i) : value(static_cast<int8_t>(static_cast<int8_t>((static_cast<uint32_t>(i) & 0xfu) << 4) >> 4)) {}
     operator int32_t() const { return value; }
 };
+// Vendor code names it `AscendC::int4b_t` too (even in an `if constexpr`
+// branch not taken, where the name must still resolve).
+namespace AscendC {
+using ::int4b_t;
+}
 
 namespace pypto_emu {
 
