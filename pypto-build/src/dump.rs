@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::model::{DimSize, Kernel, Model, ParamKind};
+use crate::model::{DimSize, Kernel, Model, ParamKind, SizeOf, TemplateArg};
 
 /// The whole model, kernels in model order.
 pub fn model(model: &Model) -> String {
@@ -31,6 +31,19 @@ fn write_kernel(out: &mut String, k: &Kernel) -> std::fmt::Result {
     if !k.options.is_empty() {
         let options: Vec<String> = k.options.iter().map(|(n, v)| format!("{n}={v}")).collect();
         writeln!(out, "  options   {}", options.join(" "))?;
+    }
+    if !k.template_args.is_empty() {
+        let args: Vec<String> = k
+            .template_args
+            .iter()
+            .map(|a| match a {
+                TemplateArg::Type(dtype) => dtype.to_string(),
+                TemplateArg::Int(v) => v.to_string(),
+                TemplateArg::Size(SizeOf::Axis(p, a)) => format!("{}.{a}", k.params[*p].name),
+                TemplateArg::Size(SizeOf::Numel(p)) => format!("{}.numel", k.params[*p].name),
+            })
+            .collect();
+        writeln!(out, "  tmpl args {}", args.join(" "))?;
     }
     if !k.defines.is_empty() {
         let defines: Vec<String> = k.defines.iter().map(|(n, v)| format!("{n}={v}")).collect();

@@ -60,6 +60,8 @@ pub(super) struct Scan {
     /// The same for the NPU (bisheng parses the launches): the text with
     /// only its quoted includes made absolute.
     pub npu_text: Option<String>,
+    /// The function templates it defines at namespace scope (name, where).
+    pub function_templates: Vec<(String, Pos)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -323,9 +325,11 @@ pub(super) fn scan(text: &str) -> Scan {
         toks: &toks,
         at: 0,
         defs: Vec::new(),
+        templates: Vec::new(),
     };
     parser.scope(false, true, 0);
     scan.defs = parser.defs;
+    scan.function_templates = parser.templates;
     scan
 }
 
@@ -337,6 +341,7 @@ struct Parser<'t, 'a> {
     toks: &'t [Token<'a>],
     at: usize,
     defs: Vec<Def>,
+    templates: Vec<(String, Pos)>,
 }
 
 /// One piece of a declaration: a token, or a `{ … }` skipped whole.
@@ -444,6 +449,9 @@ impl<'a> Parser<'_, 'a> {
     fn function(&mut self, decl: &[Piece<'a>], c_linkage: bool, global: bool) {
         let (decl, c_linkage) = strip_linkage(decl, c_linkage);
         if starts_with_word(decl, "template") {
+            if let Some((name, pos, false)) = function_name(decl) {
+                self.templates.push((name.to_owned(), pos));
+            }
             return;
         }
         let Some((name, pos, qualified)) = function_name(decl) else {

@@ -513,6 +513,7 @@ fn check_kernel(
     let (entry, blocks, cores) = match (&template, source_parts) {
         (TemplateRef::Source(path), Some(parts)) => {
             if let Some(scan) = templates.scan(path) {
+                source::check_entry_template(k, &ctx, path, scan, &parts.entry, sink);
                 c_names = source::c_linkage_names(scan, &parts.entry);
                 system_headers = source::system_headers(scan);
                 host_text = scan.host_text.clone();

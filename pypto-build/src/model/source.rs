@@ -508,6 +508,47 @@ pub(super) fn quoted_system_includes(path: &Path, text: &str) -> Vec<String> {
     out
 }
 
+/// A templated entry needs `template_args:`, and only a templated entry
+/// takes them: each mismatch is an error at the spec naming the source's
+/// line.
+pub(super) fn check_entry_template(
+    k: &KernelSpec,
+    ctx: &str,
+    path: &Path,
+    scan: &Scan,
+    entry: &str,
+    sink: &mut Sink<'_>,
+) {
+    let template = scan.function_templates.iter().find(|(n, _)| n == entry);
+    let plain = scan
+        .defs
+        .iter()
+        .any(|d| d.name == entry && d.kind == DefKind::Function);
+    let shown = display_path(path);
+    match (template, &k.template_args) {
+        (Some((_, pos)), None) if !plain => {
+            let at = k.entry.as_ref().map_or(k.name.pos, |e| e.pos);
+            sink.error(
+                at,
+                format!(
+                    "{ctx}, `entry`: `{entry}` is a function template ({shown}:{pos}); give the \
+                     arguments that instantiate it with `template_args:`, e.g. `[DT_FP32, 8]`"
+                ),
+            );
+        }
+        (None, Some(args)) if plain => {
+            sink.error(
+                args.pos,
+                format!(
+                    "{ctx}, `template_args`: `{entry}` in {shown} is not a function template; \
+                     remove `template_args`"
+                ),
+            );
+        }
+        _ => {}
+    }
+}
+
 /// `x.numel`, `x.last` or `x.N` over the kernel's tensor params.
 fn size_expr(text: &str, drafts: &[Draft<'_>]) -> Result<SizeOf, String> {
     let shown = clip(text, QUOTED);
