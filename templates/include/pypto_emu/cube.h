@@ -106,6 +106,15 @@ struct FixpipeParamsV220 {
     FixpipeParamsV220(uint16_t nSizeIn, uint16_t mSizeIn, uint16_t srcStrideIn, uint32_t dstStrideIn,
                       bool reluEnIn)
         : nSize(nSizeIn), mSize(mSizeIn), srcStride(srcStrideIn), dstStride(dstStrideIn), reluEn(reluEnIn) {}
+    // The documented longer forms: the quantisation, the ND matrices, the
+    // unit flag and (12 arguments) the channel split, in that order.
+    FixpipeParamsV220(uint16_t nSizeIn, uint16_t mSizeIn, uint16_t srcStrideIn, uint32_t dstStrideIn,
+                      bool reluEnIn, QuantMode_t quantPreIn, int64_t deqScalarIn, uint16_t ndNumIn,
+                      uint16_t srcNdStrideIn, uint16_t dstNdStrideIn, uint8_t unitFlagIn,
+                      bool isChannelSplitIn = false)
+        : nSize(nSizeIn), mSize(mSizeIn), srcStride(srcStrideIn), dstStride(dstStrideIn), quantPre(quantPreIn),
+          deqScalar(static_cast<uint64_t>(deqScalarIn)), ndNum(ndNumIn), srcNdStride(srcNdStrideIn),
+          dstNdStride(dstNdStrideIn), reluEn(reluEnIn), unitFlag(unitFlagIn), isChannelSplit(isChannelSplitIn) {}
 };
 
 } // namespace AscendC
@@ -582,6 +591,14 @@ void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const Fixpip
                           uint64_t{p.ndNum} * p.mSize * p.nSize * sizeof(T), p.mSize);
     if (p.nSize % 16 != 0) {
         pypto_emu::fail(what, ": nSize ", p.nSize, " is not a multiple of 16");
+    }
+    // Not emulated, so never silently ignored: several ND matrices in one
+    // move, and the channel split. (unitFlag only times the move.)
+    if (p.ndNum != 1) {
+        pypto_emu::fail(what, ": ndNum ", p.ndNum, " (several ND matrices in one move) is not emulated; move them one by one");
+    }
+    if (p.isChannelSplit) {
+        pypto_emu::fail(what, ": isChannelSplit is not emulated");
     }
     if (p.dstStride < p.nSize) {
         pypto_emu::fail(what, ": dstStride ", p.dstStride, " is less than nSize ", p.nSize);

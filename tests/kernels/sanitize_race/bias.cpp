@@ -8,6 +8,8 @@
 //   2: the bias 64 bytes into the BiasTable (Mmad needs 128-byte placement)
 //   3: Mmad with cmatrixInitVal true beside a bias
 //   4: a copy of 1088 bytes into the 1 KiB BiasTable tensor
+//   5: Fixpipe with ndNum 2 (not emulated)
+// The Fixpipe parameters take the documented 11-argument form.
 #include "kernel_operator.h"
 
 using namespace AscendC;
@@ -72,7 +74,6 @@ extern "C" __global__ __aicore__ void race_bias(GM_ADDR a, GM_ADDR b, GM_ADDR bi
     Mmad(c1, a2, b2, table, MmadParams(m, n, k, 0, false, which == 3));
     SetFlag<HardEvent::M_FIX>(EVENT_ID0);
     WaitFlag<HardEvent::M_FIX>(EVENT_ID0);
-    FixpipeParamsV220 params(n, m, m, n, false);
-    params.quantPre = QuantMode_t::NoQuant;
+    FixpipeParamsV220 params(n, m, m, n, false, QuantMode_t::NoQuant, 0, which == 5 ? 2 : 1, 0, 0, 0);
     Fixpipe<float, float, CFG_ROW_MAJOR>(cGm, c1, params);
 }
