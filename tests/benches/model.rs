@@ -110,9 +110,11 @@ fn builtin_matmul_decode(dev: &Device) {
         let weight = (k * n * 2) as f64;
         let target = arch.micros((weight / arch.chip_hbm_bytes_per_cycle()).ceil() as u64);
         println!(
-            "builtin matmul decode {m}x{k}x{n}: modelled {modelled:.1} us, target {target:.1} us \
+            "builtin matmul {} {m}x{k}x{n}: modelled {modelled:.1} us, target {target:.1} us \
              (the weight at the modelled HBM bandwidth), ratio {:.3}, {:.0}% of the bound, bound {}  \
              [{:.1} s to model]",
+            // M > 16: not a decode row, a product with fewer tiles than cores.
+            if m <= 16 { "decode" } else { "few-tiles" },
             modelled / target,
             target / modelled * 100.0,
             profile.launches[0].bound(),

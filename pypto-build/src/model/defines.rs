@@ -11,9 +11,10 @@ use crate::yaml::Value;
 /// Most macros one kernel may define.
 pub const MAX_DEFINES: usize = 64;
 
-/// The checked `defines` of kernel `k` (`renamed`: its source's entry and
-/// other C-linkage names, which the generated code renames with macros of
-/// its own), as `(NAME, VALUE)` in spec order; `None` after an error.
+/// The checked `defines` of kernel `k` (`renamed`: the macros the generated
+/// code defines around its source: the entry, other C-linkage names,
+/// `main`, ASCENDC_CPU_DEBUG), as `(NAME, VALUE)` in spec order; `None`
+/// after an error.
 pub(super) fn check_defines(
     k: &KernelSpec,
     ctx: &str,
@@ -46,8 +47,8 @@ pub(super) fn check_defines(
             })
             .or_else(|| {
                 renamed.contains(&name.value.as_str()).then(|| {
-                    "the source defines a function of that name, which the generated code \
-                     renames with a macro of its own"
+                    "the generated code defines a macro of that name around the source (it \
+                     renames the source's functions and `main`, and sets ASCENDC_CPU_DEBUG)"
                         .to_owned()
                 })
             });

@@ -528,7 +528,12 @@ fn check_kernel(
             contract.map_or(CoreKind::Vector, |c| c.cores),
         ),
     };
-    let renamed: Vec<&str> = entry.iter().chain(&c_names).map(String::as_str).collect();
+    // What the generated code defines around a source itself: its renamed
+    // functions, a whole program's `main` and the CPU debug macro.
+    let mut renamed: Vec<&str> = entry.iter().chain(&c_names).map(String::as_str).collect();
+    if entry.is_some() {
+        renamed.extend(["main", "ASCENDC_CPU_DEBUG"]);
+    }
     let defines = defines::check_defines(k, &ctx, &renamed, sink)?;
     Some(Kernel {
         name: name.clone(),

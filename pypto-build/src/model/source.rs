@@ -656,7 +656,13 @@ pub(super) fn check_names(path: &Path, text: &str, scan: &Scan) -> Vec<Diagnosti
 pub(super) fn c_linkage_names(scan: &Scan, entry: &str) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for d in &scan.defs {
-        if d.c_linkage && d.kind != DefKind::Type && d.name != entry && !names.contains(&d.name) {
+        // `main` is renamed on its own (a whole program's), as any `main`.
+        if d.c_linkage
+            && d.kind != DefKind::Type
+            && d.name != entry
+            && d.name != "main"
+            && !names.contains(&d.name)
+        {
             names.push(d.name.clone());
         }
     }
