@@ -44,4 +44,5 @@
 #include "pypto_emu/reduce.h"
 #include "pypto_emu/cube.h"
 #include "pypto_emu/layout.h"
+#include "pypto_emu/math.h"
 #include "pypto_emu/system.h"

@@ -17,7 +17,8 @@ enum class VectorCost : uint8_t { Simple, Special, Reduce };
 // dividing ones run at a lower rate (DESIGN.md §6, PyPTO's model).
 inline VectorCost vector_cost_by_name(const char* what)
 {
-    static const char* special[] = {"Exp", "Ln", "Div", "Sqrt", "Rsqrt", "Reciprocal", "Log", "Power"};
+    static const char* special[] = {"Exp", "Ln", "Div", "Sqrt", "Rsqrt", "Reciprocal", "Log", "Power",
+                                    "Log2", "Log10", "Sin", "Cos", "Tanh", "Erf", "Atan", "Sigmoid"};
     for (const char* s : special) {
         if (std::strcmp(what, s) == 0) {
             return VectorCost::Special;

@@ -1,0 +1,518 @@
+// The elementwise math of the Ascend C high-level API (高阶API: 数学计算 and
+// 激活函数) that kernels call most: Sin, Cos, Tanh, Erf, Atan, Sigmoid,
+// Power, Log/Log2/Log10 and the Taylor-expansion form of Exp. Each is a
+// sequence of vector instructions on the hardware; here each computes its
+// function in float (half through float, rounded once to half) with the C
+// library, and is costed as one pass of special-rate vector work over its
+// operands. Enforced, as documented: Unified Buffer operands (VECIN, VECCALC,
+// VECOUT) on 32-byte boundaries, calCount within every operand, source and
+// destination apart, sharedTmpBuffer apart from both, element types (half,
+// float; Power also int32_t), and Sin/Cos inputs within [-65504, 65504] on
+// Atlas A2/A3. The temporary buffer is checked but not written.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "layout.h"
+#include "vector.h"
+
+namespace AscendC {
+
+enum class SinAlgo { POLYNOMIAL_APPROXIMATION = 0, RADIAN_REDUCTION };
+struct SinConfig {
+    SinAlgo algo = SinAlgo::POLYNOMIAL_APPROXIMATION;
+};
+inline constexpr SinConfig defaultSinConfig{};
+
+enum class CosAlgo { POLYNOMIAL_APPROXIMATION = 0, RADIAN_REDUCTION };
+struct CosConfig {
+    CosAlgo algo = CosAlgo::POLYNOMIAL_APPROXIMATION;
+};
+inline constexpr CosConfig defaultCosConfig{};
+
+enum class TanhAlgo { INTRINSIC = 0, SUBSECTION_COMPENSATION };
+struct TanhConfig {
+    TanhAlgo algo = TanhAlgo::INTRINSIC;
+};
+inline constexpr TanhConfig DEFAULT_TANH_CONFIG{};
+
+enum class ErfAlgo { PADE_APPROXIMATION = 0, SUBSECTION_POLYNOMIAL_APPROXIMATION };
+struct ErfConfig {
+    ErfAlgo algo = ErfAlgo::PADE_APPROXIMATION;
+};
+inline constexpr ErfConfig defaultErfConfig{};
+
+enum class AtanAlgo { TAYLOR_EXPANSION = 0, POLYNOMIAL_APPROXIMATION };
+struct AtanConfig {
+    AtanAlgo algo = AtanAlgo::TAYLOR_EXPANSION;
+};
+inline constexpr AtanConfig defaultAtanConfig{};
+
+enum class PowerAlgo { INTRINSIC = 0, DOUBLE_FLOAT_TECH };
+struct PowerConfig {
+    PowerAlgo algo = PowerAlgo::INTRINSIC;
+};
+inline constexpr PowerConfig defaultPowerConfig{};
+
+} // namespace AscendC
+
+namespace pypto_emu {
+
+#if defined(PYPTO_TARGET_950)
+template <typename T>
+constexpr bool power_type = one_of<T, uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, half, bfloat16_t, float>;
+#define PYPTO_POWER_TYPES "uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, half, bfloat16_t, float"
+constexpr bool config_allowed = true;
+#else
+template <typename T>
+constexpr bool power_type = one_of<T, half, float, int32_t>;
+#define PYPTO_POWER_TYPES "half, float, int32_t"
+// The `config` template parameter of the high-level math is documented for
+// the Ascend 950 only: A2/A3 kernels keep the default.
+constexpr bool config_allowed = false;
+#endif
+
+inline int32_t math_count(uint32_t count, const char* what)
+{
+    if (count > 0x7fffffffu) {
+        fail(what, ": calCount ", count, " exceeds the Unified Buffer");
+    }
+    return static_cast<int32_t>(count);
+}
+
+// The temporary buffer: a Unified Buffer tensor on a 32-byte boundary,
+// apart from the elements the instruction reads and writes.
+template <typename T>
+void check_math_tmp(const AscendC::LocalTensor<uint8_t>& tmp, const AscendC::LocalTensor<T>& dst, uint64_t bytes,
+                    const char* what)
+{
+    if (tmp.data() == nullptr) {
+        fail(what, ": sharedTmpBuffer was never allocated");
+    }
+    if (memory_of(tmp.position()) != Memory::UB) {
+        fail(what, ": sharedTmpBuffer must be in the Unified Buffer (VECIN, VECOUT or VECCALC), not ",
+             position_name(tmp.position()));
+    }
+    if (tmp.offset_bytes() % 32 != 0) {
+        fail(what, ": sharedTmpBuffer starts at Unified Buffer byte ", tmp.offset_bytes(),
+             ", not on a 32-byte boundary");
+    }
+    if (overlaps(tmp.data(), tmp.GetSize(), dst.data(), bytes)) {
+        fail(what, ": sharedTmpBuffer overlaps dst; the temporary buffer must be apart from the operands");
+    }
+}
+
+template <typename T>
+void check_math_src(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
+                    const AscendC::LocalTensor<uint8_t>* tmp, uint64_t bytes, const char* name, const char* what)
+{
+    if (overlaps(dst.data(), bytes, src.data(), bytes)) {
+        fail(what, ": ", name, " and dst overlap; the source and destination must be apart");
+    }
+    if (tmp != nullptr && overlaps(tmp->data(), tmp->GetSize(), src.data(), bytes)) {
+        fail(what, ": sharedTmpBuffer overlaps ", name, "; the temporary buffer must be apart from the operands");
+    }
+}
+
+// dst[i] = f(a[i], b[i]) for the first `count` elements; `a` or `b` null is
+// a scalar operand (`sa`, `sb`). Arithmetic in compute_t<T> (float for half).
+template <typename T, typename F>
+void math_apply(const char* what, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>* a,
+                const AscendC::LocalTensor<T>* b, T sa, T sb, const AscendC::LocalTensor<uint8_t>* tmp,
+                int32_t count, F f)
+{
+    check_vector_operand(dst, count, what);
+    uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T);
+    const char* a_name = b != nullptr || a == nullptr ? "src0" : "src";
+    if (a != nullptr) {
+        check_vector_operand(*a, count, what);
+    }
+    if (b != nullptr) {
+        check_vector_operand(*b, count, what);
+    }
+    if (tmp != nullptr) {
+        check_math_tmp(*tmp, dst, bytes, what);
+    }
+    if (a != nullptr) {
+        check_math_src(dst, *a, tmp, bytes, a_name, what);
+        access_read(what, a_name, *a, 0, bytes);
+    }
+    if (b != nullptr) {
+        check_math_src(dst, *b, tmp, bytes, "src1", what);
+        access_read(what, "src1", *b, 0, bytes);
+    }
+    access_write(dst, 0, bytes);
+    model_vector_bytes(what, bytes, sizeof(T));
+    if (timing_only()) {
+        return;
+    }
+    using C = compute_t<T>;
+    T* d = dst.data();
+    for (int32_t i = 0; i < count; ++i) {
+        C x = static_cast<C>(a != nullptr ? a->data()[i] : sa);
+        C y = static_cast<C>(b != nullptr ? b->data()[i] : sb);
+        d[i] = static_cast<T>(f(x, y, i));
+    }
+}
+
+// Sin and Cos on A2/A3 (and with POLYNOMIAL_APPROXIMATION on the 950) take
+// inputs within [-65504, 65504]; NaN passes through.
+inline float in_trig_range(float x, bool limited, int32_t i, const char* what)
+{
+    if (limited && std::fabs(x) > 65504.0f) {
+        fail(what, ": src[", i, "] = ", x, " is outside [-65504, 65504], the documented input range on ",
+             PYPTO_VECTOR_TARGET);
+    }
+    return x;
+}
+
+// int32_t Power: the exact power wrapped to 32 bits for exponents >= 0;
+// for negative exponents the real result truncated toward zero (0 for
+// |base| > 1, and 0 for base 0). Decisions: the documentation is silent.
+inline int32_t int_power(int32_t base, int32_t exp)
+{
+    if (exp < 0) {
+        if (base == 1) {
+            return 1;
+        }
+        if (base == -1) {
+            return (exp % 2 == 0) ? 1 : -1;
+        }
+        return 0;
+    }
+    uint32_t result = 1;
+    uint32_t b = static_cast<uint32_t>(base);
+    uint32_t e = static_cast<uint32_t>(exp);
+    while (e != 0) {
+        if ((e & 1u) != 0) {
+            result *= b;
+        }
+        b *= b;
+        e >>= 1;
+    }
+    return static_cast<int32_t>(result);
+}
+
+template <typename C>
+C power_of(C x, C y)
+{
+    if constexpr (std::is_same_v<C, float>) {
+        return std::pow(x, y);
+    } else {
+        return static_cast<C>(int_power(static_cast<int32_t>(x), static_cast<int32_t>(y)));
+    }
+}
+
+} // namespace pypto_emu
+
+#define PYPTO_MATH_TYPE(op) PYPTO_REQUIRE_TYPE(math_type, op, "half, float")
+
+// One unary high-level function in its four documented forms: with or
+// without sharedTmpBuffer, with calCount or over the whole source.
+#define PYPTO_MATH_UNARY(NAME, CONFIG_T, CONFIG_DEFAULT, CONFIG_OK, EXPR)                                           \
+    template <typename T, bool isReuseSource = false, const CONFIG_T& config = CONFIG_DEFAULT>                     \
+    void NAME(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,                                    \
+              const LocalTensor<uint8_t>& sharedTmpBuffer, const uint32_t calCount,                                \
+              pypto_emu::Site site = pypto_emu::Site::here())                                                       \
+    {                                                                                                               \
+        pypto_emu::AtSite at_site(site, #NAME);                                                                     \
+        PYPTO_MATH_TYPE(#NAME);                                                                                     \
+        static_assert(CONFIG_OK, #NAME ": the config template parameter (" #CONFIG_T                                \
+                                       ") is documented for the Ascend 950 only; keep the default on " \
+                                       PYPTO_VECTOR_TARGET);                                                       \
+        const char* what = #NAME;                                                                                   \
+        pypto_emu::math_apply<T>(what, dstTensor, &srcTensor, nullptr, T(), T(), &sharedTmpBuffer,                \
+                                 pypto_emu::math_count(calCount, what),                                             \
+                                 [&](auto x, auto, int32_t i) { (void)i; return EXPR; });                           \
+    }                                                                                                               \
+    template <typename T, bool isReuseSource = false, const CONFIG_T& config = CONFIG_DEFAULT>                     \
+    void NAME(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,                                    \
+              const LocalTensor<uint8_t>& sharedTmpBuffer, pypto_emu::Site site = pypto_emu::Site::here())          \
+    {                                                                                                               \
+        NAME<T, isReuseSource, config>(dstTensor, srcTensor, sharedTmpBuffer, srcTensor.GetSize(), site);           \
+    }                                                                                                               \
+    template <typename T, bool isReuseSource = false, const CONFIG_T& config = CONFIG_DEFAULT>                     \
+    void NAME(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor, const uint32_t calCount,           \
+              pypto_emu::Site site = pypto_emu::Site::here())                                                       \
+    {                                                                                                               \
+        pypto_emu::AtSite at_site(site, #NAME);                                                                     \
+        PYPTO_MATH_TYPE(#NAME);                                                                                     \
+        static_assert(CONFIG_OK, #NAME ": the config template parameter (" #CONFIG_T                                \
+                                       ") is documented for the Ascend 950 only; keep the default on " \
+                                       PYPTO_VECTOR_TARGET);                                                       \
+        const char* what = #NAME;                                                                                   \
+        pypto_emu::math_apply<T>(what, dstTensor, &srcTensor, nullptr, T(), T(), nullptr,                          \
+                                 pypto_emu::math_count(calCount, what),                                             \
+                                 [&](auto x, auto, int32_t i) { (void)i; return EXPR; });                           \
+    }                                                                                                               \
+    template <typename T, bool isReuseSource = false, const CONFIG_T& config = CONFIG_DEFAULT>                     \
+    void NAME(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,                                    \
+              pypto_emu::Site site = pypto_emu::Site::here())                                                       \
+    {                                                                                                               \
+        NAME<T, isReuseSource, config>(dstTensor, srcTensor, srcTensor.GetSize(), site);                            \
+    }
+
+namespace AscendC {
+
+// Sin and Cos: RADIAN_REDUCTION (950) takes the whole float range.
+PYPTO_MATH_UNARY(Sin, SinConfig, defaultSinConfig,
+                 pypto_emu::config_allowed || config.algo == SinAlgo::POLYNOMIAL_APPROXIMATION,
+                 std::sin(pypto_emu::in_trig_range(
+                     x, !pypto_emu::config_allowed || config.algo == SinAlgo::POLYNOMIAL_APPROXIMATION, i, what)))
+PYPTO_MATH_UNARY(Cos, CosConfig, defaultCosConfig,
+                 pypto_emu::config_allowed || config.algo == CosAlgo::POLYNOMIAL_APPROXIMATION,
+                 std::cos(pypto_emu::in_trig_range(
+                     x, !pypto_emu::config_allowed || config.algo == CosAlgo::POLYNOMIAL_APPROXIMATION, i, what)))
+PYPTO_MATH_UNARY(Tanh, TanhConfig, DEFAULT_TANH_CONFIG,
+                 pypto_emu::config_allowed || config.algo == TanhAlgo::INTRINSIC, std::tanh(x))
+PYPTO_MATH_UNARY(Erf, ErfConfig, defaultErfConfig,
+                 pypto_emu::config_allowed || config.algo == ErfAlgo::PADE_APPROXIMATION, std::erf(x))
+// Atan's POLYNOMIAL_APPROXIMATION (950) is documented for float only.
+PYPTO_MATH_UNARY(Atan, AtanConfig, defaultAtanConfig,
+                 (pypto_emu::config_allowed || config.algo == AtanAlgo::TAYLOR_EXPANSION) &&
+                     (config.algo == AtanAlgo::TAYLOR_EXPANSION || std::is_same_v<T, float>),
+                 std::atan(x))
+
+#undef PYPTO_MATH_UNARY
+
+// Sigmoid (激活函数): 1 / (1 + e^-x), in float.
+template <typename T, bool isReuseSource = false>
+void Sigmoid(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,
+             const LocalTensor<uint8_t>& sharedTmpBuffer, const uint32_t calCount,
+             pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "Sigmoid");
+    PYPTO_MATH_TYPE("Sigmoid");
+    pypto_emu::math_apply<T>("Sigmoid", dstTensor, &srcTensor, nullptr, T(), T(), &sharedTmpBuffer,
+                             pypto_emu::math_count(calCount, "Sigmoid"),
+                             [](float x, float, int32_t) { return 1.0f / (1.0f + std::exp(-x)); });
+}
+template <typename T, bool isReuseSource = false>
+void Sigmoid(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,
+             const LocalTensor<uint8_t>& sharedTmpBuffer, pypto_emu::Site site = pypto_emu::Site::here())
+{
+    Sigmoid<T, isReuseSource>(dstTensor, srcTensor, sharedTmpBuffer, srcTensor.GetSize(), site);
+}
+template <typename T, bool isReuseSource = false>
+void Sigmoid(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor, const uint32_t calCount,
+             pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "Sigmoid");
+    PYPTO_MATH_TYPE("Sigmoid");
+    pypto_emu::math_apply<T>("Sigmoid", dstTensor, &srcTensor, nullptr, T(), T(), nullptr,
+                             pypto_emu::math_count(calCount, "Sigmoid"),
+                             [](float x, float, int32_t) { return 1.0f / (1.0f + std::exp(-x)); });
+}
+template <typename T, bool isReuseSource = false>
+void Sigmoid(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,
+             pypto_emu::Site site = pypto_emu::Site::here())
+{
+    Sigmoid<T, isReuseSource>(dstTensor, srcTensor, srcTensor.GetSize(), site);
+}
+
+// Log (base e; no temporary buffer), Log2 (with or without one), Log10.
+template <typename T, bool isReuseSource = false>
+void Log(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor, uint32_t calCount,
+         pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "Log");
+    PYPTO_MATH_TYPE("Log");
+    pypto_emu::math_apply<T>("Log", dstTensor, &srcTensor, nullptr, T(), T(), nullptr,
+                             pypto_emu::math_count(calCount, "Log"),
+                             [](float x, float, int32_t) { return std::log(x); });
+}
+template <typename T, bool isReuseSource = false>
+void Log(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,
+         pypto_emu::Site site = pypto_emu::Site::here())
+{
+    Log<T, isReuseSource>(dstTensor, srcTensor, srcTensor.GetSize(), site);
+}
+template <typename T, bool isReuseSource = false>
+void Log2(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,
+          const LocalTensor<uint8_t>& sharedTmpBuffer, uint32_t calCount,
+          pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "Log2");
+    PYPTO_MATH_TYPE("Log2");
+    pypto_emu::math_apply<T>("Log2", dstTensor, &srcTensor, nullptr, T(), T(), &sharedTmpBuffer,
+                             pypto_emu::math_count(calCount, "Log2"),
+                             [](float x, float, int32_t) { return std::log2(x); });
+}
+template <typename T, bool isReuseSource = false>
+void Log2(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,
+          const LocalTensor<uint8_t>& sharedTmpBuffer, pypto_emu::Site site = pypto_emu::Site::here())
+{
+    Log2<T, isReuseSource>(dstTensor, srcTensor, sharedTmpBuffer, srcTensor.GetSize(), site);
+}
+template <typename T, bool isReuseSource = false>
+void Log2(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor, uint32_t calCount,
+          pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "Log2");
+    PYPTO_MATH_TYPE("Log2");
+    pypto_emu::math_apply<T>("Log2", dstTensor, &srcTensor, nullptr, T(), T(), nullptr,
+                             pypto_emu::math_count(calCount, "Log2"),
+                             [](float x, float, int32_t) { return std::log2(x); });
+}
+template <typename T, bool isReuseSource = false>
+void Log2(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,
+          pypto_emu::Site site = pypto_emu::Site::here())
+{
+    Log2<T, isReuseSource>(dstTensor, srcTensor, srcTensor.GetSize(), site);
+}
+template <typename T, bool isReuseSource = false>
+void Log10(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor, uint32_t calCount,
+           pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "Log10");
+    PYPTO_MATH_TYPE("Log10");
+    pypto_emu::math_apply<T>("Log10", dstTensor, &srcTensor, nullptr, T(), T(), nullptr,
+                             pypto_emu::math_count(calCount, "Log10"),
+                             [](float x, float, int32_t) { return std::log10(x); });
+}
+template <typename T, bool isReuseSource = false>
+void Log10(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,
+           pypto_emu::Site site = pypto_emu::Site::here())
+{
+    Log10<T, isReuseSource>(dstTensor, srcTensor, srcTensor.GetSize(), site);
+}
+
+// Exp, high-level form: e^x; the Taylor expansion's precision (its
+// `taylorExpandLevel` terms) is not modelled: the result is the float
+// exponential at every level.
+template <typename T, uint8_t taylorExpandLevel, bool isReuseSource = false>
+void Exp(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const LocalTensor<uint8_t>& sharedTmpBuffer,
+         const uint32_t calCount, pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "Exp");
+    PYPTO_MATH_TYPE("Exp");
+    pypto_emu::math_apply<T>("Exp", dstLocal, &srcLocal, nullptr, T(), T(), &sharedTmpBuffer,
+                             pypto_emu::math_count(calCount, "Exp"),
+                             [](float x, float, int32_t) { return std::exp(x); });
+}
+template <typename T, uint8_t taylorExpandLevel, bool isReuseSource = false>
+void Exp(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const uint32_t calCount,
+         pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "Exp");
+    PYPTO_MATH_TYPE("Exp");
+    pypto_emu::math_apply<T>("Exp", dstLocal, &srcLocal, nullptr, T(), T(), nullptr,
+                             pypto_emu::math_count(calCount, "Exp"),
+                             [](float x, float, int32_t) { return std::exp(x); });
+}
+
+// Power: src0 ^ src1 elementwise, with either side a scalar; each of the
+// three in four forms (sharedTmpBuffer or not, calCount or the whole
+// tensor). half and float follow the C library's powf (a negative base
+// with a non-integer exponent is NaN, x^0 is 1, 0^negative is inf).
+#define PYPTO_POWER_CHECKS                                                                                          \
+    PYPTO_REQUIRE_TYPE(power_type, "Power", PYPTO_POWER_TYPES);                                                     \
+    static_assert(pypto_emu::config_allowed || config.algo == PowerAlgo::INTRINSIC,                                 \
+                  "Power: the config template parameter (PowerConfig) is documented for the Ascend 950 only; "     \
+                  "keep the default on " PYPTO_VECTOR_TARGET)
+#define PYPTO_POWER_FN [](auto x, auto y, int32_t) { return pypto_emu::power_of(x, y); }
+
+template <typename T, bool isReuseSource = false, const PowerConfig& config = defaultPowerConfig>
+void Power(const LocalTensor<T>& dstTensor, const LocalTensor<T>& src0Tensor, const LocalTensor<T>& src1Tensor,
+           const LocalTensor<uint8_t>& sharedTmpBuffer, uint32_t calCount,
+           pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "Power");
+    PYPTO_POWER_CHECKS;
+    pypto_emu::math_apply<T>("Power", dstTensor, &src0Tensor, &src1Tensor, T(), T(), &sharedTmpBuffer,
+                             pypto_emu::math_count(calCount, "Power"), PYPTO_POWER_FN);
+}
+template <typename T, bool isReuseSource = false, const PowerConfig& config = defaultPowerConfig>
+void Power(const LocalTensor<T>& dstTensor, const LocalTensor<T>& src0Tensor, const LocalTensor<T>& src1Tensor,
+           const LocalTensor<uint8_t>& sharedTmpBuffer, pypto_emu::Site site = pypto_emu::Site::here())
+{
+    Power<T, isReuseSource, config>(dstTensor, src0Tensor, src1Tensor, sharedTmpBuffer, src0Tensor.GetSize(), site);
+}
+template <typename T, bool isReuseSource = false, const PowerConfig& config = defaultPowerConfig>
+void Power(const LocalTensor<T>& dstTensor, const LocalTensor<T>& src0Tensor, const LocalTensor<T>& src1Tensor,
+           uint32_t calCount, pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "Power");
+    PYPTO_POWER_CHECKS;
+    pypto_emu::math_apply<T>("Power", dstTensor, &src0Tensor, &src1Tensor, T(), T(), nullptr,
+                             pypto_emu::math_count(calCount, "Power"), PYPTO_POWER_FN);
+}
+template <typename T, bool isReuseSource = false, const PowerConfig& config = defaultPowerConfig>
+void Power(const LocalTensor<T>& dstTensor, const LocalTensor<T>& src0Tensor, const LocalTensor<T>& src1Tensor,
+           pypto_emu::Site site = pypto_emu::Site::here())
+{
+    Power<T, isReuseSource, config>(dstTensor, src0Tensor, src1Tensor, src0Tensor.GetSize(), site);
+}
+
+template <typename T, bool isReuseSource = false, const PowerConfig& config = defaultPowerConfig>
+void Power(const LocalTensor<T>& dstTensor, const LocalTensor<T>& src0Tensor, const T& src1Scalar,
+           const LocalTensor<uint8_t>& sharedTmpBuffer, uint32_t calCount,
+           pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "Power");
+    PYPTO_POWER_CHECKS;
+    pypto_emu::math_apply<T>("Power", dstTensor, &src0Tensor, nullptr, T(), src1Scalar, &sharedTmpBuffer,
+                             pypto_emu::math_count(calCount, "Power"), PYPTO_POWER_FN);
+}
+template <typename T, bool isReuseSource = false, const PowerConfig& config = defaultPowerConfig>
+void Power(const LocalTensor<T>& dstTensor, const LocalTensor<T>& src0Tensor, const T& src1Scalar,
+           const LocalTensor<uint8_t>& sharedTmpBuffer, pypto_emu::Site site = pypto_emu::Site::here())
+{
+    Power<T, isReuseSource, config>(dstTensor, src0Tensor, src1Scalar, sharedTmpBuffer, src0Tensor.GetSize(), site);
+}
+template <typename T, bool isReuseSource = false, const PowerConfig& config = defaultPowerConfig>
+void Power(const LocalTensor<T>& dstTensor, const LocalTensor<T>& src0Tensor, const T& src1Scalar,
+           uint32_t calCount, pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "Power");
+    PYPTO_POWER_CHECKS;
+    pypto_emu::math_apply<T>("Power", dstTensor, &src0Tensor, nullptr, T(), src1Scalar, nullptr,
+                             pypto_emu::math_count(calCount, "Power"), PYPTO_POWER_FN);
+}
+template <typename T, bool isReuseSource = false, const PowerConfig& config = defaultPowerConfig>
+void Power(const LocalTensor<T>& dstTensor, const LocalTensor<T>& src0Tensor, const T& src1Scalar,
+           pypto_emu::Site site = pypto_emu::Site::here())
+{
+    Power<T, isReuseSource, config>(dstTensor, src0Tensor, src1Scalar, src0Tensor.GetSize(), site);
+}
+
+template <typename T, bool isReuseSource = false, const PowerConfig& config = defaultPowerConfig>
+void Power(const LocalTensor<T>& dstTensor, const T& src0Scalar, const LocalTensor<T>& src1Tensor,
+           const LocalTensor<uint8_t>& sharedTmpBuffer, uint32_t calCount,
+           pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "Power");
+    PYPTO_POWER_CHECKS;
+    pypto_emu::math_apply<T>("Power", dstTensor, nullptr, &src1Tensor, src0Scalar, T(), &sharedTmpBuffer,
+                             pypto_emu::math_count(calCount, "Power"), PYPTO_POWER_FN);
+}
+template <typename T, bool isReuseSource = false, const PowerConfig& config = defaultPowerConfig>
+void Power(const LocalTensor<T>& dstTensor, const T& src0Scalar, const LocalTensor<T>& src1Tensor,
+           const LocalTensor<uint8_t>& sharedTmpBuffer, pypto_emu::Site site = pypto_emu::Site::here())
+{
+    Power<T, isReuseSource, config>(dstTensor, src0Scalar, src1Tensor, sharedTmpBuffer, src1Tensor.GetSize(), site);
+}
+template <typename T, bool isReuseSource = false, const PowerConfig& config = defaultPowerConfig>
+void Power(const LocalTensor<T>& dstTensor, const T& src0Scalar, const LocalTensor<T>& src1Tensor,
+           uint32_t calCount, pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "Power");
+    PYPTO_POWER_CHECKS;
+    pypto_emu::math_apply<T>("Power", dstTensor, nullptr, &src1Tensor, src0Scalar, T(), nullptr,
+                             pypto_emu::math_count(calCount, "Power"), PYPTO_POWER_FN);
+}
+template <typename T, bool isReuseSource = false, const PowerConfig& config = defaultPowerConfig>
+void Power(const LocalTensor<T>& dstTensor, const T& src0Scalar, const LocalTensor<T>& src1Tensor,
+           pypto_emu::Site site = pypto_emu::Site::here())
+{
+    Power<T, isReuseSource, config>(dstTensor, src0Scalar, src1Tensor, src1Tensor.GetSize(), site);
+}
+
+#undef PYPTO_POWER_CHECKS
+#undef PYPTO_POWER_FN
+
+} // namespace AscendC
+
+#undef PYPTO_MATH_TYPE
