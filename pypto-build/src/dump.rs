@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::model::{DimSize, Kernel, Model, ParamKind, SizeOf, TemplateArg};
+use crate::model::{DimSize, Kernel, Model, ParamKind, SizeOf, TemplateArg, TilingValue};
 
 /// The whole model, kernels in model order.
 pub fn model(model: &Model) -> String {
@@ -44,6 +44,29 @@ fn write_kernel(out: &mut String, k: &Kernel) -> std::fmt::Result {
             })
             .collect();
         writeln!(out, "  tmpl args {}", args.join(" "))?;
+    }
+    if let Some(t) = &k.tiling {
+        let fields: Vec<String> = t
+            .fields
+            .iter()
+            .map(|f| {
+                let value = match &f.value {
+                    TilingValue::Int(v) => v.to_string(),
+                    TilingValue::Float(v) => format!("{v:?}"),
+                    TilingValue::Size(SizeOf::Axis(p, a)) => format!("{}.{a}", k.params[*p].name),
+                    TilingValue::Size(SizeOf::Numel(p)) => format!("{}.numel", k.params[*p].name),
+                    TilingValue::Scalar(p) => k.params[*p].name.clone(),
+                };
+                format!("{}={value}", f.name)
+            })
+            .collect();
+        writeln!(
+            out,
+            "  tiling    {} (entry parameter {}) {}",
+            t.struct_name,
+            t.at,
+            fields.join(" ")
+        )?;
     }
     if !k.defines.is_empty() {
         let defines: Vec<String> = k.defines.iter().map(|(n, v)| format!("{n}={v}")).collect();

@@ -7,7 +7,7 @@
 use serde_json::{Map, Value as Json, json};
 
 use crate::contract::CoreKind;
-use crate::model::{MAX_RANK, MAX_SIZE};
+use crate::model::{MAX_PARAMS, MAX_RANK, MAX_SIZE};
 use crate::tables::{DType, Target};
 
 /// One key of a mapping with fixed keys.
@@ -48,6 +48,8 @@ pub(crate) enum Kind {
         min: Option<i64>,
         max: Option<i64>,
     },
+    /// A number, integer or not.
+    Number,
     /// Any of these.
     AnyOf(&'static [Kind]),
 }
@@ -131,6 +133,14 @@ pub(crate) const KERNEL: &[Field] = &[
                       (`x.1`, `x.last`, `x.numel`).",
     },
     Field {
+        key: "tiling",
+        kind: Kind::Keys(TILING),
+        required: false,
+        description: "`source:` kernels only: a struct the source defines, built by the launch \
+                      from the spec's values field by field and passed by value as one of the \
+                      entry's arguments (a vendor kernel's tiling data).",
+    },
+    Field {
         key: "blocks",
         kind: Kind::AnyOf(&[
             Kind::Integer {
@@ -209,6 +219,46 @@ pub(crate) const KERNEL: &[Field] = &[
         required: false,
         description: "Macros defined for every compile of the kernel's source or template, on \
                       every backend (a vendor source's `SCENARIO_NUM: 2`).",
+    },
+];
+
+/// The keys of a `source:` kernel's `tiling:`.
+pub(crate) const TILING: &[Field] = &[
+    Field {
+        key: "struct",
+        kind: Kind::Word(None),
+        required: true,
+        description: "The struct's name, as the source (or a header it includes) defines it: a \
+                      plain struct of integer, bool and floating-point fields.",
+    },
+    Field {
+        key: "fields",
+        kind: Kind::Named {
+            value: &Kind::AnyOf(&[
+                Kind::Integer {
+                    min: None,
+                    max: None,
+                },
+                Kind::Number,
+                Kind::Word(None),
+            ]),
+            item: "A field's value: an integer, a number, a size (`x.numel`, `x.last`, `x.N`) \
+                   or a scalar param's name (its value then travels in the struct, not as an \
+                   entry argument).",
+            may_be_empty: false,
+        },
+        required: true,
+        description: "Every field of the struct, by name, with its value.",
+    },
+    Field {
+        key: "at",
+        kind: Kind::Integer {
+            min: Some(0),
+            max: Some(MAX_PARAMS as i64),
+        },
+        required: false,
+        description: "The entry parameter, counted from 0, that takes the struct; by default \
+                      the last, after the params.",
     },
 ];
 
@@ -349,6 +399,7 @@ fn kind_schema(kind: &Kind) -> Json {
         Kind::Word(None) => json!({ "type": ["string", "integer"] }),
         Kind::Word(Some(words)) => json!({ "enum": words }),
         Kind::Bool => json!({ "type": "boolean" }),
+        Kind::Number => json!({ "type": "number" }),
         Kind::Integer { min, max } => {
             let mut s = json!({ "type": "integer" });
             if let Some(min) = min {
@@ -379,7 +430,7 @@ mod tests {
 
     #[test]
     fn every_mapping_lists_its_keys_once() {
-        for fields in [TOP, KERNEL, PARAM] {
+        for fields in [TOP, KERNEL, PARAM, TILING] {
             let keys = keys(fields);
             for (i, k) in keys.iter().enumerate() {
                 assert!(!keys[..i].contains(k), "{k} twice");

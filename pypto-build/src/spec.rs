@@ -54,6 +54,8 @@ pub(crate) struct KernelSpec {
     pub options: Vec<(Sp<String>, Node)>,
     /// Preprocessor macros (`defines: { SCENARIO_NUM: 2 }`), as written.
     pub defines: Vec<(Sp<String>, Node)>,
+    /// A struct the launch builds and passes to the entry (`tiling:`).
+    pub tiling: Option<TilingSpec>,
     /// The keys written, valid or not, so that a key given with a bad value
     /// is not also reported as missing.
     pub given: Vec<String>,
@@ -71,6 +73,17 @@ pub(crate) struct ParamSpec {
     pub value: Option<Sp<String>>,
     /// The keys written, valid or not.
     pub given: Vec<String>,
+}
+
+/// A `source:` kernel's `tiling:`, as written.
+#[derive(Debug)]
+pub(crate) struct TilingSpec {
+    /// Where `tiling:` was written.
+    pub pos: Pos,
+    pub struct_name: Option<Sp<String>>,
+    /// `(field, value)` in spec order.
+    pub fields: Vec<(Sp<String>, Node)>,
+    pub at: Option<Node>,
 }
 
 #[derive(Debug)]
@@ -227,6 +240,7 @@ fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<Ker
     {
         defines = list.into_iter().map(|(k, v)| (k, v.clone())).collect();
     }
+    let tiling = find(&entries, "tiling").and_then(|(key, n)| read_tiling(&ctx, key.pos, n, sink));
     Some(KernelSpec {
         name,
         doc,
@@ -242,7 +256,46 @@ fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<Ker
         statics_pos,
         options,
         defines,
+        tiling,
         given: keys_of(&entries),
+    })
+}
+
+fn read_tiling(kernel_ctx: &str, pos: Pos, node: &Node, sink: &mut Sink<'_>) -> Option<TilingSpec> {
+    let ctx = format!("{kernel_ctx}, `tiling`");
+    let entries = mapping(node, &ctx, sink)?;
+    check_keys(&entries, grammar::TILING, &ctx, sink);
+    let struct_name = read_leaf(&entries, grammar::TILING, "struct", &ctx, sink);
+    if struct_name.is_none() && find(&entries, "struct").is_none() {
+        sink.error(
+            pos,
+            format!("{ctx}: no `struct`; name the struct the source defines for the entry"),
+        );
+    }
+    let mut fields = Vec::new();
+    match find(&entries, "fields") {
+        Some((key, n)) if n.value == Value::Null => {
+            sink.error(
+                key.pos,
+                format!("{ctx}: `fields` is empty; give every field a value"),
+            );
+        }
+        Some((_, n)) => {
+            if let Some(list) = mapping(n, &format!("{ctx}, `fields`"), sink) {
+                fields = list.into_iter().map(|(k, v)| (k, v.clone())).collect();
+            }
+        }
+        None => sink.error(
+            pos,
+            format!("{ctx}: no `fields`; give every field of the struct a value"),
+        ),
+    }
+    let at = find(&entries, "at").map(|(_, n)| n.clone());
+    Some(TilingSpec {
+        pos,
+        struct_name,
+        fields,
+        at,
     })
 }
 

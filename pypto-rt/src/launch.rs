@@ -497,6 +497,11 @@ layout! {
 /// 0, or non-zero with a message in `err`.
 pub type HostEntry = unsafe extern "C" fn(launch: *mut HostLaunch) -> i32;
 
+/// What a launch stub returns when a value of a `source:` kernel's
+/// `tiling:` struct does not fit its field (pypto-build writes the same
+/// number into the stub).
+const TILING_RANGE_STATUS: u32 = 0x7074_0001;
+
 /// The NPU launch stub of one compiled specialisation for one architecture
 /// (compiled by bisheng): enqueues `kernel<<<block_num, nullptr, stream>>>`
 /// with `args` (each tensor's device address, then the tiling's, then the
@@ -1500,10 +1505,16 @@ unsafe fn run_on_npu(
         // tensor notes it below, and the tiling is cached or freed later).
         let status = unsafe { entry(blocks, raw, args.as_mut_ptr()) };
         if status != 0 {
+            let message = if status as u32 == TILING_RANGE_STATUS {
+                "a `tiling:` field's value does not fit its type in the struct (the host \
+                 backend's error names the field)"
+            } else {
+                ""
+            };
             return Err(Error::Acl {
                 call: "kernel launch",
                 code: status,
-                message: String::new(),
+                message: message.to_owned(),
             });
         }
         Ok(())

@@ -14,7 +14,9 @@ use crate::contract;
 use crate::diag::{Diagnostic, Pos, Sink, display_path};
 use crate::error::Error;
 use crate::library;
-use crate::model::{CoreKind, DimSize, ParamKind, SizeOf, Target, TemplateArg, TemplateRef};
+use crate::model::{
+    CoreKind, DimSize, EntryArg, ParamKind, SizeOf, Target, TemplateArg, TemplateRef, TilingValue,
+};
 
 /// One rendered source file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -622,7 +624,12 @@ fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path, file_name: &str) 
     if k.targets == [Target::Ascend950PR] {
         out.push_str("#if defined(PYPTO_HOST_BACKEND)\n#define PYPTO_TARGET_950 1\n#endif\n");
     }
-    out.push_str("#include \"kernel_operator.h\"\n#if defined(PYPTO_HOST_BACKEND)\n");
+    out.push_str("#include \"kernel_operator.h\"\n");
+    if k.tiling.is_some() {
+        // The `tiling:` checks' traits, on both backends.
+        out.push_str("#include <type_traits>\n");
+    }
+    out.push_str("#if defined(PYPTO_HOST_BACKEND)\n");
     for header in STD_HEADERS {
         let _ = writeln!(out, "#include <{header}>");
     }
@@ -675,7 +682,10 @@ fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path, file_name: &str) 
     let _ = writeln!(
         out,
         "#define main {}\n#if defined(PYPTO_HOST_BACKEND)\n\
-         #define ASCENDC_CPU_DEBUG 1\n#define __CCE_KT_TEST__ 1\nnamespace {{\n#endif",
+         #define ASCENDC_CPU_DEBUG 1\n#define __CCE_KT_TEST__ 1\n\
+         // In the namespace, an entry another copy of the source launches is unused.\n\
+         #pragma GCC diagnostic push\n#pragma GCC diagnostic ignored \"-Wunused-function\"\n\
+         namespace {{\n#endif",
         plan.c_symbol(index, "main")
     );
     let _ = writeln!(out, "// ---- source {} ----", k.template);
@@ -697,7 +707,7 @@ fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path, file_name: &str) 
     }
     let _ = writeln!(
         out,
-        "#if defined(PYPTO_HOST_BACKEND)\n}} // namespace\n#undef ASCENDC_CPU_DEBUG\n\
+        "#if defined(PYPTO_HOST_BACKEND)\n}} // namespace\n#pragma GCC diagnostic pop\n#undef ASCENDC_CPU_DEBUG\n\
          #undef __CCE_KT_TEST__\n#endif\n#undef main\n\
          // The code below names the renamed symbols itself.\n#undef {entry}"
     );
@@ -705,36 +715,65 @@ fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path, file_name: &str) 
         let _ = writeln!(out, "#undef {name}");
     }
     undefine_macros(&mut out, k);
+    tiling_checks(&mut out, plan, index, file_name);
     entry_check(&mut out, plan, index, file_name);
+    // Each param's expression, host and NPU; the entry takes them in
+    // `entry_args` order (a `tiling:` struct among them).
     let mut tensor = 0usize;
     let mut scalar = 0usize;
-    let mut host_args = Vec::new();
-    let mut device_args = Vec::new();
+    let mut host_param = Vec::new();
+    let mut device_param = Vec::new();
     for p in &k.params {
         match &p.kind {
             ParamKind::Tensor { .. } => {
-                host_args.push(format!("static_cast<GM_ADDR>(launch->args[{tensor}])"));
-                device_args.push(format!("static_cast<uint8_t*>(args[{tensor}])"));
+                // To the entry's `GM_ADDR` or `__gm__ T*`, whichever it takes.
+                host_param.push(format!(
+                    "pypto_gm_arg{{static_cast<GM_ADDR>(launch->args[{tensor}])}}"
+                ));
+                device_param.push(format!("args[{tensor}]"));
                 tensor += 1;
             }
             ParamKind::Scalar(dtype) => {
-                let value = format!(
-                    "pypto_scalar<{}>(pypto_tiling.scalar[{scalar}])",
-                    dtype.cpp_type()
-                );
-                host_args.push(value.clone());
-                device_args.push(value);
+                let value = scalar_expr(dtype.cpp_type(), scalar);
+                host_param.push(value.clone());
+                device_param.push(value);
                 scalar += 1;
             }
         }
     }
+    let mut host_args = Vec::new();
+    let mut device_args = Vec::new();
+    for (i, arg) in k.entry_args().iter().enumerate() {
+        match arg {
+            EntryArg::Param(p) => {
+                host_args.push(host_param[*p].clone());
+                device_args.push(match &k.params[*p].kind {
+                    ParamKind::Tensor { .. } => format!(
+                        "(typename pypto_npu_param<decltype({}), {i}>::type)({})",
+                        entry_instance(plan, index),
+                        device_param[*p]
+                    ),
+                    ParamKind::Scalar(_) => device_param[*p].clone(),
+                });
+            }
+            EntryArg::Tiling => {
+                host_args.push("pypto_tiling_struct".to_owned());
+                device_args.push("pypto_tiling_struct".to_owned());
+            }
+        }
+    }
+    let (host_build, npu_build) = tiling_build(plan, index);
     let _ = writeln!(
         out,
         "\n// ---- host backend launch shim ----\n#if defined(PYPTO_HOST_BACKEND)\n\
+         namespace {{\n// A tensor's address, as the entry's `GM_ADDR` or `__gm__ T*`.\n\
+         struct pypto_gm_arg {{\n    GM_ADDR pypto_address;\n    \
+         template <typename PyptoT>\n    operator PyptoT*() const {{ return reinterpret_cast<PyptoT*>(pypto_address); }}\n}};\n\
+         }} // namespace\n\
          extern \"C\" int32_t {}(pypto_emu::HostLaunch* launch)\n{{\n    \
          return pypto_emu::{}(launch, [&] {{\n        PyptoTiling pypto_tiling;\n        \
          pypto_load_tiling(pypto_tiling, reinterpret_cast<GM_ADDR>(const_cast<uint8_t*>(launch->tiling)));\n        \
-         (void)pypto_tiling;\n        pypto_emu::EntryCall<pypto_entry_ok>::call(&{}, {});\n    }});\n}}\n#endif",
+         (void)pypto_tiling;\n{host_build}        pypto_emu::EntryCall<pypto_entry_ok>::call(&{}, {});\n    }});\n}}\n#endif",
         plan.host_symbol(index),
         block_runner(plan),
         entry_instance(plan, index),
@@ -745,9 +784,17 @@ fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path, file_name: &str) 
         "\n// ---- NPU launch stub (compiled by bisheng; args are device addresses, then\n\
          // the tiling's device and host addresses; scalars are read from the host copy) ----\n\
          #if !defined(PYPTO_HOST_BACKEND)\n\
+         // The type of an entry's I-th parameter: a tensor's address is cast to it.\n\
+         template <unsigned PyptoI, typename... PyptoA>\nstruct pypto_npu_nth {{\n    using type = void;\n}};\n\
+         template <typename PyptoH, typename... PyptoT>\nstruct pypto_npu_nth<0, PyptoH, PyptoT...> {{\n    using type = PyptoH;\n}};\n\
+         template <unsigned PyptoI, typename PyptoH, typename... PyptoT>\n\
+         struct pypto_npu_nth<PyptoI, PyptoH, PyptoT...> : pypto_npu_nth<PyptoI - 1, PyptoT...> {{}};\n\
+         template <typename PyptoF, unsigned PyptoI>\nstruct pypto_npu_param;\n\
+         template <typename PyptoR, typename... PyptoA, unsigned PyptoI>\n\
+         struct pypto_npu_param<PyptoR(PyptoA...), PyptoI> : pypto_npu_nth<PyptoI, PyptoA...> {{}};\n\
          extern \"C\" int32_t {}(uint32_t block_num, void* stream, void** args)\n{{\n    \
          const PyptoTiling& pypto_tiling = *static_cast<const PyptoTiling*>(args[{}]);\n    \
-         (void)pypto_tiling;\n{}    {}<<<block_num, nullptr, stream>>>({});\n    return 0;\n}}\n#endif",
+         (void)pypto_tiling;\n{npu_build}{}    {}<<<block_num, nullptr, stream>>>({});\n    return 0;\n}}\n#endif",
         plan.npu_symbol(index),
         tensor + 1,
         fake_npu_cores(plan),
@@ -755,6 +802,285 @@ fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path, file_name: &str) 
         device_args.join(", ")
     );
     out
+}
+
+/// A scalar param's value, read from the launch's tiling.
+fn scalar_expr(cpp_type: &str, slot: usize) -> String {
+    format!("pypto_scalar<{cpp_type}>(pypto_tiling.scalar[{slot}])")
+}
+
+/// What a `tiling:` struct's NPU stub returns when a value does not fit
+/// its field (pypto-rt's `TILING_RANGE_STATUS`).
+const TILING_RANGE_STATUS: u32 = 0x7074_0001;
+
+/// A `tiling:` field's value as a C++ expression (`unsigned long long`,
+/// `long long`, `double` or a scalar's type), and whether it is known
+/// when the kernel is built.
+fn tiling_value(plan: &Plan<'_>, index: usize, value: &TilingValue) -> (String, bool) {
+    let k = plan.kernel;
+    let dims_of = |of: &SizeOf| -> Vec<usize> {
+        match of {
+            SizeOf::Axis(p, a) => match &k.params[*p].kind {
+                ParamKind::Tensor { axes, .. } => vec![axes[*a].dim],
+                ParamKind::Scalar(_) => Vec::new(),
+            },
+            SizeOf::Numel(p) => match &k.params[*p].kind {
+                ParamKind::Tensor { axes, .. } => axes.iter().map(|a| a.dim).collect(),
+                ParamKind::Scalar(_) => Vec::new(),
+            },
+        }
+    };
+    match value {
+        TilingValue::Int(v) if *v == i128::from(i64::MIN) => {
+            ("(-9223372036854775807ll - 1)".to_owned(), true)
+        }
+        TilingValue::Int(v) if *v < 0 => (format!("({v}ll)"), true),
+        TilingValue::Int(v) if *v > i128::from(i64::MAX) => (format!("{v}ull"), true),
+        TilingValue::Int(v) => (format!("{v}ll"), true),
+        TilingValue::Float(v) => (format!("{v:?}"), true),
+        TilingValue::Size(of) => {
+            let dims = dims_of(of);
+            let sizes: Vec<String> = dims.iter().map(|&d| dim_expr(plan, index, d)).collect();
+            let constant = dims
+                .iter()
+                .all(|&d| !matches!(k.dims[d].size, DimSize::Dynamic));
+            (
+                format!("static_cast<unsigned long long>({})", product(&sizes)),
+                constant,
+            )
+        }
+        TilingValue::Scalar(p) => {
+            let slot = k.params[..*p]
+                .iter()
+                .filter(|q| matches!(q.kind, ParamKind::Scalar(_)))
+                .count();
+            let cpp = match &k.params[*p].kind {
+                ParamKind::Scalar(dtype) => dtype.cpp_type(),
+                ParamKind::Tensor { .. } => "uint64_t",
+            };
+            (scalar_expr(cpp, slot), false)
+        }
+    }
+}
+
+/// After a brought source with `tiling:`, on both backends: the field
+/// setters the launch code calls, and compile-time checks located at the
+/// spec: the struct is a plain struct, each field exists and takes its
+/// value's kind, literal and built-in sizes fit, and every field is given.
+fn tiling_checks(out: &mut String, plan: &Plan<'_>, index: usize, file_name: &str) {
+    let k = plan.kernel;
+    let Some(t) = &k.tiling else {
+        return;
+    };
+    let spec = lines::c_string(&display_path(&k.origin.path));
+    let resume = |out: &mut String| {
+        let _ = writeln!(
+            out,
+            "#line {} {}",
+            out.lines().count() + 2,
+            lines::c_string(file_name)
+        );
+    };
+    let s = &t.struct_name;
+    out.push_str(
+        "\n// ---- the `tiling:` struct's fields, checked against the spec and set ----\n\
+         namespace {\n\
+         // Converts to anything: counts the fields of an aggregate.\n\
+         struct pypto_tiling_any {\n    template <typename PyptoT>\n    operator PyptoT() const;\n};\n\
+         template <typename PyptoT, typename... PyptoA>\n\
+         constexpr decltype(void(PyptoT{PyptoA{}...}), true) pypto_tiling_takes(int) { return true; }\n\
+         template <typename PyptoT, typename... PyptoA>\nconstexpr bool pypto_tiling_takes(...) { return false; }\n\
+         // PyptoA field the spec may set: an integer, bool or floating-point one.\n\
+         template <typename PyptoF>\nconstexpr bool pypto_tiling_number()\n{\n    \
+         return std::is_arithmetic<PyptoF>::value && !std::is_const<PyptoF>::value;\n}\n\
+         // Field type PyptoF accepts a value of type PyptoV: no number into an integer field.\n\
+         template <typename PyptoF, typename PyptoV>\nconstexpr bool pypto_tiling_kind_ok()\n{\n    \
+         return !(std::is_integral<PyptoF>::value && !std::is_integral<PyptoV>::value);\n}\n\
+         // Field type PyptoF holds value pypto_v exactly (integers), or at all (floats).\n\
+         template <typename PyptoF, typename PyptoV>\nconstexpr bool pypto_tiling_fits(PyptoV pypto_v)\n{\n    \
+         if constexpr (std::is_same<PyptoF, bool>::value) {\n        return pypto_v == PyptoV(0) || pypto_v == PyptoV(1);\n    \
+         } else if constexpr (std::is_integral<PyptoF>::value && std::is_integral<PyptoV>::value) {\n        \
+         constexpr unsigned pypto_bits = 8 * sizeof(PyptoF) - (std::is_signed<PyptoF>::value ? 1 : 0);\n        \
+         constexpr unsigned long long pypto_max = pypto_bits >= 64 ? ~0ull : (1ull << pypto_bits) - 1;\n        \
+         if constexpr (std::is_signed<PyptoV>::value) {\n            if (pypto_v < PyptoV(0)) {\n                \
+         return std::is_signed<PyptoF>::value && (0ull - static_cast<unsigned long long>(pypto_v)) <= pypto_max + 1;\n            \
+         }\n        }\n        return static_cast<unsigned long long>(pypto_v) <= pypto_max;\n    \
+         } else if constexpr (std::is_floating_point<PyptoF>::value && sizeof(PyptoF) == 4 && std::is_floating_point<PyptoV>::value) {\n        \
+         return pypto_v <= PyptoV(3.4028234663852886e38) && pypto_v >= PyptoV(-3.4028234663852886e38);\n    \
+         } else {\n        return pypto_tiling_kind_ok<PyptoF, PyptoV>();\n    }\n}\n",
+    );
+    let at = |out: &mut String, pos: Pos, cond: &str, message: &str| {
+        let _ = writeln!(
+            out,
+            "static_assert(\n#line {} {spec}\n{:indent$}{cond}, {message});",
+            pos.line,
+            "",
+            indent = pos.column.saturating_sub(1) as usize
+        );
+    };
+    let _ = writeln!(
+        out,
+        "constexpr bool pypto_tiling_plain = std::is_class<{s}>::value && \
+         std::is_aggregate<{s}>::value && std::is_trivially_copyable<{s}>::value;"
+    );
+    let message = lines::c_string(&format!(
+        "kernel `{}`, `tiling`: `{s}` is not a plain struct (an aggregate of fields, \
+         trivially copyable), which the launch builds field by field and copies",
+        k.name
+    ));
+    at(out, t.pos, "pypto_tiling_plain", &message);
+    resume(out);
+    let mut all_found = Vec::new();
+    for (i, f) in t.fields.iter().enumerate() {
+        let name = &f.name;
+        let (expr, constant) = tiling_value(plan, index, &f.value);
+        let _ = writeln!(
+            out,
+            "template <typename PyptoT, typename = void>\nstruct pypto_tiling_f{i} {{\n    \
+             static constexpr bool found = false;\n    using type = int;\n}};\n\
+             template <typename PyptoT>\nstruct pypto_tiling_f{i}<PyptoT, decltype(void(std::declval<PyptoT&>().{name}))> {{\n    \
+             static constexpr bool found = true;\n    \
+             using type = typename std::remove_reference<decltype(std::declval<PyptoT&>().{name})>::type;\n}};\n\
+             template <typename PyptoT, typename PyptoV>\nbool pypto_tiling_set{i}(PyptoT& pypto_s, PyptoV pypto_v)\n{{\n    \
+             using PyptoF = typename pypto_tiling_f{i}<PyptoT>::type;\n    \
+             if constexpr (pypto_tiling_f{i}<PyptoT>::found && pypto_tiling_number<PyptoF>() && pypto_tiling_kind_ok<PyptoF, PyptoV>()) {{\n        \
+             if (!pypto_tiling_fits<PyptoF>(pypto_v)) {{\n            return false;\n        }}\n        \
+             pypto_s.{name} = static_cast<PyptoF>(pypto_v);\n    }}\n    return true;\n}}\n\
+             using pypto_tiling_t{i} = typename pypto_tiling_f{i}<{s}>::type;\n\
+             using pypto_tiling_v{i} = decltype({expr_type});\n\
+             constexpr bool pypto_tiling_found{i} = !pypto_tiling_plain || pypto_tiling_f{i}<{s}>::found;",
+            expr_type = match &f.value {
+                TilingValue::Int(v) if *v > i128::from(i64::MAX) => "0ull".to_owned(),
+                TilingValue::Int(_) => "0ll".to_owned(),
+                TilingValue::Float(_) => "0.0".to_owned(),
+                TilingValue::Size(_) => "0ull".to_owned(),
+                TilingValue::Scalar(p) => match &k.params[*p].kind {
+                    ParamKind::Scalar(dtype) => format!("std::declval<{}>()", dtype.cpp_type()),
+                    ParamKind::Tensor { .. } => "0ull".to_owned(),
+                },
+            }
+        );
+        let said = match &f.value {
+            TilingValue::Int(v) => format!("the integer {v}"),
+            TilingValue::Float(v) => format!("the number {v:?}"),
+            TilingValue::Size(_) => "a size".to_owned(),
+            TilingValue::Scalar(p) => format!("scalar `{}`", k.params[*p].name),
+        };
+        let message = lines::c_string(&format!(
+            "kernel `{}`, `tiling`, field `{name}`: `{s}` has no field `{name}`",
+            k.name
+        ));
+        at(out, f.pos, &format!("pypto_tiling_found{i}"), &message);
+        resume(out);
+        let _ = writeln!(
+            out,
+            "constexpr bool pypto_tiling_number{i} = !pypto_tiling_plain || !pypto_tiling_found{i} || \
+             pypto_tiling_number<pypto_tiling_t{i}>();"
+        );
+        let message = lines::c_string(&format!(
+            "kernel `{}`, `tiling`, field `{name}`: `{s}::{name}` is not an integer, bool or \
+             floating-point field the launch can set (a const, array, pointer or class \
+             field); give the struct plain numeric fields",
+            k.name
+        ));
+        at(out, f.pos, &format!("pypto_tiling_number{i}"), &message);
+        resume(out);
+        let _ = writeln!(
+            out,
+            "constexpr bool pypto_tiling_kind{i} = !pypto_tiling_plain || !pypto_tiling_found{i} || \
+             pypto_tiling_kind_ok<pypto_tiling_t{i}, pypto_tiling_v{i}>();"
+        );
+        let message = lines::c_string(&format!(
+            "kernel `{}`, `tiling`, field `{name}`: `{s}::{name}` is an integer field, and the \
+             spec gives it {said}, which is not an integer",
+            k.name
+        ));
+        at(out, f.pos, &format!("pypto_tiling_kind{i}"), &message);
+        resume(out);
+        if constant {
+            let _ = writeln!(
+                out,
+                "constexpr bool pypto_tiling_fit{i} = !pypto_tiling_plain || !pypto_tiling_found{i} || \
+                 !pypto_tiling_number<pypto_tiling_t{i}>() || \
+                 !pypto_tiling_kind_ok<pypto_tiling_t{i}, pypto_tiling_v{i}>() || \
+                 pypto_tiling_fits<pypto_tiling_t{i}>({expr});"
+            );
+            let value = match &f.value {
+                TilingValue::Size(_) => {
+                    let (e, _) = tiling_value(plan, index, &f.value);
+                    format!(
+                        "a size ({})",
+                        e.trim_start_matches("static_cast<unsigned long long>(")
+                            .trim_end_matches(')')
+                    )
+                }
+                _ => said.clone(),
+            };
+            let message = lines::c_string(&format!(
+                "kernel `{}`, `tiling`, field `{name}`: the type of `{s}::{name}` cannot hold \
+                 {value}",
+                k.name
+            ));
+            at(out, f.pos, &format!("pypto_tiling_fit{i}"), &message);
+            resume(out);
+        }
+        all_found.push(format!("pypto_tiling_found{i}"));
+    }
+    let n = t.fields.len();
+    let _ = writeln!(
+        out,
+        "constexpr bool pypto_tiling_all = !pypto_tiling_plain || !({}) || \
+         !pypto_tiling_takes<{s}, {}>(0);",
+        all_found.join(" && "),
+        vec!["pypto_tiling_any"; n + 1].join(", ")
+    );
+    let message = lines::c_string(&format!(
+        "kernel `{}`, `tiling`: `{s}` has more fields than the {n} the spec gives; give every \
+         field a value (fields are numbers: arrays and nested structs are not supported)",
+        k.name
+    ));
+    at(out, t.pos, "pypto_tiling_all", &message);
+    resume(out);
+    out.push_str("} // namespace\n");
+}
+
+/// The statements that build a `tiling:` struct (`pypto_tiling_struct`)
+/// in the host shim (a value that does not fit is the kernel's error) and
+/// in the NPU stub (it returns [`TILING_RANGE_STATUS`]); empty without one.
+fn tiling_build(plan: &Plan<'_>, index: usize) -> (String, String) {
+    let k = plan.kernel;
+    let Some(t) = &k.tiling else {
+        return (String::new(), String::new());
+    };
+    let s = &t.struct_name;
+    let mut host = format!("        {s} pypto_tiling_struct{{}};\n");
+    let mut npu = format!("    {s} pypto_tiling_struct{{}};\n");
+    for (i, f) in t.fields.iter().enumerate() {
+        let (expr, _) = tiling_value(plan, index, &f.value);
+        let said = match &f.value {
+            TilingValue::Scalar(p) => format!("the value of scalar `{}`", k.params[*p].name),
+            _ => "the size ".to_owned(),
+        };
+        let shown = match &f.value {
+            TilingValue::Scalar(_) => String::new(),
+            _ => format!(", {expr}"),
+        };
+        let message = lines::c_string(&format!(
+            "`tiling`, field `{}`: the type of `{s}::{}` cannot hold {said}",
+            f.name, f.name
+        ));
+        let _ = writeln!(
+            host,
+            "        if (!pypto_tiling_set{i}(pypto_tiling_struct, {expr})) {{\n            \
+             pypto_emu::fail({message}{shown});\n        }}"
+        );
+        let _ = writeln!(
+            npu,
+            "    if (!pypto_tiling_set{i}(pypto_tiling_struct, {expr})) {{\n        \
+             return {TILING_RANGE_STATUS:#x};\n    }}"
+        );
+    }
+    (host, npu)
 }
 
 /// A `source:` kernel's entry as the generated code names it: its symbol,
@@ -842,12 +1168,23 @@ fn entry_check(out: &mut String, plan: &Plan<'_>, index: usize, file_name: &str)
             indent = pos.column.saturating_sub(1) as usize
         );
     };
-    let wanted: Vec<String> = k
-        .params
+    let args = k.entry_args();
+    let tiling_name = k.tiling.as_ref().map_or("", |t| t.struct_name.as_str());
+    let wanted: Vec<String> = args
         .iter()
-        .map(|p| match &p.kind {
-            ParamKind::Tensor { .. } => format!("{} (GM_ADDR)", p.name),
-            ParamKind::Scalar(dtype) => format!("{} ({}, {dtype})", p.name, dtype.cpp_type()),
+        .map(|arg| match arg {
+            EntryArg::Param(p) => {
+                let p = &k.params[*p];
+                match &p.kind {
+                    ParamKind::Tensor { dtype, .. } => {
+                        format!("{} (GM_ADDR or __gm__ {}*)", p.name, dtype.cpp_type())
+                    }
+                    ParamKind::Scalar(dtype) => {
+                        format!("{} ({}, {dtype})", p.name, dtype.cpp_type())
+                    }
+                }
+            }
+            EntryArg::Tiling => format!("the `tiling:` struct ({tiling_name})"),
         })
         .collect();
     let _ = writeln!(
@@ -856,35 +1193,66 @@ fn entry_check(out: &mut String, plan: &Plan<'_>, index: usize, file_name: &str)
          #if defined(PYPTO_HOST_BACKEND)\nnamespace {{\n\
          using pypto_entry = decltype({symbol});\n\
          constexpr bool pypto_entry_arity = pypto_emu::entry_arity<pypto_entry>() == {};",
-        k.params.len()
+        args.len()
     );
     let arity = lines::c_string(&format!(
-        "kernel `{}`: entry `{entry}` does not take {} parameters; the spec's params pass, in \
+        "kernel `{}`: entry `{entry}` does not take {} parameters; the spec passes, in \
          order: {}",
         k.name,
-        k.params.len(),
+        args.len(),
         wanted.join(", ")
     ));
     at(out, k.origin.pos, "pypto_entry_arity", &arity);
     let mut oks = vec!["pypto_entry_arity".to_owned()];
-    for (i, p) in k.params.iter().enumerate() {
+    for (i, arg) in args.iter().enumerate() {
         let ty = format!("pypto_entry_p{i}");
         let ok = format!("pypto_entry_ok{i}");
-        let (test, said, fix) = match &p.kind {
-            ParamKind::Tensor { dtype, .. } => (
-                format!("pypto_emu::entry_gm_ok<{ty}>()"),
-                format!("a tensor ({dtype}) as GM_ADDR"),
-                "take it as GM_ADDR".to_owned(),
-            ),
-            ParamKind::Scalar(dtype) => (
-                format!("pypto_emu::entry_scalar_ok<{}, {ty}>()", dtype.cpp_type()),
-                format!("{dtype} ({})", dtype.cpp_type()),
-                format!(
-                    "declare the entry's parameter as {}, or change the spec's `scalar:` to \
-                     the dtype the entry takes",
-                    dtype.cpp_type()
-                ),
-            ),
+        let (test, said, fix, pos, what) = match arg {
+            EntryArg::Param(p) => {
+                let p = &k.params[*p];
+                let what = format!("param `{}`", p.name);
+                match &p.kind {
+                    ParamKind::Tensor { dtype, .. } => {
+                        let cpp = dtype.cpp_type();
+                        (
+                            format!(
+                                "(pypto_emu::entry_gm_ok<{ty}>() || (std::is_pointer<{ty}>::value \
+                                 && std::is_same<typename std::remove_cv<typename \
+                                 std::remove_pointer<{ty}>::type>::type, {cpp}>::value))"
+                            ),
+                            format!("a tensor ({dtype}) as GM_ADDR or __gm__ {cpp}*"),
+                            format!("take it as GM_ADDR or __gm__ {cpp}*"),
+                            p.pos,
+                            what,
+                        )
+                    }
+                    ParamKind::Scalar(dtype) => (
+                        format!("pypto_emu::entry_scalar_ok<{}, {ty}>()", dtype.cpp_type()),
+                        format!("{dtype} ({})", dtype.cpp_type()),
+                        format!(
+                            "declare the entry's parameter as {}, or change the spec's `scalar:` \
+                             to the dtype the entry takes",
+                            dtype.cpp_type()
+                        ),
+                        p.pos,
+                        what,
+                    ),
+                }
+            }
+            EntryArg::Tiling => {
+                let t = k.tiling.as_ref().map(|t| (t.pos, t.struct_name.as_str()));
+                let (pos, name) = t.unwrap_or((k.origin.pos, ""));
+                (
+                    format!(
+                        "std::is_same<typename std::remove_cv<typename \
+                         std::remove_reference<{ty}>::type>::type, {name}>::value"
+                    ),
+                    format!("the `tiling:` struct `{name}` as parameter {i}"),
+                    format!("take `{name}` by value there, or move it with `tiling: {{ at: N }}`"),
+                    pos,
+                    "`tiling`".to_owned(),
+                )
+            }
         };
         let _ = writeln!(
             out,
@@ -900,11 +1268,11 @@ fn entry_check(out: &mut String, plan: &Plan<'_>, index: usize, file_name: &str)
                 "constexpr bool {cond} = {ok} || pypto_emu::entry_type_index<{ty}>() != {n};"
             );
             let message = lines::c_string(&format!(
-                "kernel `{}`, param `{}`: the spec passes {said}, but entry `{entry}` takes \
+                "kernel `{}`, {what}: the spec passes {said}, but entry `{entry}` takes \
                  {name}; {fix}",
-                k.name, p.name
+                k.name
             ));
-            at(out, p.pos, &cond, &message);
+            at(out, pos, &cond, &message);
             let _ = writeln!(
                 out,
                 "#line {} {}",

@@ -225,7 +225,85 @@ pub struct Kernel {
     /// Bytes of GM scratch every launch lends the kernel (zeroed, after
     /// the params), when its contract asks for it.
     pub workspace: Option<u64>,
+    /// A struct the launch builds and passes to a `source:` kernel's entry
+    /// (`tiling:`).
+    pub tiling: Option<Tiling>,
 }
+
+impl Kernel {
+    /// What a `source:` kernel's entry is passed, in order: its params,
+    /// less the scalars a `tiling:` field carries, and the tiling struct.
+    pub fn entry_args(&self) -> Vec<EntryArg> {
+        let mut args: Vec<EntryArg> = (0..self.params.len())
+            .filter(|&i| !self.tiling.as_ref().is_some_and(|t| t.carries(i)))
+            .map(EntryArg::Param)
+            .collect();
+        if let Some(t) = &self.tiling {
+            args.insert(t.at.min(args.len()), EntryArg::Tiling);
+        }
+        args
+    }
+}
+
+/// One argument of a `source:` kernel's entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryArg {
+    /// A param, by index.
+    Param(usize),
+    /// The `tiling:` struct.
+    Tiling,
+}
+
+/// A struct a `source:` kernel's launch builds field by field and passes
+/// to the entry by value (`tiling:`): a vendor kernel's tiling data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tiling {
+    /// The struct's name, as the source spells it.
+    pub struct_name: String,
+    /// Where `struct:` is written in the spec.
+    pub pos: Pos,
+    /// Every field, in spec order.
+    pub fields: Vec<TilingField>,
+    /// The entry parameter that takes it, counted from 0.
+    pub at: usize,
+}
+
+impl Tiling {
+    /// Whether a field carries scalar param `param` (which is then not an
+    /// entry argument of its own).
+    pub fn carries(&self, param: usize) -> bool {
+        self.fields
+            .iter()
+            .any(|f| f.value == TilingValue::Scalar(param))
+    }
+}
+
+/// One field of a [`Tiling`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TilingField {
+    /// The field's name in the struct.
+    pub name: String,
+    /// Where its value is written in the spec.
+    pub pos: Pos,
+    /// What the launch sets it to.
+    pub value: TilingValue,
+}
+
+/// A tiling field's value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TilingValue {
+    /// An integer literal, within the range of `i64` or `u64`.
+    Int(i128),
+    /// A number literal.
+    Float(f64),
+    /// A size of the call.
+    Size(SizeOf),
+    /// A scalar param's value, by index.
+    Scalar(usize),
+}
+
+// A `Float` is finite (the model refuses others), so equality is total.
+impl Eq for TilingValue {}
 
 /// A size of a call's tensors (the runtime's `SizeOf`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -492,9 +570,11 @@ fn check_kernel(
         }
     }
     let template_args = source::check_template_args(k, &ctx, &drafts, &params, &kernel_dims, sink);
+    let tiling = source::check_tiling(k, &ctx, &drafts, sink);
     let template = template?;
     let options = options?;
     let template_args = template_args?;
+    let tiling = tiling?;
     let resolved = contract::resolve(
         k,
         &ctx,
@@ -514,6 +594,9 @@ fn check_kernel(
         (TemplateRef::Source(path), Some(parts)) => {
             if let Some(scan) = templates.scan(path) {
                 source::check_entry_template(k, &ctx, path, scan, &parts.entry, sink);
+                if let Some(t) = &tiling {
+                    source::check_tiling_struct(&ctx, path, scan, t, sink);
+                }
                 c_names = source::c_linkage_names(scan, &parts.entry);
                 system_headers = source::system_headers(scan);
                 host_text = scan.host_text.clone();
@@ -559,5 +642,6 @@ fn check_kernel(
         c_names,
         bound,
         workspace: resolved.workspace,
+        tiling,
     })
 }

@@ -6,7 +6,10 @@
 use std::path::Path;
 
 use super::cpp::{DefKind, Macro, Scan};
-use super::{BlockRule, DType, Draft, ParamKind, SizeOf, TemplateArg, TemplateRef};
+use super::{
+    BlockRule, DType, Draft, ParamKind, SizeOf, TemplateArg, TemplateRef, Tiling, TilingField,
+    TilingValue,
+};
 use crate::contract::CoreKind;
 use crate::diag::{Diagnostic, Sink, clip, display_path};
 use crate::names::{c_identifier_problem, did_you_mean, generated_prefix, used_after_source};
@@ -51,6 +54,7 @@ pub(super) fn check_source_parts(
         for (key, pos) in [
             ("entry", k.entry.as_ref().map(|e| e.pos)),
             ("template_args", k.template_args.as_ref().map(|a| a.pos)),
+            ("tiling", k.tiling.as_ref().map(|t| t.pos)),
             ("blocks", k.blocks.as_ref().map(|b| b.pos)),
             ("cores", k.cores.as_ref().map(|c| c.pos)),
         ] {
@@ -60,7 +64,7 @@ pub(super) fn check_source_parts(
                     format!(
                         "{ctx}: `{key}` is for kernels brought as Ascend C (`source:`); a \
                          template's contract sets its {}",
-                        if key == "entry" || key == "template_args" {
+                        if matches!(key, "entry" | "template_args" | "tiling") {
                             "entry"
                         } else if key == "blocks" {
                             "block rule"
@@ -319,6 +323,245 @@ pub(super) fn check_template_args(
         out.push(arg);
     }
     (sink.count() == before).then_some(out)
+}
+
+/// A `source:` kernel's `tiling:`: the struct's name, each field's name
+/// and value (an integer, a number, a size or a scalar param) and the
+/// entry parameter that takes it. `Some(None)`: no `tiling:`; `None` after
+/// an error. Whether the struct exists is [`check_tiling_struct`]'s; its
+/// fields and their types are checked by the generated code, at the spec.
+pub(super) fn check_tiling(
+    k: &KernelSpec,
+    ctx: &str,
+    drafts: &[Draft<'_>],
+    sink: &mut Sink<'_>,
+) -> Option<Option<Tiling>> {
+    let Some(spec) = &k.tiling else {
+        return Some(None);
+    };
+    // Without `source:`, reported by `check_source_parts`.
+    k.source.as_ref()?;
+    let ctx = format!("{ctx}, `tiling`");
+    let before = sink.count();
+    let struct_name = spec.struct_name.as_ref().and_then(|s| {
+        let problem = s.value.split("::").enumerate().find_map(|(i, part)| {
+            match c_identifier_problem(part) {
+                // `::Name`: the global namespace's.
+                Some(_) if i == 0 && part.is_empty() && s.value.len() > 2 => None,
+                problem => problem,
+            }
+        });
+        match problem {
+            None => Some(s.value.clone()),
+            Some(problem) => {
+                sink.error(
+                    s.pos,
+                    format!(
+                        "{ctx}, `struct`: `{}` cannot name a struct: {problem}",
+                        clip(&s.value, QUOTED)
+                    ),
+                );
+                None
+            }
+        }
+    });
+    let mut fields = Vec::new();
+    for (name, node) in &spec.fields {
+        let what = format!("{ctx}, field `{}`", clip(&name.value, QUOTED));
+        if let Some(problem) = c_identifier_problem(&name.value) {
+            sink.error(name.pos, format!("{what}: cannot name a field: {problem}"));
+            continue;
+        }
+        let value = match &node.value {
+            Value::Int(v) if *v >= i128::from(i64::MIN) && *v <= i128::from(u64::MAX) => {
+                TilingValue::Int(*v)
+            }
+            Value::Int(v) => {
+                sink.error(
+                    node.pos,
+                    format!("{what}: {v} is outside the range of a 64-bit integer"),
+                );
+                continue;
+            }
+            Value::Float { raw }
+                if raw
+                    .trim()
+                    .trim_start_matches(['-', '+'])
+                    .chars()
+                    .all(|c| c.is_ascii_digit()) =>
+            {
+                sink.error(
+                    node.pos,
+                    format!(
+                        "{what}: {} is outside the range of a 64-bit integer",
+                        clip(raw.trim(), QUOTED)
+                    ),
+                );
+                continue;
+            }
+            Value::Float { raw } => match raw.trim().parse::<f64>() {
+                Ok(v) if v.is_finite() => TilingValue::Float(v),
+                _ => {
+                    sink.error(
+                        node.pos,
+                        format!("{what}: `{}` is not a finite number", clip(raw, QUOTED)),
+                    );
+                    continue;
+                }
+            },
+            Value::Str(word) if word.contains('.') => match size_expr(word, drafts) {
+                Ok(of) => TilingValue::Size(of),
+                Err(why) => {
+                    sink.error(node.pos, format!("{what}: {why}"));
+                    continue;
+                }
+            },
+            Value::Str(word) => {
+                let scalars = drafts
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, d)| matches!(d.kind, ParamKind::Scalar(_)));
+                match scalars.clone().find(|(_, d)| d.spec.name.value == *word) {
+                    Some((i, _)) => TilingValue::Scalar(i),
+                    None => {
+                        let names: Vec<&str> =
+                            scalars.map(|(_, d)| d.spec.name.value.as_str()).collect();
+                        sink.error(
+                            node.pos,
+                            format!(
+                                "{what}: `{}` is neither a number, a size (`x.numel`, \
+                                 `x.last`, `x.N`) nor a scalar param{}",
+                                clip(word, QUOTED),
+                                did_you_mean(word, names.iter().copied())
+                            ),
+                        );
+                        continue;
+                    }
+                }
+            }
+            other => {
+                sink.error(
+                    node.pos,
+                    format!(
+                        "{what}: expected a number, a size or a scalar param, found {}",
+                        other.kind()
+                    ),
+                );
+                continue;
+            }
+        };
+        fields.push(TilingField {
+            name: name.value.clone(),
+            pos: node.pos,
+            value,
+        });
+    }
+    // The entry's arguments besides the struct.
+    let carried = |i: usize| fields.iter().any(|f| f.value == TilingValue::Scalar(i));
+    let others = (0..drafts.len()).filter(|&i| !carried(i)).count();
+    let at = match &spec.at {
+        None => others,
+        Some(node) => match node.value {
+            Value::Int(v) if v >= 0 && v <= others as i128 => v as usize,
+            Value::Int(v) => {
+                sink.error(
+                    node.pos,
+                    format!(
+                        "{ctx}, `at`: {v} is past the entry's parameters; the struct may be \
+                         parameter 0 to {others} (the params pass {others} arguments besides it)"
+                    ),
+                );
+                0
+            }
+            ref other => {
+                sink.error(
+                    node.pos,
+                    format!(
+                        "{ctx}, `at`: expected an entry parameter's index, found {}",
+                        other.kind()
+                    ),
+                );
+                0
+            }
+        },
+    };
+    // No `struct`: reported when the spec was read.
+    let struct_name = struct_name?;
+    (sink.count() == before).then_some(Some(Tiling {
+        struct_name,
+        pos: spec.struct_name.as_ref().map_or(spec.pos, |s| s.pos),
+        fields,
+        at,
+    }))
+}
+
+/// The struct a `tiling:` names must be defined in the source or in a
+/// quoted header beside it (read as far as [`quoted_system_includes`]
+/// reads them).
+pub(super) fn check_tiling_struct(
+    ctx: &str,
+    path: &Path,
+    scan: &Scan,
+    tiling: &Tiling,
+    sink: &mut Sink<'_>,
+) {
+    let name = tiling
+        .struct_name
+        .rsplit("::")
+        .next()
+        .unwrap_or(&tiling.struct_name);
+    let is_type = |s: &Scan| {
+        s.defs
+            .iter()
+            .any(|d| d.kind == DefKind::Type && d.name == name)
+    };
+    if is_type(scan) {
+        return;
+    }
+    let Ok(text) = super::template::read_template(path) else {
+        return;
+    };
+    if quoted_headers(path, &text)
+        .iter()
+        .any(|body| is_type(&super::cpp::scan(body)))
+    {
+        return;
+    }
+    sink.error(
+        tiling.pos,
+        format!(
+            "{ctx}, `tiling`, `struct`: `{}` is not defined in `{}` or in a header it includes \
+             with `#include \"…\"`; name the struct its entry takes",
+            clip(&tiling.struct_name, QUOTED),
+            display_path(path)
+        ),
+    );
+}
+
+/// The texts of the quoted headers beside a source, through their own
+/// quoted includes: at most 4 levels and 32 files.
+fn quoted_headers(path: &Path, text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut seen: Vec<std::path::PathBuf> = Vec::new();
+    let mut work: Vec<(std::path::PathBuf, String, usize)> =
+        vec![(path.to_path_buf(), text.to_owned(), 0)];
+    while let Some((file, body, depth)) = work.pop() {
+        let dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
+        for line in body.lines() {
+            if let Some(name) = quoted_include(line) {
+                let next = dir.join(name);
+                if depth >= 4 || seen.len() >= 32 || seen.contains(&next) || !next.is_file() {
+                    continue;
+                }
+                seen.push(next.clone());
+                if let Ok(body) = super::template::read_template(&next) {
+                    work.push((next, body.clone(), depth + 1));
+                    out.push(body);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The `<headers>` a source includes that the host backend may include
@@ -690,14 +933,26 @@ mod tests {
     #[test]
     fn the_names_used_after_a_source_are_all_guarded() {
         use crate::codegen::{Plan, SymbolScope, ascendc};
-        for cores in ["vector", "cube", "mixed"] {
-            let spec = format!(
+        let tiled = "kernels:\n  k:\n    source: ../templates/tiled.cpp\n    \
+                     entry: tiled_kernel\n    blocks: 1\n    \
+                     tiling: { struct: TiledData, fields: { n: x.numel, s: s } }\n    \
+                     params:\n      x: { dtype: DT_FP32, shape: [DYNAMIC] }\n      \
+                     y: { dtype: DT_FP32, shape: [DYNAMIC], output: true }\n      \
+                     s: { scalar: DT_FP32 }\n"
+            .to_owned();
+        let specs = ["vector", "cube", "mixed"].map(|cores| {
+            format!(
                 "kernels:\n  k:\n    source: ../templates/brought.cpp\n    entry: scale_kernel\n    \
                  blocks: x.0\n    cores: {cores}\n    params:\n      \
                  x: {{ dtype: DT_FP32, shape: [DYNAMIC] }}\n      \
                  y: {{ dtype: DT_FP32, shape: [DYNAMIC], output: true }}\n      \
                  n: {{ scalar: DT_UINT32, value: x.numel }}\n      s: {{ scalar: DT_FP32 }}\n"
-            );
+            )
+        });
+        for (cores, spec) in ["vector", "cube", "mixed", "tiled"]
+            .into_iter()
+            .zip(specs.into_iter().chain([tiled]))
+        {
             let model = crate::check_source(Path::new("tests/specs/valid/generated.yaml"), &spec)
                 .unwrap_or_else(|e| panic!("{}", e.render()));
             let plans: Vec<Plan<'_>> = model
@@ -738,7 +993,22 @@ mod tests {
                         .next()
                         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
                 });
-            let directives = ["line", "if", "endif", "undef", "scale_kernel"];
+            // The directives' words, and the source's own names.
+            let directives = [
+                "line",
+                "if",
+                "endif",
+                "undef",
+                "pragma",
+                "GCC",
+                "diagnostic",
+                "pop",
+                "scale_kernel",
+                "tiled_kernel",
+                "TiledData",
+                "n",
+                "s",
+            ];
             let unguarded: Vec<&str> = words
                 .filter(|w| !used_after_source(w) && !directives.contains(w))
                 .collect();
