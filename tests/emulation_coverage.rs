@@ -416,6 +416,20 @@ fn profiled_run() -> std::collections::BTreeMap<String, Seen> {
             let s = dev.tensor_from(&s, (Const::<256>,)).unwrap();
             let mut o = dev.zeros((Const::<256>,)).unwrap();
             let _ = kernels::mask_i16(&s, &s, which, &mut o);
+            let idx: Vec<u32> = (0..512).collect();
+            let idx = dev.tensor_from(&idx, (Const::<512>,)).unwrap();
+            let pat = dev
+                .tensor_from(&[0x9999_9999u32; 64], (Const::<64>,))
+                .unwrap();
+            let (mut o, mut res) = (
+                dev.zeros((Const::<1024>,)).unwrap(),
+                dev.zeros((Const::<8>,)).unwrap(),
+            );
+            let x = dev.tensor_from(&floats(512), (Const::<512>,)).unwrap();
+            let _ = kernels::sort_f32(&x, &idx, &pat, which, &mut o, &mut res);
+            let u4096 = |v: &[u8]| dev.tensor_from(v, (Const::<4096>,)).unwrap();
+            let mut o = u4096(&bytes(4096));
+            let _ = kernels::trans_5hd(&u4096(&bytes(4096)), which, &mut o);
             let p = dev.tensor_from(&bytes(64), (Const::<64>,)).unwrap();
             let raw = dev.tensor_from(&bytes(2048), (Const::<2048>,)).unwrap();
             for mode in 0..4 {

@@ -32,6 +32,7 @@ pub const EMULATION_HEADERS: &[(&str, &str)] = embed![
     "pypto_emu/cube.h" => "include/pypto_emu/cube.h",
     "pypto_emu/layout.h" => "include/pypto_emu/layout.h",
     "pypto_emu/math.h" => "include/pypto_emu/math.h",
+    "pypto_emu/sort.h" => "include/pypto_emu/sort.h",
     "pypto_emu/system.h" => "include/pypto_emu/system.h",
     "pypto_emu/sanitize/race.h" => "include/pypto_emu/sanitize/race.h",
     "pypto_emu/sanitize/init.h" => "include/pypto_emu/sanitize/init.h",

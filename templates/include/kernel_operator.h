@@ -45,4 +45,5 @@
 #include "pypto_emu/cube.h"
 #include "pypto_emu/layout.h"
 #include "pypto_emu/math.h"
+#include "pypto_emu/sort.h"
 #include "pypto_emu/system.h"

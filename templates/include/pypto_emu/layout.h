@@ -1,6 +1,6 @@
 // Gathering and layout changes inside the Unified Buffer: Gather (count and
 // mask forms), Gatherb, Transpose (16 x 16 and TransposeParamsExt forms),
-// CreateVecIndex (count form).
+// CreateVecIndex (count form), TransDataTo5HD (its three address forms).
 //
 // Offsets given to Gather and Gatherb are bytes from the start of src (plus
 // srcBaseAddr for Gather). Enforced, as errors naming the rule: offsets on
@@ -457,6 +457,192 @@ void CreateVecIndex(LocalTensor<T> dst, const T& firstValue, uint32_t count, pyp
             dst.data()[i] = static_cast<T>(static_cast<float>(firstValue) + static_cast<float>(i));
         }
     }
+}
+
+} // namespace AscendC
+
+// ---- TransDataTo5HD ----------------------------------------------------------
+
+namespace AscendC {
+
+constexpr uint32_t NCHW_CONV_ADDR_LIST_SIZE = 16;
+
+// dstHighHalf/srcHighHalf: 8-bit types only. repeatTimes 0..255; the
+// strides count 32-byte blocks.
+struct TransDataTo5HDParams {
+    TransDataTo5HDParams() {}
+    TransDataTo5HDParams(const bool dstHighHalfIn, const bool srcHighHalfIn, const uint8_t repeatTimesIn,
+                         const uint16_t dstRepStrideIn, const uint16_t srcRepStrideIn)
+        : dstHighHalf(dstHighHalfIn), srcHighHalf(srcHighHalfIn), repeatTimes(repeatTimesIn),
+          dstRepStride(dstRepStrideIn), srcRepStride(srcRepStrideIn)
+    {
+    }
+    bool dstHighHalf = false;
+    bool srcHighHalf = false;
+    uint8_t repeatTimes = 0;
+    uint16_t dstRepStride = 0;
+    uint16_t srcRepStride = 0;
+};
+
+} // namespace AscendC
+
+namespace pypto_emu {
+
+#if defined(PYPTO_TARGET_950)
+template <typename T>
+constexpr bool trans_5hd_type = one_of<T, int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float>;
+#define PYPTO_TRANS_5HD_TYPES "int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float"
+#else
+template <typename T>
+constexpr bool trans_5hd_type = one_of<T, int8_t, uint8_t, int16_t, uint16_t, half, int32_t, uint32_t, float>;
+#define PYPTO_TRANS_5HD_TYPES "int8_t, uint8_t, int16_t, uint16_t, half, int32_t, uint32_t, float"
+#endif
+
+// The 16 destination and 16 source blocks, as Unified Buffer byte
+// addresses, and how far each may reach (its tensor's end, or the Unified
+// Buffer's for raw addresses).
+struct Trans5hdBlocks {
+    uint64_t dst[16];
+    uint64_t src[16];
+    uint64_t dst_end[16];
+    uint64_t src_end[16];
+};
+
+// One repeat moves 16 blocks: b16, dst block i element j = src block j
+// element i (a 16 x 16 transpose); b32, dst blocks 2k and 2k + 1 take
+// element k of src blocks 0..7 and 8..15; b8, the low or high half
+// (dstHighHalf) of dst block i takes element i (+ 16 with srcHighHalf) of
+// every src block. Repeat r adds r repeat strides (with one repeat, one
+// stride: documented). Each repeat reads all its blocks before writing.
+template <typename T>
+void trans_5hd(const Trans5hdBlocks& b, const AscendC::TransDataTo5HDParams& p, const char* what)
+{
+    for (int i = 0; i < 16; ++i) {
+        if (b.dst[i] % 32 != 0) {
+            fail(what, ": dstList[", i, "] is Unified Buffer byte ", b.dst[i], ", not on a 32-byte boundary");
+        }
+        if (b.src[i] % 32 != 0) {
+            fail(what, ": srcList[", i, "] is Unified Buffer byte ", b.src[i], ", not on a 32-byte boundary");
+        }
+    }
+    uint32_t repeats = p.repeatTimes;
+    auto step = [repeats](uint32_t r) { return static_cast<uint64_t>(repeats == 1 ? 1 : r); };
+    for (uint32_t r = 0; r < repeats; ++r) {
+        for (int i = 0; i < 16; ++i) {
+            uint64_t s = b.src[i] + step(r) * p.srcRepStride * 32;
+            uint64_t d = b.dst[i] + step(r) * p.dstRepStride * 32;
+            if (s + 32 > b.src_end[i]) {
+                fail(what, ": repeat ", r, " reads src block ", i, " at Unified Buffer bytes ", s, "..", s + 32,
+                     ", past its operand's end at ", b.src_end[i]);
+            }
+            if (d + 32 > b.dst_end[i]) {
+                fail(what, ": repeat ", r, " writes dst block ", i, " at Unified Buffer bytes ", d, "..", d + 32,
+                     ", past its operand's end at ", b.dst_end[i]);
+            }
+        }
+    }
+    model_vector_bytes(what, static_cast<uint64_t>(repeats) * 512, sizeof(T));
+    if (timing_only()) {
+        return;
+    }
+    uint8_t* ub = arena(Memory::UB);
+    for (uint32_t r = 0; r < repeats; ++r) {
+        uint8_t in[16][32];
+        uint64_t s[16], d[16];
+        for (int i = 0; i < 16; ++i) {
+            s[i] = b.src[i] + step(r) * p.srcRepStride * 32;
+            d[i] = b.dst[i] + step(r) * p.dstRepStride * 32;
+            access_read_at(what, "src", AscendC::TPosition::VECCALC, Memory::UB, s[i], 0, 32);
+            std::memcpy(in[i], ub + s[i], 32);
+        }
+        for (int i = 0; i < 16; ++i) {
+            uint8_t* out = ub + d[i];
+            if constexpr (sizeof(T) == 1) {
+                uint32_t dh = p.dstHighHalf ? 16 : 0, sh = p.srcHighHalf ? 16 : 0;
+                for (int j = 0; j < 16; ++j) {
+                    out[dh + j] = in[j][sh + i];
+                }
+                access_write_at(Memory::UB, d[i] + dh, 16, what);
+            } else if constexpr (sizeof(T) == 2) {
+                for (int j = 0; j < 16; ++j) {
+                    std::memcpy(out + 2 * j, in[j] + 2 * i, 2);
+                }
+                access_write_at(Memory::UB, d[i], 32, what);
+            } else {
+                int k = i / 2, half_sel = i % 2;
+                for (int j = 0; j < 8; ++j) {
+                    std::memcpy(out + 4 * j, in[half_sel * 8 + j] + 4 * k, 4);
+                }
+                access_write_at(Memory::UB, d[i], 32, what);
+            }
+        }
+    }
+}
+
+inline uint64_t ub_end() { return memory_spec(Memory::UB).capacity; }
+
+} // namespace pypto_emu
+
+namespace AscendC {
+
+// The address-list forms: Unified Buffer byte addresses (GetPhyAddr).
+template <typename T>
+void TransDataTo5HD(uint64_t dstList[NCHW_CONV_ADDR_LIST_SIZE], uint64_t srcList[NCHW_CONV_ADDR_LIST_SIZE],
+                    const TransDataTo5HDParams& nchwconvParams, pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "TransDataTo5HD");
+    PYPTO_REQUIRE_TYPE(trans_5hd_type, "TransDataTo5HD", PYPTO_TRANS_5HD_TYPES);
+    const char* what = "TransDataTo5HD";
+    pypto_emu::poll(what);
+    pypto_emu::Trans5hdBlocks b;
+    for (int i = 0; i < 16; ++i) {
+        b.dst[i] = dstList[i];
+        b.src[i] = srcList[i];
+        b.dst_end[i] = b.src_end[i] = pypto_emu::ub_end();
+    }
+    pypto_emu::trans_5hd<T>(b, nchwconvParams, what);
+}
+
+// The addresses held in two Unified Buffer tensors of 16 uint64_t.
+template <typename T>
+void TransDataTo5HD(const LocalTensor<uint64_t>& dst, const LocalTensor<uint64_t>& src,
+                    const TransDataTo5HDParams& nchwconvParams, pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "TransDataTo5HD");
+    PYPTO_REQUIRE_TYPE(trans_5hd_type, "TransDataTo5HD", PYPTO_TRANS_5HD_TYPES);
+    const char* what = "TransDataTo5HD";
+    pypto_emu::check_vector_operand(dst, 16, what);
+    pypto_emu::check_vector_operand(src, 16, what);
+    pypto_emu::access_read(what, "dst", dst, 0, 128);
+    pypto_emu::access_read(what, "src", src, 0, 128);
+    pypto_emu::Trans5hdBlocks b;
+    for (int i = 0; i < 16; ++i) {
+        b.dst[i] = dst.data()[i];
+        b.src[i] = src.data()[i];
+        b.dst_end[i] = b.src_end[i] = pypto_emu::ub_end();
+    }
+    pypto_emu::trans_5hd<T>(b, nchwconvParams, what);
+}
+
+// Two lists of 16 tensors; each block must lie inside its tensor.
+template <typename T>
+void TransDataTo5HD(const LocalTensor<T> (&dstList)[NCHW_CONV_ADDR_LIST_SIZE],
+                    const LocalTensor<T> (&srcList)[NCHW_CONV_ADDR_LIST_SIZE],
+                    const TransDataTo5HDParams& nchwconvParams, pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "TransDataTo5HD");
+    PYPTO_REQUIRE_TYPE(trans_5hd_type, "TransDataTo5HD", PYPTO_TRANS_5HD_TYPES);
+    const char* what = "TransDataTo5HD";
+    pypto_emu::Trans5hdBlocks b;
+    for (int i = 0; i < 16; ++i) {
+        pypto_emu::check_vector_operand(dstList[i], 0, what);
+        pypto_emu::check_vector_operand(srcList[i], 0, what);
+        b.dst[i] = dstList[i].offset_bytes();
+        b.src[i] = srcList[i].offset_bytes();
+        b.dst_end[i] = b.dst[i] + static_cast<uint64_t>(dstList[i].GetSize()) * sizeof(T);
+        b.src_end[i] = b.src[i] + static_cast<uint64_t>(srcList[i].GetSize()) * sizeof(T);
+    }
+    pypto_emu::trans_5hd<T>(b, nchwconvParams, what);
 }
 
 } // namespace AscendC
