@@ -428,14 +428,14 @@ fn brought_kernels_run_unchanged_on_the_fake_npu() {
             );
         }
     }
-    // At most one compile per source and architecture (17 sources: 10 of
-    // the kernels above, 7 of the scenario, templated and whole-program
+    // At most one compile per source and architecture (19 sources: 10 of
+    // the kernels above, 9 of the scenario, templated and whole-program
     // kernels), and one `-shared` link per architecture.
     let (links, compiles): (Vec<String>, Vec<String>) = fake
         .bisheng_log()
         .into_iter()
         .partition(|l| l.starts_with("-shared "));
-    assert!(compiles.len() <= 34, "{compiles:#?}");
+    assert!(compiles.len() <= 38, "{compiles:#?}");
     assert!(links.len() <= 2, "{links:#?}");
 
     for device in ["npu", "host"] {
@@ -569,4 +569,40 @@ fn a_tiling_struct_is_built_from_the_spec_and_passed_by_value() {
         "`tiling`, field `tileLength`: the type of `ScaleTilingData::tileLength` cannot hold \
          the size 65536"
     );
+}
+
+/// The kernels of a whole vendor-style program (the one
+/// `pypto-build run` runs in pypto-build/tests/run.rs), brought through
+/// `source:`: a templated entry with typed pointers, a tiling struct and a
+/// scenario define, and a mixed cube + vector kernel from a file it
+/// includes; each against plain Rust.
+#[test]
+fn a_vendor_programs_kernels_are_brought_unchanged() {
+    let dev = Device::host();
+    for n in [8usize, 1000, 4096] {
+        let x: Vec<f32> = (0..n).map(|i| (i % 17) as f32 - 8.0).collect();
+        let mut y = dev.zeros((n,)).unwrap();
+        kernels::vendor_scale_add(&dev.tensor_from(&x, (n,)).unwrap(), &mut y).unwrap();
+        let want: Vec<f32> = x.iter().map(|v| 3.0 * v - 0.5).collect();
+        assert_eq!(y.to_vec().unwrap(), want, "{n}");
+    }
+    let (m, k, n) = (64, 32, 48);
+    let a: Vec<f16> = (0..m * k).map(|i| f16::from_f32((i % 7) as f32 - 3.0)).collect();
+    let b: Vec<f16> = (0..k * n).map(|i| f16::from_f32((i % 5) as f32 - 2.0)).collect();
+    let mut c = dev.zeros((m, n)).unwrap();
+    let mut out = dev.zeros((m, n)).unwrap();
+    kernels::vendor_matmul_relu(
+        &dev.tensor_from(&a, (m, k)).unwrap(),
+        &dev.tensor_from(&b, (k, n)).unwrap(),
+        &mut c,
+        &mut out,
+    )
+    .unwrap();
+    let got = out.to_vec().unwrap();
+    for i in 0..m {
+        for j in 0..n {
+            let s: f32 = (0..k).map(|t| a[i * k + t].to_f32() * b[t * n + j].to_f32()).sum();
+            assert_eq!(got[i * n + j], s.max(0.0), "({i}, {j})");
+        }
+    }
 }

@@ -1,5 +1,6 @@
 //! The `pypto-build` command: `check` and `dump` over spec files, `emit`
-//! of generated code, and `schema`, the spec files' JSON Schema.
+//! of generated code, `schema`, the spec files' JSON Schema, and `run`, a
+//! vendor program on the emulation (`crate::run`).
 //!
 //! Exit status: 0 when every spec is valid, 1 when a spec has errors, 2 when
 //! the command line itself is wrong.
@@ -28,6 +29,12 @@ commands:
   emit ascendc PATH...   print the rendered Ascend C sources
   schema          print the JSON Schema (draft 2020-12) of spec files, for
                   editors: structure only, `check` checks the rest
+  run FILE [-I DIR]... [-D NAME[=VALUE]]... [-- ARGS...]
+                  compile a vendor program (kernel, host `main`, ACL calls,
+                  `<<<>>>` launches) whole against the emulation and a host
+                  ACL, and run it with ARGS: every launch runs on the CPU
+                  with the sanitizer checks on. Exits with the program's
+                  status, or 1 when a launch failed and the program exited 0
 
 Directories are searched for *.yaml and *.yml files, in sorted order.";
 
@@ -51,6 +58,7 @@ fn run_inner(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> std::
         "check" | "dump" => {}
         "emit" => return emit(paths, out, err),
         "schema" => return schema(paths, out, err),
+        "run" => return crate::run::command(paths, err),
         other => {
             writeln!(err, "error: unknown command `{other}`\n\n{USAGE}")?;
             return Ok(2);

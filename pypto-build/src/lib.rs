@@ -28,6 +28,7 @@ mod grammar;
 mod library;
 pub mod model;
 mod names;
+mod run;
 mod spec;
 mod tables;
 #[doc(hidden)]

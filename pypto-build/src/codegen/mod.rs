@@ -3,6 +3,7 @@
 
 pub mod ascendc;
 mod lines;
+pub(crate) use lines::c_string;
 pub mod rust;
 
 use std::fmt::Write;

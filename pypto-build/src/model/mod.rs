@@ -27,7 +27,8 @@ use crate::names::identifier_problem;
 use crate::spec::{KernelSpec, ParamSpec, QUOTED, SpecFile};
 use dims::FileDims;
 pub use source::{Bound, MAX_SPEC_BLOCKS};
-pub(crate) use template::Templates;
+pub(crate) use source::{launches, quoted_headers};
+pub(crate) use template::{Templates, read_template};
 
 /// Highest tensor rank a kernel may take.
 pub const MAX_RANK: usize = 8;

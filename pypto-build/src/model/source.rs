@@ -540,7 +540,7 @@ pub(super) fn check_tiling_struct(
 
 /// The texts of the quoted headers beside a source, through their own
 /// quoted includes: at most 4 levels and 32 files.
-fn quoted_headers(path: &Path, text: &str) -> Vec<String> {
+pub(crate) fn quoted_headers(path: &Path, text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut seen: Vec<std::path::PathBuf> = Vec::new();
     let mut work: Vec<(std::path::PathBuf, String, usize)> =
@@ -585,7 +585,7 @@ pub(super) fn system_headers(scan: &Scan) -> Vec<String> {
 /// The byte ranges of the `<<<…>>>` launch configurations in `text`,
 /// outside comments, string and character literals and preprocessor
 /// lines: a vendor program's host code launching its kernels.
-pub(super) fn launches(text: &str) -> Vec<(usize, usize)> {
+pub(crate) fn launches(text: &str) -> Vec<(usize, usize)> {
     let b = text.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;

@@ -611,7 +611,7 @@ impl Messages {
 
 /// At most [`MESSAGE_LINES`] lines of compiler output: the first errors
 /// are enough to act on.
-fn first_lines(lines: &[&str]) -> String {
+pub(crate) fn first_lines(lines: &[&str]) -> String {
     let mut out: Vec<&str> = lines.iter().copied().take(MESSAGE_LINES).collect();
     let more = lines.len().saturating_sub(MESSAGE_LINES);
     let tail = format!("({more} more lines)");
