@@ -430,6 +430,10 @@ fn profiled_run() -> std::collections::BTreeMap<String, Seen> {
             let u4096 = |v: &[u8]| dev.tensor_from(v, (Const::<4096>,)).unwrap();
             let mut o = u4096(&bytes(4096));
             let _ = kernels::trans_5hd(&u4096(&bytes(4096)), which, &mut o);
+            let ints: Vec<i32> = (0..256).map(|i| i * 37 - 4000).collect();
+            let ints = dev.tensor_from(&ints, (Const::<256>,)).unwrap();
+            let mut oh = dev.zeros((Const::<512>,)).unwrap();
+            let _ = kernels::cast_dequant(&ints, which, &mut oh);
             let p = dev.tensor_from(&bytes(64), (Const::<64>,)).unwrap();
             let raw = dev.tensor_from(&bytes(2048), (Const::<2048>,)).unwrap();
             for mode in 0..4 {

@@ -19,6 +19,8 @@
 //   negatives to 0, as Cast does).
 // - AddDeqRelu: the int32_t sum wraps, is scaled by the SetDeqScale(half)
 //   register exactly as Cast int32_t -> half does, then Relu.
+// - CastDequant (int32_t -> half only): the scaled value as Cast int32_t ->
+//   half gives it.
 #pragma once
 
 #include <cmath>
@@ -447,6 +449,67 @@ void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const pypto_emu:
                                repeatParams.srcBlkStride, repeatParams.srcRepStride, "Axpy",
                                pypto_emu::AxpyF<U>{s});
 }
+
+// CastDequant, its int32_t -> half form: dst = src times the
+// SetDeqScale(half) scale, rounded to half (RINT), as Cast int32_t -> half
+// does; count and mask forms (the mask counts int32_t elements). The
+// int16_t -> int8_t/uint8_t forms (SetDeqScale(float, int16_t, bool) and
+// the VdeqInfo tensor form) are not emulated: a compile error.
+#define PYPTO_CAST_DEQUANT_TYPES                                                                                    \
+    static_assert(!(std::is_same_v<U, int16_t> && pypto_emu::one_of<T, int8_t, uint8_t>),                          \
+                  "CastDequant: the int16_t -> int8_t/uint8_t forms (SetDeqScale(float, int16_t, bool), VdeqInfo) " \
+                  "are not emulated; only int32_t -> half is");                                                     \
+    static_assert((std::is_same_v<U, int16_t> && pypto_emu::one_of<T, int8_t, uint8_t>) ||                         \
+                      (std::is_same_v<T, half> && std::is_same_v<U, int32_t>),                                     \
+                  "CastDequant: type pair (dst, src) not supported (supported: half/int32_t, int8_t/int16_t, "      \
+                  "uint8_t/int16_t)")
+
+template <typename T, typename U, bool isVecDeq = true, bool halfBlock = true>
+void CastDequant(const LocalTensor<T>& dst, const LocalTensor<U>& src, const uint32_t count,
+                 pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "CastDequant");
+    PYPTO_CAST_DEQUANT_TYPES;
+    const char* what = "CastDequant";
+    if (count > 0x7fffffffu) {
+        pypto_emu::fail(what, ": count ", count, " exceeds the Unified Buffer");
+    }
+    int32_t n = static_cast<int32_t>(count);
+    pypto_emu::check_vector_operand(dst, n, what);
+    pypto_emu::check_vector_operand(src, n, what);
+    pypto_emu::check_cast_mode<T, U>(RoundMode::CAST_RINT, what);
+    uint64_t sbytes = static_cast<uint64_t>(n) * sizeof(U);
+    pypto_emu::access_read(what, "src", src, 0, sbytes);
+    pypto_emu::access_write(dst, 0, static_cast<uint64_t>(n) * sizeof(T));
+    pypto_emu::model_vector_bytes(what, sbytes, sizeof(U));
+    if (pypto_emu::timing_only()) {
+        return;
+    }
+    std::vector<U> values(src.data(), src.data() + n);
+    for (int32_t i = 0; i < n; ++i) {
+        dst.data()[i] = pypto_emu::convert<T, U>(values[i], RoundMode::CAST_RINT);
+    }
+}
+template <typename T, typename U, bool isSetMask = true, bool isVecDeq = true, bool halfBlock = true>
+void CastDequant(const LocalTensor<T>& dst, const LocalTensor<U>& src, const uint64_t mask[], uint8_t repeatTime,
+                 const UnaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "CastDequant");
+    PYPTO_CAST_DEQUANT_TYPES;
+    pypto_emu::masked_cast(dst, src, RoundMode::CAST_RINT, PYPTO_COMPOUND_BITS(mask), repeatTime, repeatParams,
+                           "CastDequant");
+}
+template <typename T, typename U, bool isSetMask = true, bool isVecDeq = true, bool halfBlock = true>
+void CastDequant(const LocalTensor<T>& dst, const LocalTensor<U>& src, const int32_t mask, uint8_t repeatTime,
+                 const UnaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "CastDequant");
+    PYPTO_CAST_DEQUANT_TYPES;
+    pypto_emu::masked_cast(dst, src, RoundMode::CAST_RINT, PYPTO_COMPOUND_LEN(static_cast<uint64_t>(mask)),
+                           repeatTime, repeatParams, "CastDequant");
+}
+
+#undef PYPTO_CAST_DEQUANT_TYPES
 
 } // namespace AscendC
 

@@ -906,9 +906,8 @@ inline void check_int4_mask(const RepeatPlan& p, MaskArg arg, uint64_t len, cons
 template <typename T, typename U>
 void masked_cast(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<U>& src, AscendC::RoundMode mode,
                  MaskArg arg, const uint64_t* bits, uint64_t len, int32_t repeat_time,
-                 const AscendC::UnaryRepeatParams& rp)
+                 const AscendC::UnaryRepeatParams& rp, const char* what = "Cast")
 {
-    const char* what = "Cast";
     check_cast_mode<T, U>(mode, what);
     // The mask counts elements of the wider of the two types.
     constexpr uint32_t wide = static_cast<uint32_t>(bits_of<T> > bits_of<U> ? bits_of<T> : bits_of<U>) / 8;
