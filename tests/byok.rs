@@ -587,8 +587,12 @@ fn a_vendor_programs_kernels_are_brought_unchanged() {
         assert_eq!(y.to_vec().unwrap(), want, "{n}");
     }
     let (m, k, n) = (64, 32, 48);
-    let a: Vec<f16> = (0..m * k).map(|i| f16::from_f32((i % 7) as f32 - 3.0)).collect();
-    let b: Vec<f16> = (0..k * n).map(|i| f16::from_f32((i % 5) as f32 - 2.0)).collect();
+    let a: Vec<f16> = (0..m * k)
+        .map(|i| f16::from_f32((i % 7) as f32 - 3.0))
+        .collect();
+    let b: Vec<f16> = (0..k * n)
+        .map(|i| f16::from_f32((i % 5) as f32 - 2.0))
+        .collect();
     let mut c = dev.zeros((m, n)).unwrap();
     let mut out = dev.zeros((m, n)).unwrap();
     kernels::vendor_matmul_relu(
@@ -601,8 +605,122 @@ fn a_vendor_programs_kernels_are_brought_unchanged() {
     let got = out.to_vec().unwrap();
     for i in 0..m {
         for j in 0..n {
-            let s: f32 = (0..k).map(|t| a[i * k + t].to_f32() * b[t * n + j].to_f32()).sum();
+            let s: f32 = (0..k)
+                .map(|t| a[i * k + t].to_f32() * b[t * n + j].to_f32())
+                .sum();
             assert_eq!(got[i * n + j], s.max(0.0), "({i}, {j})");
         }
+    }
+}
+
+/// int8 on the cube: b stored [K, N] reaches L0B through the 8-bit
+/// LoadDataWithTranspose (32 x 32 squares), and Fixpipe moves the int32
+/// product out as it is, as half scaled by 1/8 (DEQF16, saturating), as
+/// int8 by a scale per column (VREQ8) and as uint8 scaled by 1/4 through
+/// the ReLU (REQ8); each against plain Rust rounding the documented way
+/// (the scale's mantissa cut to 10 bits, nearest-even, saturation).
+#[test]
+fn int8_products_are_transposed_in_and_quantised_out() {
+    let dev = Device::host();
+    let (m, k, n) = (16usize, 64usize, 64usize);
+    let mut a: Vec<i8> = (0..m * k).map(|i| ((i * 7 + 3) % 41) as i8 - 20).collect();
+    let mut b: Vec<i8> = (0..k * n).map(|i| ((i * 5 + 1) % 37) as i8 - 18).collect();
+    // Row 0 of a and column 0 of b at the int8 maximum: a sum past half's range.
+    a[..k].fill(127);
+    for t in 0..k {
+        b[t * n] = 127;
+    }
+    let cut = |s: f32| f32::from_bits(s.to_bits() & 0xFFFF_E000);
+    let column_scale = |j: usize| 1.0 / (j as f32 + 1.5);
+    let words: Vec<u64> = (0..n)
+        .map(|j| u64::from(column_scale(j).to_bits()) | 1 << 46)
+        .collect();
+    let mut out32 = dev.zeros((Const::<16>, Const::<64>)).unwrap();
+    let mut out16 = dev.zeros((Const::<16>, Const::<64>)).unwrap();
+    let mut out8 = dev.zeros((Const::<16>, Const::<64>)).unwrap();
+    let mut outu8 = dev.zeros((Const::<16>, Const::<64>)).unwrap();
+    kernels::quant_cube(
+        &dev.tensor_from(&a, (Const::<16>, Const::<64>)).unwrap(),
+        &dev.tensor_from(&b, (Const::<64>, Const::<64>)).unwrap(),
+        &dev.tensor_from(&words, (Const::<64>,)).unwrap(),
+        &mut out32,
+        &mut out16,
+        &mut out8,
+        &mut outu8,
+        0,
+    )
+    .unwrap();
+    let sums: Vec<i32> = (0..m * n)
+        .map(|e| {
+            let (i, j) = (e / n, e % n);
+            (0..k)
+                .map(|t| i32::from(a[i * k + t]) * i32::from(b[t * n + j]))
+                .sum()
+        })
+        .collect();
+    assert_eq!(out32.to_vec().unwrap(), sums);
+    let want16: Vec<f16> = sums
+        .iter()
+        .map(|&v| f16::from_f32((v as f32 * 0.125).clamp(-65504.0, 65504.0)))
+        .collect();
+    assert_eq!(out16.to_vec().unwrap(), want16);
+    assert_eq!(out16.to_vec().unwrap()[0], f16::from_f32(65504.0));
+    let want8: Vec<i8> = sums
+        .iter()
+        .enumerate()
+        .map(|(e, &v)| {
+            let q = (v as f32 * cut(column_scale(e % n))).clamp(-256.0, 255.0);
+            q.round_ties_even().clamp(-128.0, 127.0) as i8
+        })
+        .collect();
+    assert_eq!(out8.to_vec().unwrap(), want8);
+    let wantu8: Vec<u8> = sums
+        .iter()
+        .map(|&v| {
+            let q = if v >= 0 { v as f32 * 0.25 } else { 0.0 };
+            q.clamp(-256.0, 255.0).round_ties_even().clamp(0.0, 255.0) as u8
+        })
+        .collect();
+    assert_eq!(outu8.to_vec().unwrap(), wantu8);
+    // Both ends of int8 and uint8 are reached.
+    assert!(want8.contains(&127) && want8.contains(&-128));
+    assert!(wantu8.contains(&255) && wantu8.contains(&0));
+    // Mistakes the documents rule out, and what is not emulated, are errors.
+    for (fault, message) in [
+        (
+            1,
+            "quantPre does not match the types; use DEQF16 or VDEQF16 for int32_t to half",
+        ),
+        (
+            2,
+            "the per-column quantPre mode takes its scales from cbufWorkspace; use the overload \
+             with a LocalTensor<uint64_t> in L1",
+        ),
+        (
+            3,
+            "the quantisation word's mode control bit (bit 36: shift by N before scaling) is not \
+             emulated",
+        ),
+        (
+            4,
+            "the quantisation word's sign bit (46) says int8, but the destination is uint8_t",
+        ),
+    ] {
+        let err = kernels::quant_cube(
+            &dev.tensor_from(&a, (Const::<16>, Const::<64>)).unwrap(),
+            &dev.tensor_from(&b, (Const::<64>, Const::<64>)).unwrap(),
+            &dev.tensor_from(&words, (Const::<64>,)).unwrap(),
+            &mut out32,
+            &mut out16,
+            &mut out8,
+            &mut outu8,
+            fault,
+        )
+        .unwrap_err();
+        assert_eq!(
+            kernel_message(err),
+            format!("Fixpipe: {message}"),
+            "fault {fault}"
+        );
     }
 }

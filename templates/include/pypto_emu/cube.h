@@ -307,29 +307,34 @@ void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadDa
     }
 }
 
-// L1 -> L0A / L0B, transposing 16 x 16 squares. For 32-bit types a square
-// is two consecutive 16 x 8 fractals [F0 | F1]; its transpose is written as
-// two 16 x 8 fractals, dstFracGap apart. 16-bit squares are one fractal.
+// L1 -> L0A / L0B, transposing squares. 16-bit: a 16 x 16 square is one
+// fractal. 32-bit: a 16 x 16 square is two consecutive 16 x 8 fractals side
+// by side [F0 | F1]; its transpose is written as two 16 x 8 fractals,
+// dstFracGap apart. 8-bit: a 32 x 32 square is two consecutive 16 x 32
+// fractals one above the other; its transpose's top and bottom halves are
+// written as two 16 x 32 fractals, dstFracGap apart.
 template <typename T>
 void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
                            const LoadData2dTransposeParams& p, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "LoadDataWithTranspose");
     const char* what = "LoadDataWithTranspose";
-    static_assert(sizeof(T) == 2 || sizeof(T) == 4, "LoadDataWithTranspose: only 16- and 32-bit types are emulated");
+    static_assert(pypto_emu::one_of<T, int8_t, uint8_t, half, bfloat16_t, int32_t, uint32_t, float>,
+                  "LoadDataWithTranspose: supported types are int8_t, uint8_t, half, bfloat16_t, int32_t, "
+                  "uint32_t and float (int4b_t is not emulated)");
     if (p.repeatTimes == 0) {
         return;
     }
     pypto_emu::model_copy(pypto_emu::Memory::L1, pypto_emu::memory_of(dst.position()),
-                          uint64_t{p.repeatTimes} * 512 * (sizeof(T) / 2));
+                          uint64_t{p.repeatTimes} * (sizeof(T) == 2 ? 512 : 1024));
     pypto_emu::Memory dm = pypto_emu::memory_of(dst.position());
     if (dm != pypto_emu::Memory::L0A && dm != pypto_emu::Memory::L0B) {
         pypto_emu::fail(what, ": the destination must be in L0A (A2) or L0B (B2), not ",
                         pypto_emu::position_name(dst.position()));
     }
-    constexpr uint32_t square_bytes = 16 * 16 * sizeof(T);
+    constexpr uint32_t square_bytes = sizeof(T) == 1 ? 32 * 32 : 16 * 16 * sizeof(T);
     constexpr uint32_t fractal = 512 / sizeof(T);
-    uint32_t second = sizeof(T) == 4 ? (p.dstFracGap + 1u) : 0u; // in fractals
+    uint32_t second = sizeof(T) != 2 ? (p.dstFracGap + 1u) : 0u; // in fractals
     uint64_t dst_bytes = ((p.repeatTimes - 1ull) * (1 + p.dstGap) + 1 + second) * 512;
     uint64_t src_bytes = (p.startIndex + (p.repeatTimes - 1ull) * p.srcStride + 1) * square_bytes;
     pypto_emu::check_cube_operand(dst, dm, dst_bytes, what);
@@ -352,7 +357,7 @@ void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
         for (uint32_t i = 0; i < p.repeatTimes; ++i) {
             uint64_t di = static_cast<uint64_t>(i) * (1 + p.dstGap) * 512;
             batch.add(dv, true, di, 512, false);
-            if (sizeof(T) == 4) {
+            if (sizeof(T) != 2) {
                 batch.add(dv, true, di + second * 512, 512, false);
             }
         }
@@ -368,11 +373,17 @@ void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
                 // The square read, and the one or two fractals written.
                 mv.race_read(si, square_bytes);
                 mv.race_write(di, 512);
-                if (sizeof(T) == 4) {
+                if (sizeof(T) != 2) {
                     mv.race_write(di + second * fractal * sizeof(T), 512);
                 }
             }
-            for (uint32_t r = 0; mv.init && r < 16; ++r) {
+            for (uint32_t r = 0; mv.init && sizeof(T) == 1 && r < 32; ++r) {
+                for (uint32_t c = 0; c < 32; ++c) {
+                    // S[r][c] lands in fractal c / 16, at row c % 16, column r.
+                    mv.init_copy(si + r * 32 + c, di + (c / 16) * second * 512 + (c % 16) * 32 + r, 1);
+                }
+            }
+            for (uint32_t r = 0; mv.init && sizeof(T) != 1 && r < 16; ++r) {
                 for (uint32_t c = 0; c < 16; ++c) {
                     // Where S[r][c] lands: 16-bit, out[c][r]; 32-bit, out[c][r] for
                     // r < 8, else the second fractal's [c][r - 8].
@@ -383,7 +394,14 @@ void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
                 }
             }
         }
-        if constexpr (sizeof(T) == 2) {
+        if constexpr (sizeof(T) == 1) {
+            T* out2 = out + static_cast<uint64_t>(second) * fractal;
+            for (uint32_t r = 0; r < 32; ++r) {
+                for (uint32_t c = 0; c < 32; ++c) {
+                    (c < 16 ? out : out2)[(c % 16) * 32 + r] = in[r * 32 + c];
+                }
+            }
+        } else if constexpr (sizeof(T) == 2) {
             for (uint32_t r = 0; r < 16; ++r) {
                 for (uint32_t c = 0; c < 16; ++c) {
                     out[c * 16 + r] = in[r * 16 + c];
@@ -573,17 +591,89 @@ void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor
     detail::mmad(dst, fm, filter, p, bias.data());
 }
 
+namespace detail {
+
+// One scale of the quantising Fixpipe modes (deqScalar, or one column's
+// word of cbufWorkspace), as the Atlas A2/A3 documents lay it out: bits
+// 13..31 the multiplier, a float with 10 mantissa bits (bits 0..12 are
+// ignored); 32..35 the shift N and bit 36 the mode control bit that
+// applies it; 37..45 an offset added after scaling; 46 signed (int8) or
+// unsigned (uint8) output.
+struct FixpipeScale {
+    float m1;
+    bool shift;
+    uint32_t offset;
+    bool is_signed;
+};
+
+inline FixpipeScale fixpipe_scale(uint64_t word, const char* what)
+{
+    uint32_t bits = static_cast<uint32_t>(word) & 0xFFFFE000u;
+    float m1;
+    std::memcpy(&m1, &bits, sizeof m1);
+    FixpipeScale s{m1, ((word >> 36) & 1) != 0, static_cast<uint32_t>((word >> 37) & 0x1FF),
+                   ((word >> 46) & 1) != 0};
+    if (!std::isfinite(m1)) {
+        pypto_emu::fail(what, ": the quantisation scale (bits 13..31 of 0x", std::hex, word, std::dec,
+                        ") is not finite");
+    }
+    // Not emulated, so never silently ignored: the documents leave the
+    // shift's encoding and the offset's sign open.
+    if (s.shift) {
+        pypto_emu::fail(what, ": the quantisation word's mode control bit (bit 36: shift by N before "
+                              "scaling) is not emulated");
+    }
+    if (s.offset != 0) {
+        pypto_emu::fail(what, ": the quantisation word's offset (bits 37..45) is ", s.offset,
+                        "; only 0 is emulated");
+    }
+    return s;
+}
+
+// An L0C value through quantisation mode `mode` with scale `s`: scaled by
+// M1 (non-negative values) or M2 (negative ones: M1, or 0 with reluEn),
+// then rounded to nearest-even and saturated to T.
+template <typename T, typename U>
+T fixpipe_quantise(U v, const FixpipeScale& s, bool relu)
+{
+    float f = static_cast<float>(v);
+    f *= f >= 0.0f ? s.m1 : (relu ? 0.0f : s.m1);
+    if constexpr (std::is_same_v<T, half>) {
+        f = std::min(std::max(f, -65504.0f), 65504.0f);
+        return static_cast<half>(f);
+    } else {
+        // Through int16 ([-256, 255]), then to the 8-bit type.
+        float r = std::nearbyint(std::min(std::max(f, -256.0f), 255.0f));
+        float lo = std::is_signed_v<T> ? -128.0f : 0.0f;
+        float hi = std::is_signed_v<T> ? 127.0f : 255.0f;
+        return static_cast<T>(std::min(std::max(r, lo), hi));
+    }
+}
+
+// The quantisation modes for an L0C of U moved out as T.
+template <typename T, typename U>
+constexpr bool fixpipe_quantising()
+{
+    return (std::is_same_v<U, int32_t> && pypto_emu::one_of<T, half, int8_t, uint8_t>) ||
+           (std::is_same_v<U, float> && pypto_emu::one_of<T, int8_t, uint8_t>);
+}
+
 // L0C (Nz, fp32, or int32 from int8 products) -> GM, row-major
 // (CFG_ROW_MAJOR) with a row pitch of dstStride elements, converting with
-// quantPre (int32 goes out as int32, NoQuant).
-template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
-void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p, pypto_emu::Site site = pypto_emu::Site::here())
+// quantPre: NoQuant (float and int32 as they are), F322F16/F322BF16, and
+// the quantising modes, scalar (deqScalar) or per column (`workspace`, a
+// uint64_t word per column in L1): DEQF16/VDEQF16 int32 -> half,
+// REQ8/VREQ8 int32 -> int8/uint8, QF322B8_PRE/VQF322B8_PRE float ->
+// int8/uint8.
+template <typename T, typename U>
+void fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const LocalTensor<uint64_t>* workspace,
+             const FixpipeParamsV220& p)
 {
-    pypto_emu::AtSite at_site(site, "Fixpipe");
     const char* what = "Fixpipe";
-    static_assert(config.format == CO2Layout::ROW_MAJOR, "Fixpipe: only CFG_ROW_MAJOR is emulated");
-    static_assert(std::is_same_v<U, float> || (std::is_same_v<U, int32_t> && std::is_same_v<T, int32_t>),
-                  "Fixpipe: emulated are float L0C data, and int32_t L0C data to int32_t (NoQuant)");
+    static_assert((std::is_same_v<U, float> && pypto_emu::one_of<T, float, half, bfloat16_t, int8_t, uint8_t>) ||
+                      (std::is_same_v<U, int32_t> && pypto_emu::one_of<T, int32_t, half, int8_t, uint8_t>),
+                  "Fixpipe: emulated are float L0C data to float, half, bfloat16_t, int8_t and uint8_t, and "
+                  "int32_t L0C data to int32_t, half, int8_t and uint8_t");
     if (p.nSize == 0 || p.mSize == 0 || p.ndNum == 0) {
         return;
     }
@@ -606,16 +696,53 @@ void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const Fixpip
     if (p.srcStride < p.mSize) {
         pypto_emu::fail(what, ": srcStride ", p.srcStride, " (rows per column block) is less than mSize ", p.mSize);
     }
-    constexpr bool to_half = std::is_same_v<T, half>;
-    constexpr bool to_bf16 = std::is_same_v<T, bfloat16_t>;
-    if ((to_half && p.quantPre != F322F16) || (to_bf16 && p.quantPre != F322BF16) ||
-        ((std::is_same_v<T, float> || std::is_same_v<T, int32_t>) && p.quantPre != NoQuant)) {
-        pypto_emu::fail(what, ": quantPre does not match the output type (F322F16 for half, F322BF16 "
-                              "for bfloat16_t, NoQuant for float and int32_t)");
+    // The mode the types call for.
+    constexpr bool quantising = fixpipe_quantising<T, U>();
+    QuantMode_t scalar_mode = NoQuant;
+    QuantMode_t vector_mode = NoQuant;
+    const char* modes = "";
+    if constexpr (std::is_same_v<U, float> && std::is_same_v<T, half>) {
+        scalar_mode = vector_mode = F322F16;
+        modes = "F322F16 for float to half";
+    } else if constexpr (std::is_same_v<U, float> && std::is_same_v<T, bfloat16_t>) {
+        scalar_mode = vector_mode = F322BF16;
+        modes = "F322BF16 for float to bfloat16_t";
+    } else if constexpr (std::is_same_v<U, int32_t> && std::is_same_v<T, half>) {
+        scalar_mode = DEQF16;
+        vector_mode = VDEQF16;
+        modes = "DEQF16 or VDEQF16 for int32_t to half";
+    } else if constexpr (std::is_same_v<U, int32_t> && !std::is_same_v<T, int32_t>) {
+        scalar_mode = REQ8;
+        vector_mode = VREQ8;
+        modes = "REQ8 or VREQ8 for int32_t to int8_t/uint8_t";
+    } else if constexpr (std::is_same_v<U, float> && quantising) {
+        scalar_mode = QF322B8_PRE;
+        vector_mode = VQF322B8_PRE;
+        modes = "QF322B8_PRE or VQF322B8_PRE for float to int8_t/uint8_t";
+    } else {
+        modes = "NoQuant for float to float and int32_t to int32_t";
+    }
+    if (p.quantPre != scalar_mode && p.quantPre != vector_mode) {
+        pypto_emu::fail(what, ": quantPre does not match the types; use ", modes);
+    }
+    const bool per_column = quantising && p.quantPre == vector_mode;
+    if (per_column && workspace == nullptr) {
+        pypto_emu::fail(what, ": the per-column quantPre mode takes its scales from cbufWorkspace; use the "
+                              "overload with a LocalTensor<uint64_t> in L1");
+    }
+    if (!per_column && workspace != nullptr) {
+        pypto_emu::fail(what, ": cbufWorkspace is given, but quantPre is not a per-column (V...) mode");
     }
     uint64_t blocks = p.nSize / 16;
     pypto_emu::check_cube_operand(src, pypto_emu::Memory::L0C,
                                   ((blocks - 1) * p.srcStride * 16 + static_cast<uint64_t>(p.mSize) * 16) * 4, what);
+    if (workspace != nullptr) {
+        pypto_emu::check_cube_operand(*workspace, pypto_emu::Memory::L1, uint64_t{p.nSize} * 8, what);
+        if (workspace->offset_bytes() % 32 != 0) {
+            pypto_emu::fail(what, ": cbufWorkspace starts at byte ", workspace->offset_bytes(),
+                            " of L1, not on a 32-byte boundary");
+        }
+    }
     T* out = dst.range_out(0, (p.mSize - 1ull) * p.dstStride + p.nSize, what);
     if (pypto_emu::timing_only()) {
         // The record, as the accesses skipped here would have filled it.
@@ -640,18 +767,67 @@ void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const Fixpip
                 }
             }
         }
+        if (workspace != nullptr) {
+            pypto_emu::access_view(*workspace, what, "cbufWorkspace").read(0, uint64_t{p.nSize} * 8);
+        }
+    }
+    // The scales: one for all columns, or one per column.
+    std::vector<FixpipeScale> scales;
+    if constexpr (quantising) {
+        scales.push_back(fixpipe_scale(p.deqScalar, what));
+        if (per_column) {
+            scales.clear();
+            for (uint32_t n = 0; n < p.nSize; ++n) {
+                scales.push_back(fixpipe_scale(workspace->data()[n], what));
+            }
+        }
+        if constexpr (!std::is_same_v<T, half>) {
+            for (const FixpipeScale& s : scales) {
+                if (s.is_signed != std::is_signed_v<T>) {
+                    pypto_emu::fail(what, ": the quantisation word's sign bit (46) says ",
+                                    s.is_signed ? "int8" : "uint8", ", but the destination is ",
+                                    std::is_signed_v<T> ? "int8_t" : "uint8_t");
+                }
+            }
+        }
     }
     for (uint32_t m = 0; m < p.mSize; ++m) {
         for (uint32_t n = 0; n < p.nSize; ++n) {
             U v = src.data()[(n / 16) * p.srcStride * 16 + m * 16 + n % 16];
-            if (p.reluEn && v < 0) {
-                v = 0;
+            if constexpr (quantising) {
+                row[n] = fixpipe_quantise<T>(v, scales[per_column ? n : 0], p.reluEn);
+            } else {
+                if (p.reluEn && v < 0) {
+                    v = 0;
+                }
+                row[n] = static_cast<T>(v);
             }
-            row[n] = static_cast<T>(v);
         }
         // Through the atomic mode, if one is set (SetAtomicAdd: split-K sums).
         pypto_emu::store_gm(out + static_cast<uint64_t>(m) * p.dstStride, row.data(), p.nSize, what);
     }
+}
+
+} // namespace detail
+
+template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
+void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p,
+             pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "Fixpipe");
+    static_assert(config.format == CO2Layout::ROW_MAJOR, "Fixpipe: only CFG_ROW_MAJOR is emulated");
+    detail::fixpipe(dst, src, static_cast<const LocalTensor<uint64_t>*>(nullptr), p);
+}
+
+// The per-column quantisation modes (VDEQF16, VREQ8, VQF322B8_PRE): one
+// uint64_t scale word per output column, in L1.
+template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
+void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const LocalTensor<uint64_t>& cbufWorkspace,
+             const FixpipeParamsV220& p, pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "Fixpipe");
+    static_assert(config.format == CO2Layout::ROW_MAJOR, "Fixpipe: only CFG_ROW_MAJOR is emulated");
+    detail::fixpipe(dst, src, &cbufWorkspace, p);
 }
 
 } // namespace AscendC
