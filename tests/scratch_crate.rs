@@ -480,7 +480,7 @@ fn kernels_link_into_library_binary_and_tests_and_are_compiled_once_for_all_prof
         warnings[0].starts_with(
             "warning: scratch-shapes@0.1.0: pypto-build: compiled 1 kernel object in "
         ) && warnings[0]
-            .ends_with(" s (2 reused from the cache; PYPTO_BUILD_VERBOSE=1 for details)"),
+            .ends_with(" UTC (2 reused from the cache; PYPTO_BUILD_VERBOSE=1 for details)"),
         "{stderr}"
     );
 

@@ -596,12 +596,15 @@ fn summary_line(
             elapsed.as_millis()
         )
     } else {
+        // The time of day: Cargo shows a build script's warnings again on
+        // later builds that do not rerun it, and an old time says so.
         format!(
-            "pypto-build: compiled {} kernel object{} in {:.1} s ({} reused from the cache; \
-             PYPTO_BUILD_VERBOSE=1 for details)",
+            "pypto-build: compiled {} kernel object{} in {:.1} s at {} ({} reused from the \
+             cache; PYPTO_BUILD_VERBOSE=1 for details)",
             report.compiled,
             if report.compiled == 1 { "" } else { "s" },
             elapsed.as_secs_f64(),
+            utc_time_of_day(std::time::SystemTime::now()),
             report.reused,
         )
     };
@@ -610,6 +613,20 @@ fn summary_line(
         line.push_str(note);
     }
     Some(line)
+}
+
+/// `HH:MM:SS UTC` of `at`.
+fn utc_time_of_day(at: std::time::SystemTime) -> String {
+    let secs = at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+        % 86_400;
+    format!(
+        "{:02}:{:02}:{:02} UTC",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
 }
 
 /// The directive watching `path`, or nothing for a path a directive cannot
@@ -706,5 +723,15 @@ mod tests {
             None
         );
         assert_eq!(rerun_if_changed(Path::new("a\rb.yaml")), None);
+    }
+
+    #[test]
+    fn the_compile_line_says_when_in_utc() {
+        let at =
+            |secs| utc_time_of_day(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs));
+        assert_eq!(at(0), "00:00:00 UTC");
+        // 2026-12-05 08:30:12 UTC.
+        assert_eq!(at(1_796_459_412), "08:30:12 UTC");
+        assert_eq!(at(86_399), "23:59:59 UTC");
     }
 }
