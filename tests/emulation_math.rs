@@ -1,6 +1,7 @@
 //! The high-level elementwise math of the host emulation
-//! (`pypto_emu/math.h`): Sin, Cos, Tanh, Erf, Atan, Sigmoid, Log, Log2,
-//! Log10, the high-level Exp and Power, through the kernels of
+//! (`pypto_emu/math.h`): Sin, Cos, Tan, Tanh, Sinh, Cosh, Asin, Acos, Atan,
+//! Asinh, Acosh, Atanh, Erf, Erfc, Sigmoid, Log, Log2, Log10, the
+//! high-level Exp and Power, through the kernels of
 //! `tests/kernels/api_math.yaml`, for float and half (Power also int32_t),
 //! against plain Rust. The emulation computes each function in f32 with the
 //! C library, as Rust's f32 methods do (and `erff` through the same
@@ -18,6 +19,17 @@ use pypto_tests::{kernel_message, kernels};
 unsafe extern "C" {
     /// The C library's erf for float (Rust's `f32::erf` is unstable).
     safe fn erff(x: f32) -> f32;
+    // The C library's float functions the emulation calls (Rust's own
+    // asinh, acosh and atanh are computed differently).
+    safe fn tanf(x: f32) -> f32;
+    safe fn sinhf(x: f32) -> f32;
+    safe fn coshf(x: f32) -> f32;
+    safe fn asinf(x: f32) -> f32;
+    safe fn acosf(x: f32) -> f32;
+    safe fn erfcf(x: f32) -> f32;
+    safe fn atanhf(x: f32) -> f32;
+    safe fn asinhf(x: f32) -> f32;
+    safe fn acoshf(x: f32) -> f32;
 }
 
 const N: usize = 1024;
@@ -154,6 +166,92 @@ fn tanh_erf_atan_and_sigmoid() {
     assert_eq!(got[0], 0.0);
     assert!(near(got[2], 0.842_700_792_9), "Erf(1) = {}", got[2]);
     assert!(near(got[3], -0.842_700_792_9), "Erf(-1) = {}", got[3]);
+}
+
+#[test]
+fn the_other_trigonometric_and_hyperbolic_functions() {
+    let b = vec![0.0; N];
+    // Tan on (-65504, 65504), Sinh and Cosh anywhere, Erfc anywhere.
+    let mut edges = COMMON[..16].to_vec();
+    edges.extend([65000.0, -65000.0, f32::NAN, std::f32::consts::FRAC_PI_2]);
+    let a = inputs(&edges, 4.0, 9);
+    check(30, &a, &b, 1000, |x, _| tanf(x));
+    let a = inputs(&with_specials(COMMON), 12.0, 10);
+    check(31, &a, &b, 1000, |x, _| sinhf(x));
+    check(32, &a, &b, N, |x, _| coshf(x));
+    check(35, &a, &b, 1000, |x, _| erfcf(x));
+    // Asin and Acos on [-1, 1].
+    let edges = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-30, f32::NAN, 0.999_999];
+    let a = inputs(&edges, 1.0, 11);
+    check(33, &a, &b, 1000, |x, _| asinf(x));
+    check(34, &a, &b, 1000, |x, _| acosf(x));
+    // Atanh on (-0.99, -0.001) and (0.001, 0.99); Asinh on [-65504,
+    // 65504]; Acosh on [1, 65504].
+    let edges = [0.5, -0.5, 0.0011, -0.0011, 0.989, -0.989, f32::NAN];
+    let a: Vec<f32> = inputs(&edges, 0.98, 12)
+        .into_iter()
+        .map(|x| if x.abs() <= 0.002 { 0.25 } else { x })
+        .collect();
+    check(36, &a, &b, 1000, |x, _| atanhf(x));
+    let a = inputs(COMMON, 1000.0, 13);
+    check(37, &a, &b, 1000, |x, _| asinhf(x));
+    let edges = [1.0, 1.5, 2.0, 65504.0, 1000.0, f32::NAN];
+    let a: Vec<f32> = inputs(&edges, 300.0, 14)
+        .into_iter()
+        .map(|x| if x.is_nan() { x } else { x.abs().max(1.0) })
+        .collect();
+    check(38, &a, &b, 1000, |x, _| acoshf(x));
+    // Spot values.
+    let got = run_f32(&a, &b, 38).unwrap();
+    assert_eq!(got[0], 0.0, "Acosh(1)");
+    let a = inputs(&[0.5], 0.5, 15);
+    let got = run_f32(&a, &b, 36).unwrap();
+    assert!(
+        (f64::from(got[0]) - 0.549_306_144_3).abs() < 1e-6,
+        "Atanh(0.5) = {}",
+        got[0]
+    );
+}
+
+#[test]
+fn inputs_outside_the_documented_ranges_are_errors() {
+    let b = vec![0.0; N];
+    for (which, bad, want) in [
+        (
+            33,
+            1.5,
+            "Asin: src[3] = 1.5 is outside [-1, 1], the documented input range",
+        ),
+        (34, -2.0, "Acos: src[3] = -2 is outside [-1, 1]"),
+        (
+            36,
+            0.0,
+            "Atanh: src[3] = 0 is outside (-0.99, -0.001) or (0.001, 0.99)",
+        ),
+        (36, 0.995, "Atanh: src[3] = 0.995 is outside"),
+        (38, 0.5, "Acosh: src[3] = 0.5 is outside [1, 65504]"),
+        (
+            30,
+            65504.0,
+            "Tan: src[3] = 65504 is outside (-65504, 65504)",
+        ),
+    ] {
+        let mut a = vec![0.5; N];
+        if which == 38 {
+            a = vec![2.0; N];
+        }
+        a[3] = bad;
+        let msg = kernel_message(run_f32(&a, &b, which).unwrap_err());
+        assert!(msg.contains(want), "scenario {which}: {msg}");
+    }
+    // Asinh beyond 65504: float only (half has no such finite value).
+    let mut a = vec![0.5; N];
+    a[7] = -70000.0;
+    let msg = kernel_message(run_f32(&a, &b, 37).unwrap_err());
+    assert!(
+        msg.contains("Asinh: src[7] = -70000 is outside [-65504, 65504]"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -333,10 +431,11 @@ fn broken_limits_are_errors() {
 
 #[test]
 fn the_model_costs_them_on_the_vector_pipe() {
-    let a = inputs(COMMON, 2.0, 8);
+    // Inputs inside every function's documented range.
+    let a = inputs(&[0.5], 0.9, 8);
     let b = vec![1.0; N];
     let ((), prof) = profile(ModelArch::AtlasA3, || {
-        for which in [0, 4, 5, 6, 7, 9, 10, 12, 13, 20] {
+        for which in [0, 4, 5, 6, 7, 9, 10, 12, 13, 20, 30, 31, 33, 35, 37] {
             run_f32(&a, &b, which).unwrap();
         }
     });
@@ -347,7 +446,8 @@ fn the_model_costs_them_on_the_vector_pipe() {
         .flat_map(|c| &c.slices)
         .collect();
     for name in [
-        "Sin", "Tanh", "Erf", "Atan", "Sigmoid", "Log", "Log2", "Log10", "Exp", "Power",
+        "Sin", "Tanh", "Erf", "Atan", "Sigmoid", "Log", "Log2", "Log10", "Exp", "Power", "Tan",
+        "Sinh", "Asin", "Erfc", "Asinh",
     ] {
         let s: Vec<_> = slices.iter().filter(|s| &*s.name == name).collect();
         assert_eq!(s.len(), 1, "{name}: one slice\n{prof}");

@@ -1,14 +1,16 @@
 // The elementwise math of the Ascend C high-level API (高阶API: 数学计算 and
-// 激活函数) that kernels call most: Sin, Cos, Tanh, Erf, Atan, Sigmoid,
-// Power, Log/Log2/Log10 and the Taylor-expansion form of Exp. Each is a
+// 激活函数) that kernels call most: Sin, Cos, Tan, Tanh, Sinh, Cosh, Asin,
+// Acos, Atan, Asinh, Acosh, Atanh, Erf, Erfc, Sigmoid, Power, Log/Log2/Log10
+// and the Taylor-expansion form of Exp. Each is a
 // sequence of vector instructions on the hardware; here each computes its
 // function in float (half through float, rounded once to half) with the C
 // library, and is costed as one pass of special-rate vector work over its
 // operands. Enforced, as documented: Unified Buffer operands (VECIN, VECCALC,
 // VECOUT) on 32-byte boundaries, calCount within every operand, source and
 // destination apart, sharedTmpBuffer apart from both, element types (half,
-// float; Power also int32_t), and Sin/Cos inputs within [-65504, 65504] on
-// Atlas A2/A3. The temporary buffer is checked but not written.
+// float; Power also int32_t), Sin/Cos inputs within [-65504, 65504] on
+// Atlas A2/A3 and the other documented input ranges (NaN passes). The
+// temporary buffer is checked but not written.
 #pragma once
 
 #include <cmath>
@@ -168,6 +170,16 @@ inline float in_trig_range(float x, bool limited, int32_t i, const char* what)
     return x;
 }
 
+// The other functions' documented input ranges ("outside it the result is
+// invalid"): an error; NaN passes through.
+inline float in_domain(float x, bool ok, int32_t i, const char* what, const char* range)
+{
+    if (!ok && !std::isnan(x)) {
+        fail(what, ": src[", i, "] = ", x, " is outside ", range, ", the documented input range");
+    }
+    return x;
+}
+
 // int32_t Power: the exact power wrapped to 32 bits for exponents >= 0;
 // for negative exponents the real result truncated toward zero (0 for
 // |base| > 1, and 0 for base 0). Decisions: the documentation is silent.
@@ -254,6 +266,44 @@ C power_of(C x, C y)
         NAME<T, isReuseSource, config>(dstTensor, srcTensor, srcTensor.GetSize(), site);                            \
     }
 
+// The same four forms for the functions without a config parameter.
+#define PYPTO_MATH_UNARY_PLAIN(NAME, EXPR)                                                                          \
+    template <typename T, bool isReuseSource = false>                                                               \
+    void NAME(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,                                    \
+              const LocalTensor<uint8_t>& sharedTmpBuffer, const uint32_t calCount,                                \
+              pypto_emu::Site site = pypto_emu::Site::here())                                                       \
+    {                                                                                                               \
+        pypto_emu::AtSite at_site(site, #NAME);                                                                     \
+        PYPTO_MATH_TYPE(#NAME);                                                                                     \
+        const char* what = #NAME;                                                                                   \
+        pypto_emu::math_apply<T>(what, dstTensor, &srcTensor, nullptr, T(), T(), &sharedTmpBuffer,                \
+                                 pypto_emu::math_count(calCount, what),                                             \
+                                 [&](float x, float, int32_t i) { (void)i; return EXPR; });                         \
+    }                                                                                                               \
+    template <typename T, bool isReuseSource = false>                                                               \
+    void NAME(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,                                    \
+              const LocalTensor<uint8_t>& sharedTmpBuffer, pypto_emu::Site site = pypto_emu::Site::here())          \
+    {                                                                                                               \
+        NAME<T, isReuseSource>(dstTensor, srcTensor, sharedTmpBuffer, srcTensor.GetSize(), site);                   \
+    }                                                                                                               \
+    template <typename T, bool isReuseSource = false>                                                               \
+    void NAME(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor, const uint32_t calCount,           \
+              pypto_emu::Site site = pypto_emu::Site::here())                                                       \
+    {                                                                                                               \
+        pypto_emu::AtSite at_site(site, #NAME);                                                                     \
+        PYPTO_MATH_TYPE(#NAME);                                                                                     \
+        const char* what = #NAME;                                                                                   \
+        pypto_emu::math_apply<T>(what, dstTensor, &srcTensor, nullptr, T(), T(), nullptr,                          \
+                                 pypto_emu::math_count(calCount, what),                                             \
+                                 [&](float x, float, int32_t i) { (void)i; return EXPR; });                         \
+    }                                                                                                               \
+    template <typename T, bool isReuseSource = false>                                                               \
+    void NAME(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,                                    \
+              pypto_emu::Site site = pypto_emu::Site::here())                                                       \
+    {                                                                                                               \
+        NAME<T, isReuseSource>(dstTensor, srcTensor, srcTensor.GetSize(), site);                                    \
+    }
+
 namespace AscendC {
 
 // Sin and Cos: RADIAN_REDUCTION (950) takes the whole float range.
@@ -276,6 +326,21 @@ PYPTO_MATH_UNARY(Atan, AtanConfig, defaultAtanConfig,
                  std::atan(x))
 
 #undef PYPTO_MATH_UNARY
+
+PYPTO_MATH_UNARY_PLAIN(Tan, std::tan(pypto_emu::in_domain(x, std::fabs(x) < 65504.0f, i, what, "(-65504, 65504)")))
+PYPTO_MATH_UNARY_PLAIN(Sinh, std::sinh(x))
+PYPTO_MATH_UNARY_PLAIN(Cosh, std::cosh(x))
+PYPTO_MATH_UNARY_PLAIN(Asin, std::asin(pypto_emu::in_domain(x, std::fabs(x) <= 1.0f, i, what, "[-1, 1]")))
+PYPTO_MATH_UNARY_PLAIN(Acos, std::acos(pypto_emu::in_domain(x, std::fabs(x) <= 1.0f, i, what, "[-1, 1]")))
+PYPTO_MATH_UNARY_PLAIN(Erfc, std::erfc(x))
+PYPTO_MATH_UNARY_PLAIN(Atanh, std::atanh(pypto_emu::in_domain(x, std::fabs(x) > 0.001f && std::fabs(x) < 0.99f, i,
+                                                              what, "(-0.99, -0.001) or (0.001, 0.99)")))
+PYPTO_MATH_UNARY_PLAIN(Asinh, std::asinh(pypto_emu::in_domain(x, std::fabs(x) <= 65504.0f, i, what,
+                                                              "[-65504, 65504]")))
+PYPTO_MATH_UNARY_PLAIN(Acosh, std::acosh(pypto_emu::in_domain(x, x >= 1.0f && x <= 65504.0f, i, what,
+                                                              "[1, 65504]")))
+
+#undef PYPTO_MATH_UNARY_PLAIN
 
 // Sigmoid (激活函数): 1 / (1 + e^-x), in float.
 template <typename T, bool isReuseSource = false>

@@ -18,7 +18,9 @@ enum class VectorCost : uint8_t { Simple, Special, Reduce };
 inline VectorCost vector_cost_by_name(const char* what)
 {
     static const char* special[] = {"Exp", "Ln", "Div", "Sqrt", "Rsqrt", "Reciprocal", "Log", "Power",
-                                    "Log2", "Log10", "Sin", "Cos", "Tanh", "Erf", "Atan", "Sigmoid"};
+                                    "Log2", "Log10", "Sin", "Cos", "Tan", "Tanh", "Sinh", "Cosh",
+                                    "Asin", "Acos", "Atan", "Asinh", "Acosh", "Atanh", "Erf", "Erfc",
+                                    "Sigmoid"};
     for (const char* s : special) {
         if (std::strcmp(what, s) == 0) {
             return VectorCost::Special;
