@@ -1,7 +1,7 @@
 //! The high-level elementwise math of the host emulation
 //! (`pypto_emu/math.h`): Sin, Cos, Tan, Tanh, Sinh, Cosh, Asin, Acos, Atan,
 //! Asinh, Acosh, Atanh, Erf, Erfc, Sigmoid, Log, Log2, Log10, the
-//! high-level Exp and Power, through the kernels of
+//! high-level Exp, Power, Floor, Ceil, Round, Trunc, Frac and Sign, through the kernels of
 //! `tests/kernels/api_math.yaml`, for float and half (Power also int32_t),
 //! against plain Rust. The emulation computes each function in f32 with the
 //! C library, as Rust's f32 methods do (and `erff` through the same
@@ -211,6 +211,85 @@ fn the_other_trigonometric_and_hyperbolic_functions() {
         "Atanh(0.5) = {}",
         got[0]
     );
+}
+
+#[test]
+fn rounding_to_integral_values() {
+    let b = vec![0.0; N];
+    let edges = [
+        0.5,
+        -0.5,
+        1.5,
+        -1.5,
+        2.5,
+        -2.5,
+        3.9,
+        -3.9,
+        -0.0,
+        0.0,
+        8_388_609.0,
+        -258.418_88,
+        5592.625,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        1e30,
+        -1e-30,
+    ];
+    let a = inputs(&edges, 100.0, 16);
+    check(40, &a, &b, 1000, |x, _| x.floor());
+    check(41, &a, &b, 1000, |x, _| x.ceil());
+    check(42, &a, &b, 1000, |x, _| x.round_ties_even());
+    check(43, &a, &b, N, |x, _| x.trunc());
+    check(44, &a, &b, N, |x, _| x - x.trunc());
+    let sign = |x: f32, _| {
+        if x > 0.0 {
+            1.0
+        } else if x < 0.0 {
+            -1.0
+        } else {
+            0.0
+        }
+    };
+    check(45, &a, &b, 1000, sign);
+    // Documented examples.
+    let got = run_f32(&a, &b, 42).unwrap();
+    assert_eq!(
+        &got[..6],
+        &[0.0, -0.0, 2.0, -2.0, 2.0, -2.0],
+        "ties to even"
+    );
+    let got = run_f32(&a, &b, 44).unwrap();
+    assert_eq!(got[12], 0.625, "Frac(5592.625)");
+    assert!(
+        (got[11] + 0.418_88).abs() < 1e-4,
+        "Frac(-258.41888) = {}",
+        got[11]
+    );
+    // Trunc in place and Round with dst 16 elements before src: every
+    // result from the source as it was.
+    let got = run_f32(&a, &b, 46).unwrap();
+    for i in 0..N {
+        let w = if i < 1000 { a[i].trunc() } else { a[i] };
+        assert!(
+            same(got[i], w),
+            "Trunc in place: element {i} is {}, want {w}",
+            got[i]
+        );
+    }
+    let got = run_f32(&a, &b, 47).unwrap();
+    for i in 0..N {
+        let w = if i < 1000 {
+            a[i + 16].round_ties_even()
+        } else {
+            a[i]
+        };
+        assert!(
+            same(got[i], w),
+            "Round shifted: element {i} is {}, want {w}",
+            got[i]
+        );
+    }
 }
 
 #[test]

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "layout.h"
 #include "vector.h"
@@ -108,9 +109,10 @@ void check_math_tmp(const AscendC::LocalTensor<uint8_t>& tmp, const AscendC::Loc
 
 template <typename T>
 void check_math_src(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& src,
-                    const AscendC::LocalTensor<uint8_t>* tmp, uint64_t bytes, const char* name, const char* what)
+                    const AscendC::LocalTensor<uint8_t>* tmp, uint64_t bytes, const char* name, const char* what,
+                    bool overlap_ok = false)
 {
-    if (overlaps(dst.data(), bytes, src.data(), bytes)) {
+    if (!overlap_ok && overlaps(dst.data(), bytes, src.data(), bytes)) {
         fail(what, ": ", name, " and dst overlap; the source and destination must be apart");
     }
     if (tmp != nullptr && overlaps(tmp->data(), tmp->GetSize(), src.data(), bytes)) {
@@ -123,7 +125,7 @@ void check_math_src(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTens
 template <typename T, typename F>
 void math_apply(const char* what, const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>* a,
                 const AscendC::LocalTensor<T>* b, T sa, T sb, const AscendC::LocalTensor<uint8_t>* tmp,
-                int32_t count, F f)
+                int32_t count, F f, bool overlap_ok = false)
 {
     check_vector_operand(dst, count, what);
     uint64_t bytes = static_cast<uint64_t>(count) * sizeof(T);
@@ -138,7 +140,7 @@ void math_apply(const char* what, const AscendC::LocalTensor<T>& dst, const Asce
         check_math_tmp(*tmp, dst, bytes, what);
     }
     if (a != nullptr) {
-        check_math_src(dst, *a, tmp, bytes, a_name, what);
+        check_math_src(dst, *a, tmp, bytes, a_name, what, overlap_ok);
         access_read(what, a_name, *a, 0, bytes);
     }
     if (b != nullptr) {
@@ -152,8 +154,12 @@ void math_apply(const char* what, const AscendC::LocalTensor<T>& dst, const Asce
     }
     using C = compute_t<T>;
     T* d = dst.data();
+    std::vector<T> in;
+    if (overlap_ok && a != nullptr) { // dst may overlap src: read all first
+        in.assign(a->data(), a->data() + count);
+    }
     for (int32_t i = 0; i < count; ++i) {
-        C x = static_cast<C>(a != nullptr ? a->data()[i] : sa);
+        C x = static_cast<C>(a == nullptr ? sa : overlap_ok ? in[static_cast<size_t>(i)] : a->data()[i]);
         C y = static_cast<C>(b != nullptr ? b->data()[i] : sb);
         d[i] = static_cast<T>(f(x, y, i));
     }
@@ -267,7 +273,7 @@ C power_of(C x, C y)
     }
 
 // The same four forms for the functions without a config parameter.
-#define PYPTO_MATH_UNARY_PLAIN(NAME, EXPR)                                                                          \
+#define PYPTO_MATH_UNARY_PLAIN(NAME, OVERLAP, EXPR)                                                                 \
     template <typename T, bool isReuseSource = false>                                                               \
     void NAME(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,                                    \
               const LocalTensor<uint8_t>& sharedTmpBuffer, const uint32_t calCount,                                \
@@ -278,13 +284,7 @@ C power_of(C x, C y)
         const char* what = #NAME;                                                                                   \
         pypto_emu::math_apply<T>(what, dstTensor, &srcTensor, nullptr, T(), T(), &sharedTmpBuffer,                \
                                  pypto_emu::math_count(calCount, what),                                             \
-                                 [&](float x, float, int32_t i) { (void)i; return EXPR; });                         \
-    }                                                                                                               \
-    template <typename T, bool isReuseSource = false>                                                               \
-    void NAME(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,                                    \
-              const LocalTensor<uint8_t>& sharedTmpBuffer, pypto_emu::Site site = pypto_emu::Site::here())          \
-    {                                                                                                               \
-        NAME<T, isReuseSource>(dstTensor, srcTensor, sharedTmpBuffer, srcTensor.GetSize(), site);                   \
+                                 [&](float x, float, int32_t i) { (void)i; return EXPR; }, OVERLAP);                \
     }                                                                                                               \
     template <typename T, bool isReuseSource = false>                                                               \
     void NAME(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor, const uint32_t calCount,           \
@@ -295,7 +295,15 @@ C power_of(C x, C y)
         const char* what = #NAME;                                                                                   \
         pypto_emu::math_apply<T>(what, dstTensor, &srcTensor, nullptr, T(), T(), nullptr,                          \
                                  pypto_emu::math_count(calCount, what),                                             \
-                                 [&](float x, float, int32_t i) { (void)i; return EXPR; });                         \
+                                 [&](float x, float, int32_t i) { (void)i; return EXPR; }, OVERLAP);                \
+    }
+// ... plus the two whole-tensor forms.
+#define PYPTO_MATH_UNARY_WHOLE(NAME)                                                                                \
+    template <typename T, bool isReuseSource = false>                                                               \
+    void NAME(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,                                    \
+              const LocalTensor<uint8_t>& sharedTmpBuffer, pypto_emu::Site site = pypto_emu::Site::here())          \
+    {                                                                                                               \
+        NAME<T, isReuseSource>(dstTensor, srcTensor, sharedTmpBuffer, srcTensor.GetSize(), site);                   \
     }                                                                                                               \
     template <typename T, bool isReuseSource = false>                                                               \
     void NAME(const LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor,                                    \
@@ -303,6 +311,7 @@ C power_of(C x, C y)
     {                                                                                                               \
         NAME<T, isReuseSource>(dstTensor, srcTensor, srcTensor.GetSize(), site);                                    \
     }
+#define PYPTO_MATH_UNARY_FOUR(NAME, OVERLAP, EXPR) PYPTO_MATH_UNARY_PLAIN(NAME, OVERLAP, EXPR) PYPTO_MATH_UNARY_WHOLE(NAME)
 
 namespace AscendC {
 
@@ -327,20 +336,36 @@ PYPTO_MATH_UNARY(Atan, AtanConfig, defaultAtanConfig,
 
 #undef PYPTO_MATH_UNARY
 
-PYPTO_MATH_UNARY_PLAIN(Tan, std::tan(pypto_emu::in_domain(x, std::fabs(x) < 65504.0f, i, what, "(-65504, 65504)")))
-PYPTO_MATH_UNARY_PLAIN(Sinh, std::sinh(x))
-PYPTO_MATH_UNARY_PLAIN(Cosh, std::cosh(x))
-PYPTO_MATH_UNARY_PLAIN(Asin, std::asin(pypto_emu::in_domain(x, std::fabs(x) <= 1.0f, i, what, "[-1, 1]")))
-PYPTO_MATH_UNARY_PLAIN(Acos, std::acos(pypto_emu::in_domain(x, std::fabs(x) <= 1.0f, i, what, "[-1, 1]")))
-PYPTO_MATH_UNARY_PLAIN(Erfc, std::erfc(x))
-PYPTO_MATH_UNARY_PLAIN(Atanh, std::atanh(pypto_emu::in_domain(x, std::fabs(x) > 0.001f && std::fabs(x) < 0.99f, i,
-                                                              what, "(-0.99, -0.001) or (0.001, 0.99)")))
-PYPTO_MATH_UNARY_PLAIN(Asinh, std::asinh(pypto_emu::in_domain(x, std::fabs(x) <= 65504.0f, i, what,
-                                                              "[-65504, 65504]")))
-PYPTO_MATH_UNARY_PLAIN(Acosh, std::acosh(pypto_emu::in_domain(x, x >= 1.0f && x <= 65504.0f, i, what,
-                                                              "[1, 65504]")))
+PYPTO_MATH_UNARY_FOUR(Tan, false,
+                      std::tan(pypto_emu::in_domain(x, std::fabs(x) < 65504.0f, i, what, "(-65504, 65504)")))
+PYPTO_MATH_UNARY_FOUR(Sinh, false, std::sinh(x))
+PYPTO_MATH_UNARY_FOUR(Cosh, false, std::cosh(x))
+PYPTO_MATH_UNARY_FOUR(Asin, false, std::asin(pypto_emu::in_domain(x, std::fabs(x) <= 1.0f, i, what, "[-1, 1]")))
+PYPTO_MATH_UNARY_FOUR(Acos, false, std::acos(pypto_emu::in_domain(x, std::fabs(x) <= 1.0f, i, what, "[-1, 1]")))
+PYPTO_MATH_UNARY_FOUR(Erfc, false, std::erfc(x))
+PYPTO_MATH_UNARY_FOUR(Atanh, false,
+                      std::atanh(pypto_emu::in_domain(x, std::fabs(x) > 0.001f && std::fabs(x) < 0.99f, i, what,
+                                                      "(-0.99, -0.001) or (0.001, 0.99)")))
+PYPTO_MATH_UNARY_FOUR(Asinh, false,
+                      std::asinh(pypto_emu::in_domain(x, std::fabs(x) <= 65504.0f, i, what, "[-65504, 65504]")))
+PYPTO_MATH_UNARY_FOUR(Acosh, false,
+                      std::acosh(pypto_emu::in_domain(x, x >= 1.0f && x <= 65504.0f, i, what, "[1, 65504]")))
+
+// Rounding to integral values: Floor, Ceil and Round (ties to even,
+// documented) in the two calCount forms only, as documented; Trunc, Frac
+// (x - Trunc(x), sign kept) and Sign (1, -1, or 0 for zeros; NaN gives 0, a
+// decision) in all four. Trunc and Round may overlap src and dst (their
+// pages do not forbid it).
+PYPTO_MATH_UNARY_PLAIN(Floor, false, std::floor(x))
+PYPTO_MATH_UNARY_PLAIN(Ceil, false, std::ceil(x))
+PYPTO_MATH_UNARY_PLAIN(Round, true, std::nearbyint(x))
+PYPTO_MATH_UNARY_FOUR(Trunc, true, std::trunc(x))
+PYPTO_MATH_UNARY_FOUR(Frac, false, x - std::trunc(x))
+PYPTO_MATH_UNARY_FOUR(Sign, false, x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f))
 
 #undef PYPTO_MATH_UNARY_PLAIN
+#undef PYPTO_MATH_UNARY_WHOLE
+#undef PYPTO_MATH_UNARY_FOUR
 
 // Sigmoid (激活函数): 1 / (1 + e^-x), in float.
 template <typename T, bool isReuseSource = false>
