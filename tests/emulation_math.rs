@@ -1,7 +1,7 @@
 //! The high-level elementwise math of the host emulation
 //! (`pypto_emu/math.h`): Sin, Cos, Tan, Tanh, Sinh, Cosh, Asin, Acos, Atan,
 //! Asinh, Acosh, Atanh, Erf, Erfc, Sigmoid, Log, Log2, Log10, the
-//! high-level Exp, Power, Floor, Ceil, Round, Trunc, Frac and Sign, through the kernels of
+//! high-level Exp, Power, Fmod, Floor, Ceil, Round, Trunc, Frac and Sign, through the kernels of
 //! `tests/kernels/api_math.yaml`, for float and half (Power also int32_t),
 //! against plain Rust. The emulation computes each function in f32 with the
 //! C library, as Rust's f32 methods do (and `erff` through the same
@@ -211,6 +211,32 @@ fn the_other_trigonometric_and_hyperbolic_functions() {
         "Atanh(0.5) = {}",
         got[0]
     );
+}
+
+#[test]
+fn fmod_follows_the_documented_formula() {
+    // src0 - Trunc(src0 / src1) * src1, each step in f32; the documented
+    // examples, a zero divisor, and ordinary values.
+    let mut a = vec![2.0, -3.0, 5.0, -7.5, 0.0, 100.0, f32::NAN];
+    let mut b = vec![1.5, 1.1, 0.0, 2.0, 3.0, -7.0, 1.0];
+    a.extend(inputs(&[], 100.0, 17).into_iter().take(N - a.len()));
+    b.extend(
+        inputs(&[], 10.0, 18)
+            .into_iter()
+            .map(|x| if x.abs() < 0.01 { 0.5 } else { x })
+            .take(N - b.len()),
+    );
+    let fmod = |x: f32, y: f32| {
+        let q = (x / y).trunc();
+        x - q * y
+    };
+    check(50, &a, &b, 1000, fmod);
+    check(51, &a, &b, N, fmod);
+    let got = run_f32(&a, &b, 50).unwrap();
+    assert_eq!(got[0], 0.5, "Fmod(2, 1.5)");
+    assert!((got[1] + 0.8).abs() < 1e-6, "Fmod(-3, 1.1) = {}", got[1]);
+    assert!(got[2].is_nan(), "Fmod(5, 0)");
+    assert_eq!(got[3], -1.5, "Fmod(-7.5, 2)");
 }
 
 #[test]
@@ -514,7 +540,7 @@ fn the_model_costs_them_on_the_vector_pipe() {
     let a = inputs(&[0.5], 0.9, 8);
     let b = vec![1.0; N];
     let ((), prof) = profile(ModelArch::AtlasA3, || {
-        for which in [0, 4, 5, 6, 7, 9, 10, 12, 13, 20, 30, 31, 33, 35, 37] {
+        for which in [0, 4, 5, 6, 7, 9, 10, 12, 13, 20, 30, 31, 33, 35, 37, 50] {
             run_f32(&a, &b, which).unwrap();
         }
     });
@@ -526,7 +552,7 @@ fn the_model_costs_them_on_the_vector_pipe() {
         .collect();
     for name in [
         "Sin", "Tanh", "Erf", "Atan", "Sigmoid", "Log", "Log2", "Log10", "Exp", "Power", "Tan",
-        "Sinh", "Asin", "Erfc", "Asinh",
+        "Sinh", "Asin", "Erfc", "Asinh", "Fmod",
     ] {
         let s: Vec<_> = slices.iter().filter(|s| &*s.name == name).collect();
         assert_eq!(s.len(), 1, "{name}: one slice\n{prof}");

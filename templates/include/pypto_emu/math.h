@@ -1,7 +1,8 @@
 // The elementwise math of the Ascend C high-level API (高阶API: 数学计算 and
 // 激活函数) that kernels call most: Sin, Cos, Tan, Tanh, Sinh, Cosh, Asin,
-// Acos, Atan, Asinh, Acosh, Atanh, Erf, Erfc, Sigmoid, Power, Log/Log2/Log10
-// and the Taylor-expansion form of Exp. Each is a
+// Acos, Atan, Asinh, Acosh, Atanh, Erf, Erfc, Sigmoid, Power, Fmod,
+// Log/Log2/Log10, the Taylor-expansion form of Exp, Floor, Ceil, Round,
+// Trunc, Frac and Sign. Each is a
 // sequence of vector instructions on the hardware; here each computes its
 // function in float (half through float, rounded once to half) with the C
 // library, and is costed as one pass of special-rate vector work over its
@@ -52,6 +53,14 @@ struct AtanConfig {
     AtanAlgo algo = AtanAlgo::TAYLOR_EXPANSION;
 };
 inline constexpr AtanConfig defaultAtanConfig{};
+
+constexpr uint32_t FMOD_ITERATION_NUM_MAX = 11;
+enum class FmodAlgo { NORMAL = 0, ITERATION_COMPENSATION = 1 };
+struct FmodConfig {
+    FmodAlgo algo = FmodAlgo::NORMAL;
+    uint32_t iterationNum = FMOD_ITERATION_NUM_MAX;
+};
+inline constexpr FmodConfig DEFAULT_FMOD_CONFIG{};
 
 enum class PowerAlgo { INTRINSIC = 0, DOUBLE_FLOAT_TECH };
 struct PowerConfig {
@@ -602,6 +611,64 @@ void Power(const LocalTensor<T>& dstTensor, const T& src0Scalar, const LocalTens
 
 #undef PYPTO_POWER_CHECKS
 #undef PYPTO_POWER_FN
+
+// Fmod: src0 - Trunc(src0 / src1) * src1, the documented formula, each step
+// rounded to float (half via float); ITERATION_COMPENSATION (950, float
+// only) as the exact remainder.
+#define PYPTO_FMOD_CHECKS                                                                                           \
+    PYPTO_MATH_TYPE("Fmod");                                                                                        \
+    static_assert(pypto_emu::config_allowed || (config.algo == FmodAlgo::NORMAL &&                                 \
+                                                config.iterationNum == FMOD_ITERATION_NUM_MAX),                    \
+                  "Fmod: the config template parameter (FmodConfig) is documented for the Ascend 950 only; keep "  \
+                  "the default on " PYPTO_VECTOR_TARGET);                                                          \
+    static_assert(config.algo == FmodAlgo::NORMAL || std::is_same_v<T, float>,                                     \
+                  "Fmod: ITERATION_COMPENSATION takes float only (documented)");                                    \
+    static_assert(config.iterationNum >= 1 && config.iterationNum <= FMOD_ITERATION_NUM_MAX,                        \
+                  "Fmod: iterationNum is outside 1..11 (documented)")
+#define PYPTO_FMOD_FN                                                                                               \
+    [](float a, float b, int32_t) {                                                                                 \
+        if (config.algo == FmodAlgo::ITERATION_COMPENSATION) {                                                      \
+            return std::fmod(a, b);                                                                                 \
+        }                                                                                                           \
+        float q = std::trunc(a / b);                                                                                \
+        float p = q * b;                                                                                            \
+        return a - p;                                                                                               \
+    }
+
+template <typename T, bool isReuseSource = false, const FmodConfig& config = DEFAULT_FMOD_CONFIG>
+void Fmod(const LocalTensor<T>& dstTensor, const LocalTensor<T>& src0Tensor, const LocalTensor<T>& src1Tensor,
+          const LocalTensor<uint8_t>& sharedTmpBuffer, const uint32_t calCount,
+          pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "Fmod");
+    PYPTO_FMOD_CHECKS;
+    pypto_emu::math_apply<T>("Fmod", dstTensor, &src0Tensor, &src1Tensor, T(), T(), &sharedTmpBuffer,
+                             pypto_emu::math_count(calCount, "Fmod"), PYPTO_FMOD_FN);
+}
+template <typename T, bool isReuseSource = false, const FmodConfig& config = DEFAULT_FMOD_CONFIG>
+void Fmod(const LocalTensor<T>& dstTensor, const LocalTensor<T>& src0Tensor, const LocalTensor<T>& src1Tensor,
+          const LocalTensor<uint8_t>& sharedTmpBuffer, pypto_emu::Site site = pypto_emu::Site::here())
+{
+    Fmod<T, isReuseSource, config>(dstTensor, src0Tensor, src1Tensor, sharedTmpBuffer, src0Tensor.GetSize(), site);
+}
+template <typename T, bool isReuseSource = false, const FmodConfig& config = DEFAULT_FMOD_CONFIG>
+void Fmod(const LocalTensor<T>& dstTensor, const LocalTensor<T>& src0Tensor, const LocalTensor<T>& src1Tensor,
+          const uint32_t calCount, pypto_emu::Site site = pypto_emu::Site::here())
+{
+    pypto_emu::AtSite at_site(site, "Fmod");
+    PYPTO_FMOD_CHECKS;
+    pypto_emu::math_apply<T>("Fmod", dstTensor, &src0Tensor, &src1Tensor, T(), T(), nullptr,
+                             pypto_emu::math_count(calCount, "Fmod"), PYPTO_FMOD_FN);
+}
+template <typename T, bool isReuseSource = false, const FmodConfig& config = DEFAULT_FMOD_CONFIG>
+void Fmod(const LocalTensor<T>& dstTensor, const LocalTensor<T>& src0Tensor, const LocalTensor<T>& src1Tensor,
+          pypto_emu::Site site = pypto_emu::Site::here())
+{
+    Fmod<T, isReuseSource, config>(dstTensor, src0Tensor, src1Tensor, src0Tensor.GetSize(), site);
+}
+
+#undef PYPTO_FMOD_CHECKS
+#undef PYPTO_FMOD_FN
 
 } // namespace AscendC
 

@@ -20,7 +20,7 @@ inline VectorCost vector_cost_by_name(const char* what)
     static const char* special[] = {"Exp", "Ln", "Div", "Sqrt", "Rsqrt", "Reciprocal", "Log", "Power",
                                     "Log2", "Log10", "Sin", "Cos", "Tan", "Tanh", "Sinh", "Cosh",
                                     "Asin", "Acos", "Atan", "Asinh", "Acosh", "Atanh", "Erf", "Erfc",
-                                    "Sigmoid"};
+                                    "Sigmoid", "Fmod"};
     for (const char* s : special) {
         if (std::strcmp(what, s) == 0) {
             return VectorCost::Special;
