@@ -40,6 +40,7 @@ pub struct Builder {
     cache_dir: Option<PathBuf>,
     cache_key_chars: Option<usize>,
     cargo_metadata: bool,
+    require_dim_docs: bool,
 }
 
 impl Default for Builder {
@@ -97,6 +98,7 @@ impl Builder {
             cache_dir: None,
             cache_key_chars: None,
             cargo_metadata: true,
+            require_dim_docs: false,
         }
     }
 
@@ -235,6 +237,16 @@ impl Builder {
         self
     }
 
+    /// Whether every DYNAMIC dim must say what it counts (default false):
+    /// with `true`, a DYNAMIC dim none of whose axes has a doc (its named
+    /// dim's `doc:` or the param's `axis_docs:`) is an error at the spec,
+    /// so that a team can hold to PyPTO's practice of documenting which
+    /// dims are dynamic.
+    pub fn require_dim_docs(mut self, on: bool) -> Self {
+        self.require_dim_docs = on;
+        self
+    }
+
     fn scope(&self) -> SymbolScope {
         if let Some(prefix) = &self.symbol_prefix {
             return SymbolScope::Prefix(prefix.clone());
@@ -259,6 +271,9 @@ impl Builder {
     pub fn generate_for(&self, npu: bool) -> Result<Generated, Error> {
         let files = crate::spec_files(&self.specs)?;
         let model = crate::check_files(&files)?;
+        if self.require_dim_docs {
+            crate::model::require_dim_docs(&model)?;
+        }
         let scope = self.scope();
         let plans: Vec<Plan<'_>> = model
             .kernels

@@ -15,14 +15,15 @@ const USAGE: &str = "\
 usage: pypto-build <command> PATH...
 
 commands:
-  check [--compile] PATH...
+  check [--compile] [--require-dim-docs] PATH...
                   check spec files and directories, and render each kernel's
                   template for each specialisation; print each problem as
                   PATH:LINE:COL: error: MESSAGE (for a template problem, the
                   template's line). With --compile, also compile the rendered
                   sources, syntax only, with the host C++ compiler ($CXX, else
                   c++) against the emulation headers; its errors name
-                  template lines too
+                  template lines too. With --require-dim-docs, a DYNAMIC
+                  dim that does not say what it counts is an error
   dump PATH...    print the checked model: what each dim marker resolved to
                   and the STATIC specialisations to build
   emit rust PATH...      print the generated Rust wrappers
@@ -64,8 +65,20 @@ fn run_inner(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> std::
             return Ok(2);
         }
     }
-    let compile = command == "check" && paths.first().is_some_and(|p| p == "--compile");
-    let paths = if compile { &paths[1..] } else { paths };
+    // `check`'s options, before the paths.
+    let mut compile = false;
+    let mut require_docs = false;
+    let mut paths = paths;
+    while command == "check"
+        && let Some((first, rest)) = paths.split_first()
+    {
+        match first.as_str() {
+            "--compile" => compile = true,
+            "--require-dim-docs" => require_docs = true,
+            _ => break,
+        }
+        paths = rest;
+    }
     if paths.is_empty() {
         writeln!(
             err,
@@ -86,6 +99,16 @@ fn run_inner(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> std::
             return Ok(1);
         }
     };
+    if require_docs && let Err(problems) = crate::model::require_dim_docs(&model) {
+        writeln!(err, "{}", problems.render())?;
+        let n = problems.len();
+        writeln!(
+            err,
+            "error: {n} DYNAMIC dim{} without a doc",
+            if n == 1 { "" } else { "s" }
+        )?;
+        return Ok(1);
+    }
     if command == "dump" {
         write!(out, "{}", crate::dump::model(&model))?;
         return Ok(0);

@@ -115,6 +115,23 @@ fn write_kernel(out: &mut String, k: &Kernel) -> std::fmt::Result {
             .map(|n| format!("  ({n})"))
             .unwrap_or_default();
         writeln!(out, "    d{i}  {size:<18}  {}{name}", axes.join(" "))?;
+        // The dim's doc, then any axis's that says something else.
+        if let Some(doc) = &d.doc {
+            writeln!(out, "        doc: {}", doc.escape_debug())?;
+        }
+        for &(p, a) in &d.axes {
+            if let ParamKind::Tensor { axes, .. } = &k.params[p].kind
+                && let Some(doc) = &axes[a].doc
+                && Some(doc) != d.doc.as_ref()
+            {
+                writeln!(
+                    out,
+                    "        doc {}: {}",
+                    k.axis_label(p, a),
+                    doc.escape_debug()
+                )?;
+            }
+        }
     }
     writeln!(out, "  specialisations {}", k.specialisations.len())?;
     for s in &k.specialisations {

@@ -68,9 +68,9 @@ pub(crate) const TOP: &[Field] = &[
     Field {
         key: "dims",
         kind: Kind::Named {
-            value: &Kind::AnyOf(&[Kind::Word(Some(&DIM_MARKERS)), SIZE]),
-            item: "A named dim: DYNAMIC/DYN, STATIC, or a positive integer (a fixed size). \
-                   Every use of the name is one dim.",
+            value: &Kind::AnyOf(&[Kind::Word(Some(&DIM_MARKERS)), SIZE, Kind::Keys(DIM)]),
+            item: "A named dim: DYNAMIC/DYN, STATIC, or a positive integer (a fixed size), or \
+                   `{ marker: …, doc: \"what it counts\" }`. Every use of the name is one dim.",
             may_be_empty: true,
         },
         required: false,
@@ -86,6 +86,23 @@ pub(crate) const TOP: &[Field] = &[
         },
         required: true,
         description: "The kernels, by name, in file order.",
+    },
+];
+
+/// The keys of a named dim written as a mapping.
+pub(crate) const DIM: &[Field] = &[
+    Field {
+        key: "marker",
+        kind: Kind::AnyOf(&[Kind::Word(Some(&DIM_MARKERS)), SIZE]),
+        required: true,
+        description: "DYNAMIC/DYN, STATIC, or a positive integer (a fixed size).",
+    },
+    Field {
+        key: "doc",
+        kind: Kind::Text,
+        required: false,
+        description: "What the dim counts (\"requests in the batch\"): shown in the wrappers' \
+                      documentation and by `dump`.",
     },
 ];
 
@@ -282,6 +299,13 @@ pub(crate) const PARAM: &[Field] = &[
                       `dims`, or `...` (last only) for the remaining axes up to `rank`.",
     },
     Field {
+        key: "axis_docs",
+        kind: Kind::List(&Kind::Text),
+        required: false,
+        description: "What each axis of a tensor counts, one string per axis (after `...` \
+                      expands): shown in the wrapper's documentation and by `dump`.",
+    },
+    Field {
         key: "rank",
         kind: Kind::Integer {
             min: Some(1),
@@ -430,7 +454,7 @@ mod tests {
 
     #[test]
     fn every_mapping_lists_its_keys_once() {
-        for fields in [TOP, KERNEL, PARAM, TILING] {
+        for fields in [TOP, KERNEL, PARAM, TILING, DIM] {
             let keys = keys(fields);
             for (i, k) in keys.iter().enumerate() {
                 assert!(!keys[..i].contains(k), "{k} twice");

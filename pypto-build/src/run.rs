@@ -449,8 +449,8 @@ mod tests {
         );
         assert_eq!(
             lines[11],
-            "    pypto_run::launch<pypto_run::Cores::Vector>(\"add\", \"x,y,n\", &ns::add , 1, \
-             nullptr, s )(x, y, 3);"
+            "    pypto_run::launch<pypto_run::Cores::Vector>(\"add\", \"x,y,n\", &ns::add ,  1, \
+             nullptr, s ) (x, y, 3);"
         );
     }
 

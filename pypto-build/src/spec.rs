@@ -68,6 +68,8 @@ pub(crate) struct ParamSpec {
     pub scalar: Option<Sp<String>>,
     pub shape: Option<Sp<Vec<Node>>>,
     pub rank: Option<Node>,
+    /// What each axis counts (`axis_docs:`), as written.
+    pub axis_docs: Option<Sp<Vec<Node>>>,
     pub output: Option<Sp<bool>>,
     /// A scalar bound to a size of the other params (`value: x.numel`).
     pub value: Option<Sp<String>>,
@@ -320,6 +322,13 @@ fn read_param(
         })
     });
     let rank = find(&entries, "rank").map(|(_, n)| n.clone());
+    let axis_docs = find(&entries, "axis_docs").and_then(|(_, n)| {
+        let items = sequence(n, &format!("{ctx}, `axis_docs`"), sink)?;
+        Some(Sp {
+            value: items.to_vec(),
+            pos: n.pos,
+        })
+    });
     let value = read("value", sink);
     let output = find(&entries, "output").and_then(|(_, n)| match n.value {
         Value::Bool(b) => Some(Sp {
@@ -343,6 +352,7 @@ fn read_param(
         scalar,
         shape,
         rank,
+        axis_docs,
         output,
         value,
         given: keys_of(&entries),

@@ -64,7 +64,8 @@ fn usage_errors_exit_2() {
     assert!(err.starts_with("error: `check` needs at least one spec file or directory"));
     let (code, out, _) = run(&["--help"]);
     assert_eq!(code, 0);
-    assert!(out.contains("check [--compile] PATH..."));
+    assert!(out.contains("check [--compile] [--require-dim-docs] PATH..."));
+    assert!(out.contains("run FILE [-I DIR]... [-D NAME[=VALUE]]... [-- ARGS...]"));
 }
 
 #[test]

@@ -126,6 +126,15 @@ fn every_valid_spec_passes() {
     assert_eq!(out, "ok: 10 kernels in 6 spec files\n");
 }
 
+/// The examples follow PyPTO's practice: every DYNAMIC dim says what it
+/// counts.
+#[test]
+fn pypto_examples_document_every_dynamic_dim() {
+    let (code, out, err) = run_cli(&["check", "--require-dim-docs", "tests/specs/examples"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(out, "ok: 5 kernels in 3 spec files\n");
+}
+
 #[test]
 fn pypto_examples_dump_as_documented() {
     let (code, out, err) = run_cli(&["dump", "tests/specs/examples"]);

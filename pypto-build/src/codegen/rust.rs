@@ -520,6 +520,40 @@ fn docs(out: &mut String, plan: &Plan<'_>) {
         }
     }
     lines.push(String::new());
+    lines.push("Axes (what each counts, from the spec's `doc:` and `axis_docs:`):".to_owned());
+    lines.push(String::new());
+    lines.push("| axis | marker | dim | meaning |".to_owned());
+    lines.push("|---|---|---|---|".to_owned());
+    for (i, p) in k.params.iter().enumerate() {
+        let ParamKind::Tensor { axes, .. } = &p.kind else {
+            continue;
+        };
+        for (a, axis) in axes.iter().enumerate() {
+            let dim = &k.dims[axis.dim];
+            // The marker as written, and what it means when the word
+            // does not say (a name, or `...`).
+            let kind = match &dim.size {
+                DimSize::Dynamic => "DYNAMIC".to_owned(),
+                DimSize::Fixed(n) => n.to_string(),
+                DimSize::Static(_) => "STATIC".to_owned(),
+            };
+            let marker = if axis.written == kind || axis.written == "DYN" {
+                kind
+            } else {
+                format!("{} ({kind})", code(&axis.written))
+            };
+            let name = dim
+                .name
+                .as_ref()
+                .map_or(format!("d{}", axis.dim), |n| code(n));
+            lines.push(format!(
+                "| {} | {marker} | {name} | {} |",
+                code(&k.axis_label(i, a)),
+                axis.doc.as_deref().map(cell).unwrap_or_default()
+            ));
+        }
+    }
+    lines.push(String::new());
     lines.push("Dims (axes that are one size):".to_owned());
     lines.push(String::new());
     for (i, d) in k.dims.iter().enumerate() {
@@ -542,7 +576,12 @@ fn docs(out: &mut String, plan: &Plan<'_>) {
             .as_ref()
             .map(|n| format!(" ({})", code(n)))
             .unwrap_or_default();
-        lines.push(format!("- {}{name}: {size}", axes.join(" = ")));
+        let doc = d
+            .doc
+            .as_deref()
+            .map(|doc| format!(" — {}", cell(doc)))
+            .unwrap_or_default();
+        lines.push(format!("- {}{name}: {size}{doc}", axes.join(" = ")));
     }
     lines.push(String::new());
     lines.push("# Errors".to_owned());
@@ -616,6 +655,19 @@ fn plain(text: &str) -> String {
         }
     }
     out
+}
+
+/// A spec's doc text as one line of a markdown table cell (or list item):
+/// line ends become spaces, `|` is escaped, and no character a doc comment
+/// must not hold remains. Inline markdown still renders.
+fn cell(text: &str) -> String {
+    let one_line: String = text
+        .split(['\r', '\n'])
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    plain(&one_line).replace('|', "\\|")
 }
 
 /// `text` as one markdown code span: fenced by more backticks than it

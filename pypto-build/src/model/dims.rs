@@ -15,6 +15,8 @@ use crate::yaml::{Node, Value};
 /// A module-level dim declaration, as the model understands it.
 pub(super) struct NamedDim {
     pub kind: AxisKind,
+    /// What it counts (`{ marker: …, doc: … }`).
+    pub doc: Option<String>,
 }
 
 /// The dims of one file: valid ones, and the names of invalid ones, which
@@ -48,12 +50,62 @@ pub(super) fn check_dims(spec: &SpecFile, sink: &mut Sink<'_>) -> FileDims {
             sink.error(name.pos, format!("{ctx}: not a valid dim name: {problem}"));
             ok = false;
         }
-        let kind = match &decl.value.value {
+        // `{ marker: …, doc: … }`, or the marker alone.
+        let mut doc = None;
+        let mut marker = &decl.value;
+        if let Value::Map(pairs) = &decl.value.value {
+            let mut found = None;
+            for (key, value) in pairs {
+                match &key.value {
+                    Value::Str(k) if k == "marker" => found = Some(value),
+                    Value::Str(k) if k == "doc" => match &value.value {
+                        Value::Str(text) => doc = Some(text.clone()),
+                        other => {
+                            sink.error(
+                                value.pos,
+                                format!("{ctx}, `doc`: expected a string, found {}", other.kind()),
+                            );
+                            ok = false;
+                        }
+                    },
+                    other => {
+                        let shown = match other {
+                            Value::Str(k) => k.clone(),
+                            v => v.kind().to_owned(),
+                        };
+                        sink.error(
+                            key.pos,
+                            format!(
+                                "{ctx}: unknown key `{}`; expected `marker` or `doc`{}",
+                                clip(&shown, QUOTED),
+                                did_you_mean(&shown, ["marker", "doc"])
+                            ),
+                        );
+                        ok = false;
+                    }
+                }
+            }
+            match found {
+                Some(value) => marker = value,
+                None => {
+                    sink.error(
+                        decl.value.pos,
+                        format!(
+                            "{ctx}: no `marker`; give DYNAMIC, DYN, STATIC or a positive integer, \
+                             e.g. `{{ marker: DYNAMIC, doc: \"…\" }}`"
+                        ),
+                    );
+                    dims.invalid.insert(name.value.clone());
+                    continue;
+                }
+            }
+        }
+        let kind = match &marker.value {
             Value::Str(s) if s == "DYNAMIC" || s == "DYN" => Some(AxisKind::Dynamic),
             Value::Str(s) if s == "STATIC" => Some(AxisKind::Static),
             Value::Str(s) => {
                 sink.error(
-                    decl.value.pos,
+                    marker.pos,
                     format!(
                         "{ctx}: unknown dim value `{s}`; expected DYNAMIC, DYN, STATIC or a \
                          positive integer{}",
@@ -62,17 +114,18 @@ pub(super) fn check_dims(spec: &SpecFile, sink: &mut Sink<'_>) -> FileDims {
                 );
                 None
             }
-            _ => match size(&decl.value) {
+            _ => match size(marker) {
                 Ok(n) => Some(AxisKind::Fixed(n)),
                 Err(why) => {
-                    sink.error(decl.value.pos, format!("{ctx}: {why}"));
+                    sink.error(marker.pos, format!("{ctx}: {why}"));
                     None
                 }
             },
         };
         match kind {
             Some(kind) if ok => {
-                dims.valid.insert(name.value.clone(), NamedDim { kind });
+                dims.valid
+                    .insert(name.value.clone(), NamedDim { kind, doc });
             }
             _ => {
                 dims.invalid.insert(name.value.clone());
@@ -499,6 +552,14 @@ pub(super) fn resolve(
         let mut fixed: Option<(u64, usize)> = None;
         let mut any_static = false;
         let mut name = None;
+        // The first axis's doc and position.
+        let doc = class
+            .iter()
+            .find_map(|&slot| axis_of(slot).and_then(|(a, _)| a.doc.clone()));
+        let pos = class
+            .iter()
+            .find_map(|&slot| axis_of(slot).map(|(_, p)| p))
+            .unwrap_or_default();
         for &slot in class {
             let Some((axis, pos)) = axis_of(slot) else {
                 continue;
@@ -530,6 +591,8 @@ pub(super) fn resolve(
                 name,
                 size: DimSize::Dynamic,
                 axes: class.iter().map(|&s| slots[s]).collect(),
+                doc,
+                pos,
             });
             continue;
         }
@@ -564,6 +627,8 @@ pub(super) fn resolve(
             name,
             size,
             axes: class.iter().map(|&s| slots[s]).collect(),
+            doc,
+            pos,
         });
     }
     kernel_dims

@@ -95,6 +95,9 @@ pub struct Axis {
     pub name: Option<String>,
     /// Index into [`Kernel::dims`]: the dim this axis belongs to.
     pub dim: usize,
+    /// What the axis counts: its `axis_docs:` entry, else its named dim's
+    /// `doc:`.
+    pub doc: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,6 +149,10 @@ pub struct Dim {
     pub size: DimSize,
     /// Every (param index, axis index) in this dim, in declaration order.
     pub axes: Vec<(usize, usize)>,
+    /// What the dim counts: the first of its axes' docs.
+    pub doc: Option<String>,
+    /// Where its first axis is written in the spec.
+    pub pos: Pos,
 }
 
 /// One combination of STATIC sizes to build: (dim index, size) pairs.
@@ -305,6 +312,50 @@ pub enum TilingValue {
 
 // A `Float` is finite (the model refuses others), so equality is total.
 impl Eq for TilingValue {}
+
+/// Every DYNAMIC dim of `model` none of whose axes says what it counts (a
+/// named dim's `doc:`, or the param's `axis_docs:`), as an error at its
+/// first axis ([`crate::Builder::require_dim_docs`], `check
+/// --require-dim-docs`).
+pub fn require_dim_docs(model: &Model) -> Result<(), crate::Diagnostics> {
+    let mut problems = Vec::new();
+    for path in &model.files {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        let mut sink = Sink::new(path, &text);
+        for k in model.kernels.iter().filter(|k| &k.origin.path == path) {
+            for d in &k.dims {
+                if !matches!(d.size, DimSize::Dynamic) || d.doc.is_some() {
+                    continue;
+                }
+                let axes: Vec<String> = d.axes.iter().map(|&(p, a)| k.axis_label(p, a)).collect();
+                let how = match &d.name {
+                    Some(name) => format!(
+                        "give `{name}` a doc (`{name}: {{ marker: DYNAMIC, doc: \"…\" }}` under \
+                         `dims:`)"
+                    ),
+                    None => "give the param `axis_docs:`, one string per axis".to_owned(),
+                };
+                sink.error(
+                    d.pos,
+                    format!(
+                        "kernel `{}`: DYNAMIC dim `{}` does not say what it counts; {how} \
+                         (this build requires every DYNAMIC dim documented)",
+                        k.name,
+                        axes.join(" = ")
+                    ),
+                );
+            }
+        }
+        problems.extend(sink.finish());
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(crate::Diagnostics(problems))
+    }
+}
 
 /// A size of a call's tensors (the runtime's `SizeOf`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

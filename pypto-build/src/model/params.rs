@@ -147,7 +147,37 @@ pub(super) fn check_param<'s>(
         );
         return None;
     };
-    let (axes, axis_pos) = check_shape(shape, p.rank.as_ref(), &ctx, dims, sink)?;
+    let (mut axes, axis_pos) = check_shape(shape, p.rank.as_ref(), &ctx, dims, sink)?;
+    if let Some(docs) = &p.axis_docs {
+        if docs.value.len() != axes.len() {
+            sink.error(
+                docs.pos,
+                format!(
+                    "{ctx}, `axis_docs`: has {} entr{} for {} ax{}; give one per axis",
+                    docs.value.len(),
+                    if docs.value.len() == 1 { "y" } else { "ies" },
+                    axes.len(),
+                    if axes.len() == 1 { "is" } else { "es" }
+                ),
+            );
+            return None;
+        }
+        for (axis, node) in axes.iter_mut().zip(&docs.value) {
+            match &node.value {
+                Value::Str(text) => axis.doc = Some(text.clone()),
+                other => {
+                    sink.error(
+                        node.pos,
+                        format!(
+                            "{ctx}, `axis_docs`: expected a string, found {}",
+                            other.kind()
+                        ),
+                    );
+                    return None;
+                }
+            }
+        }
+    }
     let dtype = dtype?;
     (sink.count() == before).then(|| Draft {
         spec: p,
@@ -204,6 +234,9 @@ fn check_shape(
             kind,
             name: name.map(str::to_owned),
             dim: 0,
+            doc: name
+                .and_then(|n| dims.valid.get(n))
+                .and_then(|d| d.doc.clone()),
         };
         match &entry.value {
             Value::Str(s) if s == "DYNAMIC" || s == "DYN" => {
@@ -282,6 +315,7 @@ fn check_shape(
                     kind: AxisKind::Static,
                     name: None,
                     dim: 0,
+                    doc: None,
                 });
                 positions.push(pos);
             }

@@ -44,10 +44,20 @@ mod __pypto_npu {
 /// | `bias` | input | `DT_FP32` | `[HIDDEN_SIZE]` |
 /// | `out` | output | `DT_FP32` | `[DYNAMIC, HIDDEN_SIZE]` |
 ///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `x.0` | DYNAMIC | d0 | rows: the batch, any size without recompiling |
+/// | `x.1` | `HIDDEN_SIZE` (128) | `HIDDEN_SIZE` | hidden features |
+/// | `bias.0` | `HIDDEN_SIZE` (128) | `HIDDEN_SIZE` |  |
+/// | `out.0` | DYNAMIC | d0 |  |
+/// | `out.1` | `HIDDEN_SIZE` (128) | `HIDDEN_SIZE` |  |
+///
 /// Dims (axes that are one size):
 ///
-/// - `x.0` = `out.0`: DYNAMIC: any size, checked to agree at run time
-/// - `x.1` = `bias.0` = `out.1` (`HIDDEN_SIZE`): fixed at 128 by the types
+/// - `x.0` = `out.0`: DYNAMIC: any size, checked to agree at run time — rows: the batch, any size without recompiling
+/// - `x.1` = `bias.0` = `out.1` (`HIDDEN_SIZE`): fixed at 128 by the types — hidden features
 ///
 /// # Errors
 ///
@@ -99,11 +109,28 @@ pub fn add_bias(
 /// | `v` | input | `DT_FP32` | `[DYNAMIC, DYNAMIC, HIDDEN]` |
 /// | `out` | output | `DT_FP32` | `[DYNAMIC, DYNAMIC, HIDDEN]` |
 ///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `q.0` | DYNAMIC | d0 | sequences in the batch |
+/// | `q.1` | DYNAMIC | d1 | sequence length (tokens) |
+/// | `q.2` | `HIDDEN` (768) | `HIDDEN` | hidden features |
+/// | `k.0` | DYNAMIC | d0 |  |
+/// | `k.1` | DYNAMIC | d1 |  |
+/// | `k.2` | `HIDDEN` (768) | `HIDDEN` |  |
+/// | `v.0` | DYNAMIC | d0 |  |
+/// | `v.1` | DYNAMIC | d1 |  |
+/// | `v.2` | `HIDDEN` (768) | `HIDDEN` |  |
+/// | `out.0` | DYNAMIC | d0 |  |
+/// | `out.1` | DYNAMIC | d1 |  |
+/// | `out.2` | `HIDDEN` (768) | `HIDDEN` |  |
+///
 /// Dims (axes that are one size):
 ///
-/// - `q.0` = `k.0` = `v.0` = `out.0`: DYNAMIC: any size, checked to agree at run time
-/// - `q.1` = `k.1` = `v.1` = `out.1`: DYNAMIC: any size, checked to agree at run time
-/// - `q.2` = `k.2` = `v.2` = `out.2` (`HIDDEN`): fixed at 768 by the types
+/// - `q.0` = `k.0` = `v.0` = `out.0`: DYNAMIC: any size, checked to agree at run time — sequences in the batch
+/// - `q.1` = `k.1` = `v.1` = `out.1`: DYNAMIC: any size, checked to agree at run time — sequence length (tokens)
+/// - `q.2` = `k.2` = `v.2` = `out.2` (`HIDDEN`): fixed at 768 by the types — hidden features
 ///
 /// # Errors
 ///
@@ -148,17 +175,26 @@ pub fn attention_kernel(
 
 /// out = softmax(x) over each row (fp16); rows and columns are dynamic.
 ///
-/// Kernel `profile_softmax` from `examples/kernels/profile.yaml:11:3` (template `builtin/softmax`), built for A2, A3, 950PR.
+/// Kernel `profile_softmax` from `examples/kernels/profile.yaml:13:3` (template `builtin/softmax`), built for A2, A3, 950PR.
 ///
 /// | param | kind | dtype | shape in the spec |
 /// |---|---|---|---|
 /// | `x` | input | `DT_FP16` | `[ROWS, COLS]` |
 /// | `out` | output | `DT_FP16` | `[ROWS, COLS]` |
 ///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `x.0` | `ROWS` (DYNAMIC) | `ROWS` | rows, each normalised on its own |
+/// | `x.1` | `COLS` (DYNAMIC) | `COLS` | values per row |
+/// | `out.0` | `ROWS` (DYNAMIC) | `ROWS` | rows, each normalised on its own |
+/// | `out.1` | `COLS` (DYNAMIC) | `COLS` | values per row |
+///
 /// Dims (axes that are one size):
 ///
-/// - `x.0` = `out.0` (`ROWS`): DYNAMIC: any size, checked to agree at run time
-/// - `x.1` = `out.1` (`COLS`): DYNAMIC: any size, checked to agree at run time
+/// - `x.0` = `out.0` (`ROWS`): DYNAMIC: any size, checked to agree at run time — rows, each normalised on its own
+/// - `x.1` = `out.1` (`COLS`): DYNAMIC: any size, checked to agree at run time — values per row
 ///
 /// # Errors
 ///
@@ -201,7 +237,7 @@ pub fn profile_softmax(
 
 /// out = a · b on the cube unit (fp16, fp32 accumulation); M, K and N are dynamic.
 ///
-/// Kernel `profile_matmul` from `examples/kernels/profile.yaml:17:3` (template `builtin/matmul`), built for A2, A3, 950PR.
+/// Kernel `profile_matmul` from `examples/kernels/profile.yaml:19:3` (template `builtin/matmul`), built for A2, A3, 950PR.
 ///
 /// | param | kind | dtype | shape in the spec |
 /// |---|---|---|---|
@@ -209,11 +245,22 @@ pub fn profile_softmax(
 /// | `b` | input | `DT_FP16` | `[K, N]` |
 /// | `out` | output | `DT_FP16` | `[M, N]` |
 ///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `a.0` | `M` (DYNAMIC) | `M` | rows of a and out (tokens) |
+/// | `a.1` | `K` (DYNAMIC) | `K` | the reduced axis (a's columns, b's rows) |
+/// | `b.0` | `K` (DYNAMIC) | `K` | the reduced axis (a's columns, b's rows) |
+/// | `b.1` | `N` (DYNAMIC) | `N` | columns of b and out (output features) |
+/// | `out.0` | `M` (DYNAMIC) | `M` | rows of a and out (tokens) |
+/// | `out.1` | `N` (DYNAMIC) | `N` | columns of b and out (output features) |
+///
 /// Dims (axes that are one size):
 ///
-/// - `a.0` = `out.0` (`M`): DYNAMIC: any size, checked to agree at run time
-/// - `a.1` = `b.0` (`K`): DYNAMIC: any size, checked to agree at run time
-/// - `b.1` = `out.1` (`N`): DYNAMIC: any size, checked to agree at run time
+/// - `a.0` = `out.0` (`M`): DYNAMIC: any size, checked to agree at run time — rows of a and out (tokens)
+/// - `a.1` = `b.0` (`K`): DYNAMIC: any size, checked to agree at run time — the reduced axis (a's columns, b's rows)
+/// - `b.1` = `out.1` (`N`): DYNAMIC: any size, checked to agree at run time — columns of b and out (output features)
 ///
 /// # Errors
 ///
@@ -258,7 +305,7 @@ pub fn profile_matmul(
 
 /// Flash attention on the cube and vector cores: 8 query heads over 2 KV heads of 128, causal, fp16.
 ///
-/// Kernel `profile_flash_attention` from `examples/kernels/profile.yaml:24:3` (template `builtin/flash_attention`), built for A2, A3, 950PR.
+/// Kernel `profile_flash_attention` from `examples/kernels/profile.yaml:26:3` (template `builtin/flash_attention`), built for A2, A3, 950PR.
 ///
 /// | param | kind | dtype | shape in the spec |
 /// |---|---|---|---|
@@ -267,13 +314,30 @@ pub fn profile_matmul(
 /// | `v` | input | `DT_FP16` | `[M, N, 256]` |
 /// | `out` | output | `DT_FP16` | `[M, K, 1024]` |
 ///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `q.0` | `M` (DYNAMIC) | `M` | sequences in the batch |
+/// | `q.1` | `K` (DYNAMIC) | `K` | query tokens |
+/// | `q.2` | 1024 | d2 | 8 query heads × 128 |
+/// | `k.0` | `M` (DYNAMIC) | `M` | sequences in the batch |
+/// | `k.1` | `N` (DYNAMIC) | `N` | key and value tokens |
+/// | `k.2` | 256 | d4 | 2 KV heads × 128 |
+/// | `v.0` | `M` (DYNAMIC) | `M` | rows of a and out (tokens) |
+/// | `v.1` | `N` (DYNAMIC) | `N` | columns of b and out (output features) |
+/// | `v.2` | 256 | d4 |  |
+/// | `out.0` | `M` (DYNAMIC) | `M` | rows of a and out (tokens) |
+/// | `out.1` | `K` (DYNAMIC) | `K` | the reduced axis (a's columns, b's rows) |
+/// | `out.2` | 1024 | d2 |  |
+///
 /// Dims (axes that are one size):
 ///
-/// - `q.0` = `k.0` = `v.0` = `out.0` (`M`): DYNAMIC: any size, checked to agree at run time
-/// - `q.1` = `out.1` (`K`): DYNAMIC: any size, checked to agree at run time
-/// - `q.2` = `out.2`: fixed at 1024 by the types
-/// - `k.1` = `v.1` (`N`): DYNAMIC: any size, checked to agree at run time
-/// - `k.2` = `v.2`: fixed at 256 by the types
+/// - `q.0` = `k.0` = `v.0` = `out.0` (`M`): DYNAMIC: any size, checked to agree at run time — sequences in the batch
+/// - `q.1` = `out.1` (`K`): DYNAMIC: any size, checked to agree at run time — query tokens
+/// - `q.2` = `out.2`: fixed at 1024 by the types — 8 query heads × 128
+/// - `k.1` = `v.1` (`N`): DYNAMIC: any size, checked to agree at run time — key and value tokens
+/// - `k.2` = `v.2`: fixed at 256 by the types — 2 KV heads × 128
 ///
 /// # Errors
 ///

@@ -37,6 +37,16 @@ mod __pypto_npu {
 /// | `weights` | input | `DT_FP32` | `[DYNAMIC]` |
 /// | `result` | output | `DT_FP32` | `[DYNAMIC, DYNAMIC]` |
 ///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `input.0` | DYNAMIC | d0 |  |
+/// | `input.1` | DYNAMIC | d1 |  |
+/// | `weights.0` | DYNAMIC | d1 |  |
+/// | `result.0` | DYNAMIC | d0 |  |
+/// | `result.1` | DYNAMIC | d1 |  |
+///
 /// Dims (axes that are one size):
 ///
 /// - `input.0` = `result.0`: DYNAMIC: any size, checked to agree at run time
