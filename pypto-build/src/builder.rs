@@ -274,6 +274,13 @@ impl Builder {
         if self.require_dim_docs {
             crate::model::require_dim_docs(&model)?;
         }
+        for warning in model.warnings() {
+            if self.cargo_metadata {
+                println!("cargo:warning={warning}");
+            } else {
+                eprintln!("warning: {warning}");
+            }
+        }
         let scope = self.scope();
         let plans: Vec<Plan<'_>> = model
             .kernels

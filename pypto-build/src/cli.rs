@@ -109,6 +109,9 @@ fn run_inner(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> std::
         )?;
         return Ok(1);
     }
+    for warning in model.warnings() {
+        writeln!(err, "warning: {warning}")?;
+    }
     if command == "dump" {
         write!(out, "{}", crate::dump::model(&model))?;
         return Ok(0);

@@ -237,6 +237,74 @@ pub(crate) const KERNEL: &[Field] = &[
         description: "Macros defined for every compile of the kernel's source or template, on \
                       every backend (a vendor source's `SCENARIO_NUM: 2`).",
     },
+    Field {
+        key: "dispatch",
+        kind: Kind::Word(Some(&DISPATCH_WORDS)),
+        required: false,
+        description: "`runtime`: STATIC axes take sizes known only at run time; a call runs the \
+                      specialisation built for its sizes, or fails listing them (by default a \
+                      STATIC size is a const generic, checked at compile time).",
+    },
+    Field {
+        key: "variants",
+        kind: Kind::List(&Kind::Keys(VARIANT)),
+        required: false,
+        description: "Implementations chosen per call by their `when:` conditions on the call's \
+                      sizes, the first that holds winning; a variant may set any of `template`, \
+                      `source`, `entry`, `template_args`, `tiling`, `blocks`, `cores`, \
+                      `static`, `options` and `defines`, in place of the kernel's.",
+    },
+];
+
+/// The words `dispatch:` takes.
+pub(crate) const DISPATCH_WORDS: [&str; 1] = ["runtime"];
+
+/// The keys of a kernel's that a variant may set in its place: everything
+/// that says how the kernel is implemented, nothing that changes its call.
+pub(crate) const VARIANT_OVERRIDES: [&str; 10] = [
+    "template",
+    "source",
+    "entry",
+    "template_args",
+    "tiling",
+    "blocks",
+    "cores",
+    "static",
+    "options",
+    "defines",
+];
+
+/// The keys of one of a kernel's `variants:`, besides the kernel keys it may
+/// override ([`VARIANT_OVERRIDES`]).
+pub(crate) const VARIANT: &[Field] = &[
+    Field {
+        key: "name",
+        kind: Kind::Word(None),
+        required: true,
+        description: "The variant's name: an identifier, reported by `pypto_rt::last_launch()` \
+                      and in errors.",
+    },
+    Field {
+        key: "when",
+        kind: Kind::Text,
+        required: false,
+        description: "When the variant runs: comparisons (`<`, `<=`, `>`, `>=`, `==`, `!=`) of \
+                      axes (`x.0`), named dims (`M`) and integers, `%` by an integer, joined \
+                      with `&&`, `||`, `!` and parentheses (`M <= 16 || K % 128 == 0`). Only \
+                      the last variant may leave it out.",
+    },
+    Field {
+        key: "dims",
+        kind: Kind::Named {
+            value: &Kind::AnyOf(&[Kind::Word(Some(&DIM_MARKERS)), SIZE]),
+            item: "A named dim's marker in this variant: a DYNAMIC dim of the kernel made \
+                   STATIC here (with its sizes under `static:`) is a fast path taken when the \
+                   call's size is one of them.",
+            may_be_empty: false,
+        },
+        required: false,
+        description: "Named dims whose marker differs in this variant.",
+    },
 ];
 
 /// The keys of a `source:` kernel's `tiling:`.
@@ -368,8 +436,13 @@ pub(crate) fn schema() -> Json {
 }
 
 fn keys_schema(fields: &[Field]) -> Json {
+    // A variant also takes the kernel keys it may override.
+    let overrides = KERNEL
+        .iter()
+        .filter(|f| std::ptr::eq(fields, VARIANT) && VARIANT_OVERRIDES.contains(&f.key));
     let properties: Map<String, Json> = fields
         .iter()
+        .chain(overrides)
         .map(|f| {
             let mut s = kind_schema(&f.kind);
             describe(&mut s, f.description);
@@ -454,7 +527,7 @@ mod tests {
 
     #[test]
     fn every_mapping_lists_its_keys_once() {
-        for fields in [TOP, KERNEL, PARAM, TILING, DIM] {
+        for fields in [TOP, KERNEL, PARAM, TILING, DIM, VARIANT] {
             let keys = keys(fields);
             for (i, k) in keys.iter().enumerate() {
                 assert!(!keys[..i].contains(k), "{k} twice");

@@ -59,6 +59,35 @@ pub(crate) struct KernelSpec {
     /// The keys written, valid or not, so that a key given with a bad value
     /// is not also reported as missing.
     pub given: Vec<String>,
+    /// Set when this is one variant of a kernel with `variants:` (or the
+    /// one implementation of a kernel with `dispatch: runtime`).
+    pub variant: Option<VariantSpec>,
+}
+
+/// One of a kernel's `variants:`: the kernel's keys, with the variant's in
+/// their place, make a kernel of their own, named `KERNEL__VARIANT`, that
+/// the kernel's one wrapper launches when `when:` holds.
+#[derive(Debug)]
+pub(crate) struct VariantSpec {
+    /// The kernel the variant belongs to.
+    pub kernel: Sp<String>,
+    /// The variant's name (`dispatch: runtime` without variants: the
+    /// kernel's, at the `dispatch:` key).
+    pub name: Sp<String>,
+    pub when: Option<Sp<String>>,
+    /// Named dims whose marker differs in this variant.
+    pub dims: Vec<(Sp<String>, Node)>,
+    /// Its place in the list, and the list's length.
+    pub index: usize,
+    pub count: usize,
+    /// `dispatch: runtime` without `variants:`.
+    pub implicit: bool,
+}
+
+/// The name of the kernel a variant is compiled as: a name the spec cannot
+/// give another kernel without the model reporting the clash.
+pub(crate) fn variant_kernel_name(kernel: &str, variant: &str) -> String {
+    format!("{kernel}__{variant}")
 }
 
 #[derive(Debug)]
@@ -137,10 +166,9 @@ pub(crate) fn read(root: &Node, sink: &mut Sink<'_>) -> SpecFile {
                     if entries.is_empty() {
                         sink.error(key.pos, "`kernels` is empty; declare at least one kernel");
                     }
-                    file.kernels = entries
-                        .into_iter()
-                        .filter_map(|(name, node)| read_kernel(name, node, sink))
-                        .collect();
+                    for (name, node) in entries {
+                        read_kernel_or_variants(name, node, sink, &mut file.kernels);
+                    }
                 }
             }
         },
@@ -148,10 +176,157 @@ pub(crate) fn read(root: &Node, sink: &mut Sink<'_>) -> SpecFile {
     file
 }
 
-fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<KernelSpec> {
+/// Reads one kernel: one `KernelSpec`, or with `variants:` (or `dispatch:
+/// runtime`) one per variant.
+fn read_kernel_or_variants(
+    name: Sp<String>,
+    node: &Node,
+    sink: &mut Sink<'_>,
+    out: &mut Vec<KernelSpec>,
+) {
     let ctx = format!("kernel `{}`", clip(&name.value, QUOTED));
-    let entries = mapping(node, &ctx, sink)?;
+    let Some(entries) = mapping(node, &ctx, sink) else {
+        return;
+    };
     check_keys(&entries, grammar::KERNEL, &ctx, sink);
+    let dispatch = find(&entries, "dispatch").map(|(k, n)| (k.clone(), n));
+    let variants = find(&entries, "variants").map(|(_, n)| n);
+    if dispatch.is_none() && variants.is_none() {
+        out.extend(read_kernel(name, &entries, ctx, None, sink));
+        return;
+    }
+    if let Some((_, n)) = &dispatch
+        && let Some(word) = scalar_word(n, &format!("{ctx}, `dispatch`"), sink)
+        && !grammar::DISPATCH_WORDS.contains(&word.value.as_str())
+    {
+        sink.error(
+            word.pos,
+            format!(
+                "{ctx}, `dispatch`: unknown value `{}`; expected {}",
+                clip(&word.value, QUOTED),
+                one_of(&grammar::DISPATCH_WORDS)
+            ),
+        );
+    }
+    // What every variant shares: the kernel's keys but these two.
+    let base: Vec<(Sp<String>, &Node)> = entries
+        .iter()
+        .filter(|(k, _)| k.value != "dispatch" && k.value != "variants")
+        .map(|(k, n)| (k.clone(), *n))
+        .collect();
+    let Some(list) = variants else {
+        let (key, _) = dispatch.expect("dispatch or variants");
+        let variant = VariantSpec {
+            kernel: name.clone(),
+            name: Sp {
+                value: name.value.clone(),
+                pos: key.pos,
+            },
+            when: None,
+            dims: Vec::new(),
+            index: 0,
+            count: 1,
+            implicit: true,
+        };
+        let compiled = Sp {
+            value: variant_kernel_name(&name.value, "runtime"),
+            pos: name.pos,
+        };
+        out.extend(read_kernel(compiled, &base, ctx, Some(variant), sink));
+        return;
+    };
+    let Some(items) = sequence(list, &format!("{ctx}, `variants`"), sink) else {
+        return;
+    };
+    if items.is_empty() {
+        sink.error(
+            list.pos,
+            format!("{ctx}: `variants` is empty; list at least one, or leave the key out"),
+        );
+        return;
+    }
+    for (index, item) in items.iter().enumerate() {
+        let what = format!("{ctx}, variant {}", index + 1);
+        let Some(own) = mapping(item, &what, sink) else {
+            continue;
+        };
+        let mut overrides = Vec::new();
+        let mut variant_name = None;
+        let mut when = None;
+        let mut dims = Vec::new();
+        for (key, value) in &own {
+            match key.value.as_str() {
+                "name" => variant_name = scalar_word(value, &format!("{what}, `name`"), sink),
+                "when" => when = string(value, &format!("{what}, `when`"), sink),
+                "dims" => {
+                    if let Some(list) = mapping(value, &format!("{what}, `dims`"), sink) {
+                        dims = list.into_iter().map(|(k, v)| (k, v.clone())).collect();
+                    }
+                }
+                k if grammar::VARIANT_OVERRIDES.contains(&k) => {
+                    overrides.push((key.clone(), *value))
+                }
+                k => {
+                    let mut allowed = grammar::keys(grammar::VARIANT);
+                    allowed.extend(grammar::VARIANT_OVERRIDES);
+                    let why = if grammar::keys(grammar::KERNEL).contains(&k) {
+                        "; every variant shares the kernel's".to_owned()
+                    } else {
+                        did_you_mean(k, allowed.iter().copied())
+                    };
+                    sink.error(
+                        key.pos,
+                        format!(
+                            "{what}: a variant cannot set `{}`{why}; it may set {}",
+                            clip(k, QUOTED),
+                            one_of(&allowed)
+                        ),
+                    );
+                }
+            }
+        }
+        let Some(variant_name) = variant_name else {
+            if find(&own, "name").is_none() {
+                sink.error(
+                    item.pos,
+                    format!("{what}: no `name`; name it, e.g. `name: small_m`"),
+                );
+            }
+            continue;
+        };
+        let ctx = format!("{ctx}, variant `{}`", clip(&variant_name.value, QUOTED));
+        // The kernel's keys, each replaced by the variant's where it gives one.
+        let mut merged: Vec<(Sp<String>, &Node)> = base
+            .iter()
+            .filter(|(k, _)| !overrides.iter().any(|(o, _)| o.value == k.value))
+            .cloned()
+            .collect();
+        merged.extend(overrides);
+        let compiled = Sp {
+            value: variant_kernel_name(&name.value, &variant_name.value),
+            pos: variant_name.pos,
+        };
+        let variant = VariantSpec {
+            kernel: name.clone(),
+            name: variant_name,
+            when,
+            dims,
+            index,
+            count: items.len(),
+            implicit: false,
+        };
+        out.extend(read_kernel(compiled, &merged, ctx, Some(variant), sink));
+    }
+}
+
+fn read_kernel(
+    name: Sp<String>,
+    entries: &[(Sp<String>, &Node)],
+    ctx: String,
+    variant: Option<VariantSpec>,
+    sink: &mut Sink<'_>,
+) -> Option<KernelSpec> {
+    let entries = entries.to_vec();
     let read =
         |key: &str, sink: &mut Sink<'_>| read_leaf(&entries, grammar::KERNEL, key, &ctx, sink);
     let doc = read("doc", sink);
@@ -260,6 +435,7 @@ fn read_kernel(name: Sp<String>, node: &Node, sink: &mut Sink<'_>) -> Option<Ker
         defines,
         tiling,
         given: keys_of(&entries),
+        variant,
     })
 }
 

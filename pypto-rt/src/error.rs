@@ -183,6 +183,19 @@ pub enum Error {
     #[error("`{0}` is not a device; expected `host`, `npu` or `npu:N`")]
     UnknownDevice(String),
 
+    /// No variant of a kernel with `variants:` (or `dispatch: runtime`)
+    /// accepts the call's sizes: each variant's condition failed, or the
+    /// sizes are not among the STATIC sizes it was built for.
+    #[error("kernel `{kernel}` cannot run {sizes}: {why}")]
+    NoVariant {
+        /// The kernel called.
+        kernel: &'static str,
+        /// The sizes the variants were chosen by, e.g. `M = 17, K = 100`.
+        sizes: String,
+        /// Why each variant refused, in the spec's order.
+        why: String,
+    },
+
     /// The tensors are on an NPU the kernel was not compiled for.
     #[error("kernel `{kernel}` was not built for {device}: {reason}")]
     NotBuiltFor {

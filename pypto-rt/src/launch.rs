@@ -530,6 +530,9 @@ pub struct LaunchStats {
     /// The largest Unified Buffer high-water mark of any block, in bytes
     /// (host backend; the emulation measures it).
     pub ub_peak_bytes: u64,
+    /// The variant a kernel with `variants:` chose for the call, by the
+    /// name its spec gives it; `None` for other kernels.
+    pub variant: Option<&'static str>,
 }
 
 thread_local! {
@@ -539,6 +542,18 @@ thread_local! {
 /// The statistics of the last kernel launched from this thread.
 pub fn last_launch() -> Option<LaunchStats> {
     LAST_LAUNCH.with(Cell::get)
+}
+
+/// Records which variant the launch just made on this thread was.
+pub(crate) fn note_last_variant(variant: &'static str) {
+    LAST_LAUNCH.with(|l| {
+        if let Some(stats) = l.get() {
+            l.set(Some(LaunchStats {
+                variant: Some(variant),
+                ..stats
+            }));
+        }
+    });
 }
 
 /// Checks a call and runs it.
@@ -589,6 +604,7 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
             l.set(Some(LaunchStats {
                 blocks: 0,
                 ub_peak_bytes: 0,
+                variant: None,
             }))
         });
         return Ok(());
@@ -647,6 +663,7 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
         l.set(Some(LaunchStats {
             blocks,
             ub_peak_bytes,
+            variant: None,
         }))
     });
     result
@@ -714,7 +731,7 @@ fn one_device<'a>(desc: &KernelDesc, args: &[Arg<'a>]) -> Result<&'a Device, Err
     first.ok_or_else(|| Error::Backend(format!("kernel `{}` has no tensor arguments", desc.name)))
 }
 
-fn axis_size(desc: &KernelDesc, args: &[Arg<'_>], (param, axis): (u8, u8)) -> AxisSize {
+pub(crate) fn axis_size(desc: &KernelDesc, args: &[Arg<'_>], (param, axis): (u8, u8)) -> AxisSize {
     let size = match &args[usize::from(param)] {
         Arg::Tensor { sizes, .. } => sizes[usize::from(axis)],
         Arg::Scalar(_) | Arg::Sized { .. } => 0,

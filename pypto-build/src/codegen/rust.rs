@@ -26,6 +26,11 @@ const RT: &str = "::pypto_rt::__private::v3";
 const RT_WORKSPACE_INTERFACE: u32 = 4;
 const RT_WORKSPACE: &str = "::pypto_rt::__private::v4";
 
+/// The interface, and its module, that kernels with variants need (the
+/// choice among them).
+const RT_DISPATCH_INTERFACE: u32 = 5;
+const RT_DISPATCH: &str = "::pypto_rt::__private::v5";
+
 /// The name a workspace goes by in the runtime's messages: not a name a
 /// spec can give a param.
 const WORKSPACE_NAME: &str = "(workspace)";
@@ -47,6 +52,13 @@ pub fn generate(plans: &[Plan<'_>]) -> String {
             out,
             "// A kernel below takes a workspace, which needs interface v{RT_WORKSPACE_INTERFACE}.\n\
              const _: () = ::pypto_rt::__private::require_interface::<{RT_WORKSPACE_INTERFACE}>();\n"
+        );
+    }
+    if plans.iter().any(|p| p.kernel.variant.is_some()) {
+        let _ = writeln!(
+            out,
+            "// A kernel below chooses among variants, which needs interface v{RT_DISPATCH_INTERFACE}.\n\
+             const _: () = ::pypto_rt::__private::require_interface::<{RT_DISPATCH_INTERFACE}>();\n"
         );
     }
     out.push_str("mod __pypto_ffi {\n");
@@ -102,11 +114,350 @@ pub fn generate(plans: &[Plan<'_>]) -> String {
         }
         out.push_str("}\n");
     }
+    let mut dispatched: Vec<&str> = Vec::new();
     for plan in plans {
-        out.push('\n');
-        kernel(&mut out, plan);
+        match &plan.kernel.variant {
+            None => {
+                out.push('\n');
+                kernel(&mut out, plan);
+            }
+            // One wrapper per kernel with variants, where its first is.
+            Some(v) if !dispatched.contains(&v.kernel.as_str()) => {
+                dispatched.push(&v.kernel);
+                let group: Vec<&Plan<'_>> = plans
+                    .iter()
+                    .filter(|p| {
+                        p.kernel
+                            .variant
+                            .as_ref()
+                            .is_some_and(|w| w.kernel == v.kernel)
+                    })
+                    .collect();
+                out.push('\n');
+                dispatcher(&mut out, &group);
+            }
+            Some(_) => {}
+        }
     }
     out
+}
+
+/// The Rust type of one axis in the wrapper of a kernel with variants: a
+/// fixed size when every variant fixes it alike, else a run-time size.
+fn variant_axis_type(group: &[&Plan<'_>], param: usize, axis: usize) -> String {
+    let kernels: Vec<&Kernel> = group.iter().map(|p| p.kernel).collect();
+    if crate::model::fixed_in_every_variant(&kernels, (param, axis))
+        && let ParamKind::Tensor { axes, .. } = &kernels[0].params[param].kind
+        && let DimSize::Fixed(n) = kernels[0].dims[axes[axis].dim].size
+    {
+        return format!("{RT_DISPATCH}::Const<{n}>");
+    }
+    "usize".to_owned()
+}
+
+/// The one wrapper of a kernel with variants: reads the call's sizes,
+/// tests each variant's condition and STATIC sizes in order, and launches
+/// the first that accepts the call.
+fn dispatcher(out: &mut String, group: &[&Plan<'_>]) {
+    let first = group[0].kernel;
+    let kernels: Vec<&Kernel> = group.iter().map(|p| p.kernel).collect();
+    let v0 = first.variant.as_ref().expect("a variant");
+    let name = &v0.kernel;
+    dispatcher_docs(out, group);
+    let _ = writeln!(out, "#[allow(non_snake_case, clippy::too_many_arguments)]");
+    let _ = writeln!(out, "pub fn {name}(");
+    for (i, p) in first.params.iter().enumerate() {
+        if bound_to(first, i).is_some() {
+            continue;
+        }
+        let ty = match &p.kind {
+            ParamKind::Scalar(dtype) => rust_type(*dtype).to_owned(),
+            ParamKind::Tensor {
+                dtype,
+                output,
+                axes,
+            } => {
+                let dims: Vec<String> = (0..axes.len())
+                    .map(|a| variant_axis_type(group, i, a))
+                    .collect();
+                let comma = if dims.len() == 1 { "," } else { "" };
+                format!(
+                    "impl {RT_DISPATCH}::{}<{}, ({}{comma})>",
+                    if *output { "AsOutput" } else { "AsInput" },
+                    rust_type(*dtype),
+                    dims.join(", ")
+                )
+            }
+        };
+        let binding = if matches!(p.kind, ParamKind::Tensor { output: true, .. }) {
+            "mut "
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "    {binding}{}: {ty},", p.name);
+    }
+    let _ = writeln!(
+        out,
+        ") -> ::core::result::Result<(), {RT_DISPATCH}::Error>\n{{"
+    );
+    for (i, plan) in group.iter().enumerate() {
+        let suffix = format!("_V{i}");
+        descriptor(out, plan, &suffix);
+        entries(out, plan, &suffix);
+    }
+    let _ = writeln!(
+        out,
+        "    let __pypto_args = [{}];",
+        call_args(first).join(", ")
+    );
+    // The sizes the choice reads, for the message when none accepts.
+    let mut read: Vec<(String, usize, usize)> = Vec::new();
+    let mut refusals: Vec<String> = Vec::new();
+    let mut exhaustive = false;
+    for (i, plan) in group.iter().enumerate() {
+        let k = plan.kernel;
+        let v = k.variant.as_ref().expect("a variant");
+        let label = format!("'__pypto_v{i}");
+        let mut body = String::new();
+        let mut breaks = false;
+        if let Some(c) = &v.when {
+            c.expr.sizes(&mut read);
+            let test = c
+                .expr
+                .rust(&|p, a| format!("{RT_DISPATCH}::call_size(&__pypto_args, {p}, {a})"));
+            let _ = writeln!(
+                body,
+                "        if !{test} {{\n            break {label};\n        }}"
+            );
+            breaks = true;
+        }
+        // Each STATIC (or fixed) dim the wrapper takes at run time picks
+        // its built size, or turns the call away from this variant.
+        let mut terms: Vec<String> = Vec::new();
+        let mut built_for: Vec<String> = Vec::new();
+        let mut stride = 1usize;
+        let mut positions: Vec<(usize, usize)> = Vec::new();
+        for (d, dim) in k.dims.iter().enumerate() {
+            let values: Vec<u64> = match &dim.size {
+                DimSize::Static(values) => values.clone(),
+                DimSize::Fixed(n)
+                    if !crate::model::fixed_in_every_variant(&kernels, dim.axes[0]) =>
+                {
+                    vec![*n]
+                }
+                _ => continue,
+            };
+            let shown = crate::model::size_label(k, dim.axes[0]);
+            if !read.iter().any(|(l, _, _)| *l == shown) {
+                read.push((shown.clone(), dim.axes[0].0, dim.axes[0].1));
+            }
+            let listed: Vec<String> = values.iter().map(u64::to_string).collect();
+            built_for.push(format!("{shown} = {}", or_list(&listed)));
+            let axes: Vec<String> = dim
+                .axes
+                .iter()
+                .map(|(p, a)| format!("({p}, {a})"))
+                .collect();
+            let _ = writeln!(
+                body,
+                "        let ::core::option::Option::Some(__pypto_b{d}) = {RT_DISPATCH}::built_position(\n            \
+                 &__PYPTO_DESC_V{i},\n            &__pypto_args,\n            \
+                 &{RT_DISPATCH}::DimDesc {{ axes: &[{}], why: {:?} }},\n            &[{}],\n        )? else {{\n            \
+                 break {label};\n        }};",
+                axes.join(", "),
+                dim_why(k, dim),
+                listed.join(", ")
+            );
+            breaks = true;
+            positions.push((d, values.len()));
+        }
+        // The specialisation: mixed radix over the STATIC dims, first most
+        // significant (the order the model enumerates them in); a fixed
+        // dim has one size and adds nothing.
+        for &(d, len) in positions.iter().rev() {
+            if matches!(k.dims[d].size, DimSize::Static(_)) {
+                terms.push(if stride == 1 {
+                    format!("__pypto_b{d}")
+                } else {
+                    format!("__pypto_b{d} * {stride}")
+                });
+                stride *= len;
+            } else {
+                let _ = writeln!(body, "        let _ = __pypto_b{d};");
+            }
+        }
+        terms.reverse();
+        let index = if terms.is_empty() {
+            "0".to_owned()
+        } else {
+            terms.join(" + ")
+        };
+        let _ = writeln!(body, "        let __pypto_index: usize = {index};");
+        let launch = match k.workspace {
+            None => format!(
+                "{RT_DISPATCH}::launch(&__PYPTO_DESC_V{i}, __PYPTO_ENTRIES_V{i}[__pypto_index], &__pypto_args)"
+            ),
+            Some(bytes) => format!(
+                "{RT_DISPATCH}::launch_with_workspace(&__PYPTO_DESC_V{i}, __PYPTO_ENTRIES_V{i}[__pypto_index], __pypto_args, {bytes})"
+            ),
+        };
+        let _ = writeln!(
+            body,
+            "        // SAFETY: __PYPTO_ENTRIES_V{i} holds variant `{}` compiled from this spec, taking the\n        \
+             // tensors in spec order{}; its STATIC sizes were matched above; outputs are\n        \
+             // borrowed mutably, so they alias nothing.\n        \
+             return {RT_DISPATCH}::note_variant({:?}, unsafe {{ {launch} }});",
+            v.name,
+            if k.workspace.is_some() {
+                ", then the workspace the runtime lends"
+            } else {
+                ""
+            },
+            v.name,
+        );
+        let who = if v.implicit {
+            "it".to_owned()
+        } else {
+            format!("variant `{}`", v.name)
+        };
+        let needs = v.when.as_ref().map(|c| format!("needs `{}`", c.text));
+        let built =
+            (!built_for.is_empty()).then(|| format!("was built for {}", built_for.join(" and ")));
+        refusals.push(match (needs, built) {
+            (Some(n), Some(b)) => format!("{who} {n} and {b}"),
+            (Some(n), None) => format!("{who} {n}"),
+            (None, Some(b)) => format!("{who} {b}"),
+            (None, None) => format!("{who} takes every call"),
+        });
+        if breaks {
+            let _ = writeln!(out, "    {label}: {{\n{body}    }}");
+        } else {
+            let _ = writeln!(out, "    {{\n{body}    }}");
+            exhaustive = true;
+            break;
+        }
+    }
+    if !exhaustive {
+        let sizes: Vec<String> = read
+            .iter()
+            .map(|(l, p, a)| format!("({l:?}, {p}, {a})"))
+            .collect();
+        let refusals: Vec<String> = refusals.iter().map(|r| format!("{r:?}")).collect();
+        let _ = writeln!(
+            out,
+            "    ::core::result::Result::Err({RT_DISPATCH}::no_variant(\n        {name:?},\n        &__pypto_args,\n        \
+             &[{}],\n        &[{}],\n    ))",
+            sizes.join(", "),
+            refusals.join(", ")
+        );
+    }
+    out.push_str("}\n");
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn or_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}
+
+/// The rustdoc of a kernel with variants: its doc, the variants in the
+/// order they are tried, and its params.
+fn dispatcher_docs(out: &mut String, group: &[&Plan<'_>]) {
+    let first = group[0].kernel;
+    let v0 = first.variant.as_ref().expect("a variant");
+    let mut lines: Vec<String> = Vec::new();
+    if let Some(doc) = &first.doc {
+        lines.extend(user_doc_lines(doc));
+        lines.push(String::new());
+    }
+    if v0.implicit {
+        lines.push(format!(
+            "Kernel {} from {}, `dispatch: runtime`: its STATIC axes take run-time sizes, and a \
+             call runs the specialisation built for them.",
+            code(&v0.kernel),
+            code(&first.origin.to_string())
+        ));
+    } else {
+        lines.push(format!(
+            "Kernel {} from {}, with {} variants, tried in this order; the first that accepts \
+             the call runs (`pypto_rt::last_launch()` names it):",
+            code(&v0.kernel),
+            code(&first.origin.to_string()),
+            group.len()
+        ));
+    }
+    lines.push(String::new());
+    lines.push("| variant | when | implementation | STATIC sizes built |".to_owned());
+    lines.push("|---|---|---|---|".to_owned());
+    for plan in group {
+        let k = plan.kernel;
+        let v = k.variant.as_ref().expect("a variant");
+        let from = match (&k.template, &k.entry) {
+            (TemplateRef::Source(_), Some(entry)) => {
+                format!(
+                    "source {}, entry {}",
+                    code(&k.template.to_string()),
+                    code(entry)
+                )
+            }
+            _ => code(&k.template.to_string()),
+        };
+        let options: Vec<String> = k.options.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+        let from = if options.is_empty() {
+            from
+        } else {
+            format!("{from} ({})", cell(&options.join(", ")))
+        };
+        let built: Vec<String> = k
+            .dims
+            .iter()
+            .filter_map(|d| match &d.size {
+                DimSize::Static(values) => Some(format!(
+                    "{} = {}",
+                    crate::model::size_label(k, d.axes[0]),
+                    values
+                        .iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+                _ => None,
+            })
+            .collect();
+        lines.push(format!(
+            "| {} | {} | {from} | {} |",
+            code(&v.name),
+            v.when
+                .as_ref()
+                .map_or("(always)".to_owned(), |c| code(&cell(&c.text))),
+            built.join("; ")
+        ));
+    }
+    lines.push(String::new());
+    lines.push(
+        "Axes that are STATIC or fixed in some variant are run-time sizes here: a variant \
+         whose built sizes do not include the call's is passed over."
+            .to_owned(),
+    );
+    lines.push(String::new());
+    lines.push("# Errors".to_owned());
+    lines.push(String::new());
+    lines.push(
+        "[`pypto_rt::Error::NoVariant`] when no variant accepts the call's sizes, naming them and \
+         why each variant refused; otherwise the errors of the variant's launch \
+         ([`pypto_rt::Error::DimDisagreement`], [`pypto_rt::Error::Kernel`], …)."
+            .to_owned(),
+    );
+    for line in lines {
+        if line.is_empty() {
+            out.push_str("///\n");
+        } else {
+            let _ = writeln!(out, "/// {line}");
+        }
+    }
 }
 
 /// The Rust element type of a dtype.
@@ -200,50 +551,8 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
         }
     }
     out.push_str("{\n");
-    descriptor(out, plan);
-    // Each stub is looked up in its library once; the cells that remember
-    // it are statics of their own.
-    for i in 0..k.specialisations.len() {
-        if plan.npu_arches.is_empty() {
-            break;
-        }
-        let stubs: Vec<String> = plan
-            .npu_arches
-            .iter()
-            .map(|&arch| {
-                format!(
-                    "\n        {RT}::NpuStub::new(&__pypto_npu::{}, c\"{}\"),",
-                    arch.suffix().to_uppercase(),
-                    Plan::for_arch(&plan.npu_symbol(i), arch)
-                )
-            })
-            .collect();
-        let _ = writeln!(
-            out,
-            "    static __PYPTO_NPU_S{i}: [{RT}::NpuStub; {}] = [{}\n    ];",
-            stubs.len(),
-            stubs.concat()
-        );
-    }
-    let entries: Vec<String> = (0..k.specialisations.len())
-        .map(|i| {
-            let npu = if plan.npu_arches.is_empty() {
-                "&[]".to_owned()
-            } else {
-                format!("&__PYPTO_NPU_S{i}")
-            };
-            format!(
-                "\n        {RT}::Entries {{ host: __pypto_ffi::{}, npu: {npu} }},",
-                plan.host_symbol(i),
-            )
-        })
-        .collect();
-    let _ = writeln!(
-        out,
-        "    static __PYPTO_ENTRIES: [{RT}::Entries; {}] = [{}\n    ];",
-        entries.len(),
-        entries.concat()
-    );
+    descriptor(out, plan, "");
+    entries(out, plan, "");
     // The specialisation index: mixed radix over the STATIC dims, first dim
     // most significant (the order the model enumerates them in).
     let mut terms = Vec::new();
@@ -272,24 +581,7 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
         terms.join(" + ")
     };
     let _ = writeln!(out, "    let __pypto_index: usize = {index};");
-    let args: Vec<String> = k
-        .params
-        .iter()
-        .enumerate()
-        .map(|(i, p)| match &p.kind {
-            ParamKind::Scalar(dtype) if let Some(of) = bound_to(k, i) => format!(
-                "{RT}::Arg::Sized {{ of: {RT}::{}, max: {}, dtype: {:?} }}",
-                size_of(of),
-                dtype.size_max().unwrap_or(0),
-                dtype.spec_name()
-            ),
-            ParamKind::Scalar(_) => {
-                format!("{RT}::Arg::Scalar({RT}::DType::scalar_bits({}))", p.name)
-            }
-            ParamKind::Tensor { output: true, .. } => format!("{RT}::output(&mut {})", p.name),
-            ParamKind::Tensor { output: false, .. } => format!("{RT}::input(&{})", p.name),
-        })
-        .collect();
+    let args = call_args(k);
     out.push_str(if k.workspace.is_some() {
         "    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the\n    \
          // tensors in spec order, then the workspace the runtime lends; outputs are\n    \
@@ -319,6 +611,76 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
     built_traits(out, plan, &statics);
 }
 
+/// The statics holding every specialisation's entries (and NPU stubs),
+/// named with `suffix`.
+fn entries(out: &mut String, plan: &Plan<'_>, suffix: &str) {
+    let k = plan.kernel;
+    // Each stub is looked up in its library once; the cells that remember
+    // it are statics of their own.
+    for i in 0..k.specialisations.len() {
+        if plan.npu_arches.is_empty() {
+            break;
+        }
+        let stubs: Vec<String> = plan
+            .npu_arches
+            .iter()
+            .map(|&arch| {
+                format!(
+                    "\n        {RT}::NpuStub::new(&__pypto_npu::{}, c\"{}\"),",
+                    arch.suffix().to_uppercase(),
+                    Plan::for_arch(&plan.npu_symbol(i), arch)
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "    static __PYPTO_NPU{suffix}_S{i}: [{RT}::NpuStub; {}] = [{}\n    ];",
+            stubs.len(),
+            stubs.concat()
+        );
+    }
+    let entries: Vec<String> = (0..k.specialisations.len())
+        .map(|i| {
+            let npu = if plan.npu_arches.is_empty() {
+                "&[]".to_owned()
+            } else {
+                format!("&__PYPTO_NPU{suffix}_S{i}")
+            };
+            format!(
+                "\n        {RT}::Entries {{ host: __pypto_ffi::{}, npu: {npu} }},",
+                plan.host_symbol(i),
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "    static __PYPTO_ENTRIES{suffix}: [{RT}::Entries; {}] = [{}\n    ];",
+        entries.len(),
+        entries.concat()
+    );
+}
+
+/// Each param as a launch argument, in call order.
+fn call_args(k: &Kernel) -> Vec<String> {
+    k.params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| match &p.kind {
+            ParamKind::Scalar(dtype) if let Some(of) = bound_to(k, i) => format!(
+                "{RT}::Arg::Sized {{ of: {RT}::{}, max: {}, dtype: {:?} }}",
+                size_of(of),
+                dtype.size_max().unwrap_or(0),
+                dtype.spec_name()
+            ),
+            ParamKind::Scalar(_) => {
+                format!("{RT}::Arg::Scalar({RT}::DType::scalar_bits({}))", p.name)
+            }
+            ParamKind::Tensor { output: true, .. } => format!("{RT}::output(&mut {})", p.name),
+            ParamKind::Tensor { output: false, .. } => format!("{RT}::input(&{})", p.name),
+        })
+        .collect()
+}
+
 /// The size a scalar param is bound to (`value:`), if any.
 fn bound_to(k: &Kernel, param: usize) -> Option<SizeOf> {
     k.bound.iter().find(|b| b.param == param).map(|b| b.of)
@@ -340,7 +702,7 @@ fn describe_size(k: &Kernel, of: SizeOf) -> String {
     }
 }
 
-fn descriptor(out: &mut String, plan: &Plan<'_>) {
+fn descriptor(out: &mut String, plan: &Plan<'_>, suffix: &str) {
     let k = plan.kernel;
     let names: Vec<String> = k
         .params
@@ -351,9 +713,11 @@ fn descriptor(out: &mut String, plan: &Plan<'_>) {
         .collect();
     let _ = writeln!(
         out,
-        "    static __PYPTO_DESC: {RT}::KernelDesc = {RT}::KernelDesc {{"
+        "    static __PYPTO_DESC{suffix}: {RT}::KernelDesc = {RT}::KernelDesc {{"
     );
-    let _ = writeln!(out, "        name: {:?},", k.name);
+    // A variant's runtime messages name the kernel the user called.
+    let shown = k.variant.as_ref().map_or(&k.name, |v| &v.kernel);
+    let _ = writeln!(out, "        name: {shown:?},");
     let _ = writeln!(out, "        params: &[{}],", names.join(", "));
     // Only DYNAMIC dims are checked and sent at run time: the types already
     // fix every other size.
@@ -364,11 +728,7 @@ fn descriptor(out: &mut String, plan: &Plan<'_>) {
             .iter()
             .map(|(p, a)| format!("({p}, {a})"))
             .collect();
-        let why = match &dim.name {
-            Some(name) => format!("they are the dim `{name}`"),
-            None if dim.axes.len() > 1 => format!("{} ties these axes together", k.template),
-            None => String::new(),
-        };
+        let why = dim_why(k, dim);
         let _ = writeln!(
             out,
             "            {RT}::DimDesc {{ axes: &[{}], why: {why:?} }},",
@@ -414,6 +774,15 @@ fn descriptor(out: &mut String, plan: &Plan<'_>) {
         })
         .collect();
     let _ = writeln!(out, "        halves: &[{}],\n    }};", halves.join(", "));
+}
+
+/// Why a dim's axes agree, for the runtime's messages.
+fn dim_why(k: &Kernel, dim: &crate::model::Dim) -> String {
+    match &dim.name {
+        Some(name) => format!("they are the dim `{name}`"),
+        None if dim.axes.len() > 1 => format!("{} ties these axes together", k.template),
+        None => String::new(),
+    }
 }
 
 fn built_traits(out: &mut String, plan: &Plan<'_>, statics: &[usize]) {

@@ -13,6 +13,7 @@ use crate::spec::{KernelSpec, QUOTED, Sp, SpecFile};
 use crate::yaml::{Node, Value};
 
 /// A module-level dim declaration, as the model understands it.
+#[derive(Clone)]
 pub(super) struct NamedDim {
     pub kind: AxisKind,
     /// What it counts (`{ marker: …, doc: … }`).
@@ -21,6 +22,7 @@ pub(super) struct NamedDim {
 
 /// The dims of one file: valid ones, and the names of invalid ones, which
 /// are known so that their uses do not cascade into "undefined" errors.
+#[derive(Clone)]
 pub(super) struct FileDims {
     pub valid: BTreeMap<String, NamedDim>,
     pub invalid: BTreeSet<String>,

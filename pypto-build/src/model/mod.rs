@@ -16,6 +16,7 @@ mod dims;
 mod params;
 mod source;
 mod template;
+mod variant;
 
 use std::cell::OnceCell;
 use std::fmt;
@@ -29,6 +30,9 @@ use dims::FileDims;
 pub use source::{Bound, MAX_SPEC_BLOCKS};
 pub(crate) use source::{launches, quoted_headers};
 pub(crate) use template::{Templates, read_template};
+pub use variant::{
+    Atom, Compare, Condition, Expr, Term, Variant, built_sizes, fixed_in_every_variant, size_label,
+};
 
 /// Highest tensor rank a kernel may take.
 pub const MAX_RANK: usize = 8;
@@ -168,6 +172,27 @@ pub struct Model {
     pub files: Vec<PathBuf>,
 }
 
+impl Model {
+    /// What the build should say without failing: for each kernel with
+    /// variants, sizes that no variant accepts (a call with them returns
+    /// `Error::NoVariant`), as `PATH:LINE:COL: kernel `NAME`: …`.
+    pub fn warnings(&self) -> Vec<String> {
+        self.kernels
+            .iter()
+            .filter_map(|k| {
+                let v = k.variant.as_ref()?;
+                let sizes = v.uncovered.as_ref()?;
+                Some(format!(
+                    "{}: kernel `{}`: no variant accepts {sizes}; a call with these sizes returns \
+                     `Error::NoVariant` (end the list with a variant without `when` to catch \
+                     every call)",
+                    k.origin, v.kernel
+                ))
+            })
+            .collect()
+    }
+}
+
 /// A checked kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Kernel {
@@ -236,6 +261,9 @@ pub struct Kernel {
     /// A struct the launch builds and passes to a `source:` kernel's entry
     /// (`tiling:`).
     pub tiling: Option<Tiling>,
+    /// Set when the kernel is one variant of a kernel with `variants:` (or
+    /// `dispatch: runtime`): its wrapper is that kernel's, which chooses.
+    pub variant: Option<Variant>,
 }
 
 impl Kernel {
@@ -477,14 +505,61 @@ pub(crate) fn check_file(
 ) -> Vec<Kernel> {
     let dims = dims::check_dims(spec, sink);
     let package = OnceCell::new();
-    spec.kernels
+    let mut kernels: Vec<Kernel> = spec
+        .kernels
         .iter()
         .filter_map(|k| {
             let before = sink.count();
-            let kernel = check_kernel(k, &dims, &package, templates, sink);
+            let kernel = match &k.variant {
+                None => check_kernel(k, &dims, &package, templates, sink),
+                Some(v) => {
+                    let ctx = kernel_context(k);
+                    let dims = variant::variant_dims(&dims, v, &ctx, sink);
+                    check_kernel(k, &dims, &package, templates, sink).and_then(|mut kernel| {
+                        let overridden: Vec<String> =
+                            v.dims.iter().map(|(n, _)| n.value.clone()).collect();
+                        let when = match &v.when {
+                            Some(w) => Some(variant::check_condition(
+                                w,
+                                &kernel,
+                                &overridden,
+                                &ctx,
+                                sink,
+                            )?),
+                            None => None,
+                        };
+                        kernel.variant = Some(Variant {
+                            kernel: v.kernel.value.clone(),
+                            name: v.name.value.clone(),
+                            when,
+                            index: v.index,
+                            count: v.count,
+                            implicit: v.implicit,
+                            uncovered: None,
+                        });
+                        Some(kernel)
+                    })
+                }
+            };
             kernel.filter(|_| sink.count() == before)
         })
-        .collect()
+        .collect();
+    variant::check_groups(&spec.kernels, &mut kernels, sink);
+    kernels
+}
+
+/// How messages name a kernel: `kernel `mm``, or for a variant
+/// `kernel `mm`, variant `small_m``.
+fn kernel_context(k: &KernelSpec) -> String {
+    match &k.variant {
+        Some(v) if !v.implicit => format!(
+            "kernel `{}`, variant `{}`",
+            clip(&v.kernel.value, QUOTED),
+            clip(&v.name.value, QUOTED)
+        ),
+        Some(v) => format!("kernel `{}`", clip(&v.kernel.value, QUOTED)),
+        None => format!("kernel `{}`", clip(&k.name.value, QUOTED)),
+    }
 }
 
 /// A param while it is being checked: spec position kept for later errors.
@@ -503,8 +578,11 @@ fn check_kernel(
     sink: &mut Sink<'_>,
 ) -> Option<Kernel> {
     let name = &k.name.value;
-    let ctx = format!("kernel `{}`", clip(name, QUOTED));
-    if let Some(problem) = identifier_problem(name) {
+    let ctx = kernel_context(k);
+    // A variant's name is checked with its kernel's other variants.
+    if k.variant.is_none()
+        && let Some(problem) = identifier_problem(name)
+    {
         sink.error(
             k.name.pos,
             format!("{ctx}: not a valid kernel name: {problem}"),
@@ -695,5 +773,6 @@ fn check_kernel(
         bound,
         workspace: resolved.workspace,
         tiling,
+        variant: None,
     })
 }
