@@ -5,10 +5,78 @@ use std::fmt::Write;
 
 use crate::model::{DimSize, Kernel, Model, ParamKind, SizeOf, TemplateArg, TilingValue};
 
-/// The whole model, kernels in model order.
+/// The whole model, kernels in model order; a kernel with variants is
+/// its decision table, then each variant.
 pub fn model(model: &Model) -> String {
-    let blocks: Vec<String> = model.kernels.iter().map(kernel).collect();
+    let mut blocks: Vec<String> = Vec::new();
+    let mut tabled: Vec<&str> = Vec::new();
+    for k in &model.kernels {
+        if let Some(v) = &k.variant
+            && !tabled.contains(&v.kernel.as_str())
+        {
+            tabled.push(&v.kernel);
+            let group: Vec<&Kernel> = model
+                .kernels
+                .iter()
+                .filter(|g| g.variant.as_ref().is_some_and(|w| w.kernel == v.kernel))
+                .collect();
+            blocks.push(decision_table(&group));
+        }
+        blocks.push(kernel(k));
+    }
     blocks.join("\n")
+}
+
+/// How a kernel with variants chooses: each variant in the order tried,
+/// with its condition and the STATIC sizes it was built for, then what a
+/// call none accepts gets.
+fn decision_table(group: &[&Kernel]) -> String {
+    let first = group[0].variant.as_ref().expect("a variant");
+    let mut out = format!("kernel {} (chooses per call)\n", first.kernel);
+    let width = group
+        .iter()
+        .filter_map(|k| k.variant.as_ref().map(|v| v.name.len()))
+        .max()
+        .unwrap_or(0);
+    for (i, k) in group.iter().enumerate() {
+        let v = k.variant.as_ref().expect("a variant");
+        let mut parts: Vec<String> = Vec::new();
+        if let Some(c) = &v.when {
+            parts.push(format!("when {}", c.text));
+        }
+        for (axis, values) in crate::model::built_sizes(k, group) {
+            let listed: Vec<String> = values.iter().map(u64::to_string).collect();
+            parts.push(format!(
+                "built for {} = {}",
+                crate::model::size_label(k, axis),
+                listed.join(" | ")
+            ));
+        }
+        if parts.is_empty() {
+            parts.push("always".to_owned());
+        }
+        let _ = writeln!(
+            out,
+            "  {}. {:width$}  {}  -> kernel {}",
+            i + 1,
+            v.name,
+            parts.join(", "),
+            k.name
+        );
+    }
+    let last = group[group.len() - 1];
+    let total = last.variant.as_ref().is_some_and(|v| v.when.is_none())
+        && crate::model::built_sizes(last, group).is_empty();
+    if !total {
+        let _ = write!(out, "  otherwise Error::NoVariant");
+        match &first.uncovered {
+            Some(sizes) => {
+                let _ = writeln!(out, " (e.g. {sizes})");
+            }
+            None => out.push('\n'),
+        }
+    }
+    out
 }
 
 /// One kernel.
@@ -22,6 +90,16 @@ pub fn kernel(k: &Kernel) -> String {
 fn write_kernel(out: &mut String, k: &Kernel) -> std::fmt::Result {
     writeln!(out, "kernel {}", k.name)?;
     writeln!(out, "  origin    {}", k.origin)?;
+    if let Some(v) = &k.variant {
+        writeln!(
+            out,
+            "  variant   {} of {} ({} of {})",
+            v.name,
+            v.kernel,
+            v.index + 1,
+            v.count
+        )?;
+    }
     if let Some(doc) = &k.doc {
         writeln!(out, "  doc       {}", doc.escape_debug())?;
     }

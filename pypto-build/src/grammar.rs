@@ -436,10 +436,12 @@ pub(crate) fn schema() -> Json {
 }
 
 fn keys_schema(fields: &[Field]) -> Json {
-    // A variant also takes the kernel keys it may override.
+    // A variant also takes the kernel keys it may override. (Compared by
+    // keys: a const slice has no one address.)
+    let is_variant = keys(fields) == keys(VARIANT);
     let overrides = KERNEL
         .iter()
-        .filter(|f| std::ptr::eq(fields, VARIANT) && VARIANT_OVERRIDES.contains(&f.key));
+        .filter(|f| is_variant && VARIANT_OVERRIDES.contains(&f.key));
     let properties: Map<String, Json> = fields
         .iter()
         .chain(overrides)

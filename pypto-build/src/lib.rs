@@ -177,28 +177,36 @@ impl SpecSet {
         let spec = spec::read(&root, &mut sink);
         let checked = model::check_file(&spec, &mut self.templates, &mut sink);
         let mut duplicates = std::collections::HashSet::new();
+        // A kernel with variants is declared once, by the name of its one
+        // wrapper; its variants' own names are checked with each other.
+        let mut grouped = std::collections::HashSet::new();
         for k in &spec.kernels {
-            match self.declared.get(&k.name.value) {
+            let name = match &k.variant {
+                Some(v) if !grouped.insert(v.kernel.value.as_str()) => continue,
+                Some(v) => &v.kernel,
+                None => &k.name,
+            };
+            match self.declared.get(&name.value) {
                 Some(first) => {
                     sink.error(
-                        k.name.pos,
+                        name.pos,
                         format!(
                             "kernel `{}` is declared twice: here and at {first}",
-                            k.name.value
+                            name.value
                         ),
                     );
-                    duplicates.insert(k.name.value.clone());
+                    duplicates.insert(name.value.clone());
                 }
                 None => {
                     self.declared
-                        .insert(k.name.value.clone(), sink.location(k.name.pos));
+                        .insert(name.value.clone(), sink.location(name.pos));
                 }
             }
         }
         self.kernels.extend(
-            checked
-                .into_iter()
-                .filter(|k| !duplicates.contains(&k.name)),
+            checked.into_iter().filter(|k| {
+                !duplicates.contains(k.variant.as_ref().map_or(&k.name, |v| &v.kernel))
+            }),
         );
         self.problems.extend(sink.finish());
     }

@@ -269,19 +269,19 @@ fn read_kernel_or_variants(
                 k => {
                     let mut allowed = grammar::keys(grammar::VARIANT);
                     allowed.extend(grammar::VARIANT_OVERRIDES);
-                    let why = if grammar::keys(grammar::KERNEL).contains(&k) {
-                        "; every variant shares the kernel's".to_owned()
-                    } else {
-                        did_you_mean(k, allowed.iter().copied())
-                    };
-                    sink.error(
-                        key.pos,
+                    let message = if grammar::keys(grammar::KERNEL).contains(&k) {
                         format!(
-                            "{what}: a variant cannot set `{}`{why}; it may set {}",
+                            "{what}: a variant cannot set `{k}`; every variant shares the kernel's"
+                        )
+                    } else {
+                        format!(
+                            "{what}: unknown key `{}`; a variant may set {}{}",
                             clip(k, QUOTED),
-                            one_of(&allowed)
-                        ),
-                    );
+                            one_of(&allowed),
+                            did_you_mean(k, allowed.iter().copied())
+                        )
+                    };
+                    sink.error(key.pos, message);
                 }
             }
         }

@@ -284,7 +284,7 @@ fn unknown_keys_are_reported_with_a_suggestion() {
         errors(src),
         [
             "2:3: kernel `k`: has no `template`; give `builtin/NAME` or a path relative to the spec file",
-            "3:5: kernel `k`: unknown key `templat`; expected `doc`, `template`, `source`, `entry`, `template_args`, `tiling`, `blocks`, `cores`, `targets`, `params`, `static`, `options` or `defines` — did you mean `template`?",
+            "3:5: kernel `k`: unknown key `templat`; expected `doc`, `template`, `source`, `entry`, `template_args`, `tiling`, `blocks`, `cores`, `targets`, `params`, `static`, `options`, `defines`, `dispatch` or `variants` — did you mean `template`?",
             "5:7: kernel `k`, param `x`: a tensor needs a `shape`, e.g. `shape: [DYNAMIC, 128]`",
             "5:28: kernel `k`, param `x`: unknown key `shpe`; expected `dtype`, `shape`, `axis_docs`, `rank`, `output`, `scalar` or `value` — did you mean `shape`?",
             "7:1: spec file: unknown key `kernal`; expected `dims` or `kernels` — did you mean `kernels`?",

@@ -128,7 +128,7 @@ fn a_long_key_and_a_long_kernel_name_with_many_errors() {
     assert_eq!(
         lines[4],
         format!(
-            "kernels/hostile.yaml:4:7: error: {kernel}: unknown key `{}…{}`; expected `doc`, `template`, `source`, `entry`, `template_args`, `tiling`, `blocks`, `cores`, `targets`, `params`, `static`, `options` or `defines`",
+            "kernels/hostile.yaml:4:7: error: {kernel}: unknown key `{}…{}`; expected `doc`, `template`, `source`, `entry`, `template_args`, `tiling`, `blocks`, `cores`, `targets`, `params`, `static`, `options`, `defines`, `dispatch` or `variants`",
             "u".repeat(42),
             "u".repeat(21)
         )

@@ -430,9 +430,11 @@ fn dispatcher_docs(out: &mut String, group: &[&Plan<'_>]) {
         lines.push(format!(
             "| {} | {} | {from} | {} |",
             code(&v.name),
-            v.when
-                .as_ref()
-                .map_or("(always)".to_owned(), |c| code(&cell(&c.text))),
+            match &v.when {
+                Some(c) => code(&cell(&c.text)),
+                None if built.is_empty() => "(always)".to_owned(),
+                None => "(its STATIC sizes)".to_owned(),
+            },
             built.join("; ")
         ));
     }

@@ -574,7 +574,9 @@ pub(super) fn variant_dims(
 }
 
 /// Checks a kernel's variants as a whole, once each is checked: names,
-/// order, the compiled names, and sizes no variant accepts. `kernels` are
+/// order, and sizes no variant accepts. (The name a variant is compiled as,
+/// `KERNEL__VARIANT`, cannot be another kernel's: names with `__` are
+/// refused.) `kernels` are
 /// every kernel of the file checked so far, variants among them.
 pub(super) fn check_groups(specs: &[KernelSpec], kernels: &mut [Kernel], sink: &mut Sink<'_>) {
     let mut groups: BTreeMap<&str, Vec<&KernelSpec>> = BTreeMap::new();
@@ -583,11 +585,6 @@ pub(super) fn check_groups(specs: &[KernelSpec], kernels: &mut [Kernel], sink: &
             groups.entry(v.kernel.value.as_str()).or_default().push(k);
         }
     }
-    let names: BTreeMap<&str, Pos> = specs
-        .iter()
-        .filter(|k| k.variant.is_none())
-        .map(|k| (k.name.value.as_str(), k.name.pos))
-        .collect();
     for (kernel, members) in &groups {
         let ctx = format!("kernel `{}`", clip(kernel, QUOTED));
         let mut seen: BTreeMap<&str, Pos> = BTreeMap::new();
@@ -611,18 +608,6 @@ pub(super) fn check_groups(specs: &[KernelSpec], kernels: &mut [Kernel], sink: &
                         clip(&v.name.value, QUOTED),
                         first.line,
                         first.column
-                    ),
-                );
-            }
-            if let Some(pos) = names.get(k.name.value.as_str()) {
-                sink.error(
-                    v.name.pos,
-                    format!(
-                        "{vctx}: it is compiled as kernel `{}`, the name of the kernel at line \
-                         {}, column {}; rename one of them",
-                        clip(&k.name.value, QUOTED),
-                        pos.line,
-                        pos.column
                     ),
                 );
             }

@@ -8,6 +8,9 @@ const _: () = ::pypto_rt::__private::require_interface::<3>();
 // A kernel below takes a workspace, which needs interface v4.
 const _: () = ::pypto_rt::__private::require_interface::<4>();
 
+// A kernel below chooses among variants, which needs interface v5.
+const _: () = ::pypto_rt::__private::require_interface::<5>();
+
 mod __pypto_ffi {
     #[link(name = "pypto_x6_golden_kernels", kind = "static")]
     #[cfg_attr(all(unix, not(any(target_vendor = "apple", target_os = "freebsd", target_os = "openbsd"))), link(name = "stdc++"))]
@@ -15,6 +18,10 @@ mod __pypto_ffi {
     unsafe extern "C" {
         pub fn pypto_x6_goldenk10_add_5fbias_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk18_attention_5fkernel_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk25_mm_5fdispatch_5f_5fdecode_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk29_mm_5fdispatch_5f_5fstatic_5fk_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk29_mm_5fdispatch_5f_5fstatic_5fk_host_s1(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk24_mm_5fdispatch_5f_5ftiled_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk17_profile_5fsoftmax_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk16_profile_5fmatmul_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk27_profile_5fflash_5fattention_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
@@ -149,6 +156,105 @@ pub fn attention_kernel(
             __PYPTO_ENTRIES[__pypto_index],
             &[::pypto_rt::__private::v3::input(&q), ::pypto_rt::__private::v3::input(&k), ::pypto_rt::__private::v3::input(&v), ::pypto_rt::__private::v3::output(&mut out)],
         )
+    }
+}
+
+/// out = a · b in fp16 with fp32 accumulation, by the variant that suits M and K.
+///
+/// Kernel `mm_dispatch` from `examples/kernels/dispatch.yaml:19:15`, with 3 variants, tried in this order; the first that accepts the call runs (`pypto_rt::last_launch()` names it):
+///
+/// | variant | when | implementation | STATIC sizes built |
+/// |---|---|---|---|
+/// | `decode` | `M <= 16` | `builtin/matmul` (bias: false, transpose_b: false, cores: 2) |  |
+/// | `static_k` | (its STATIC sizes) | `builtin/matmul` (bias: false, transpose_b: false, cores: 24) | K = 512, 1024 |
+/// | `tiled` | (always) | `builtin/matmul` (bias: false, transpose_b: false, cores: 24) |  |
+///
+/// Axes that are STATIC or fixed in some variant are run-time sizes here: a variant whose built sizes do not include the call's is passed over.
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::NoVariant`] when no variant accepts the call's sizes, naming them and why each variant refused; otherwise the errors of the variant's launch ([`pypto_rt::Error::DimDisagreement`], [`pypto_rt::Error::Kernel`], …).
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn mm_dispatch(
+    a: impl ::pypto_rt::__private::v5::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    b: impl ::pypto_rt::__private::v5::AsInput<::pypto_rt::__private::v3::f16, (usize, ::pypto_rt::__private::v5::Const<256>)>,
+    mut out: impl ::pypto_rt::__private::v5::AsOutput<::pypto_rt::__private::v3::f16, (usize, ::pypto_rt::__private::v5::Const<256>)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v5::Error>
+{
+    static __PYPTO_DESC_V0: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "mm_dispatch",
+        params: &["a", "b", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (2, 0)], why: "they are the dim `M`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (1, 0)], why: "they are the dim `K`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Count(2),
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_ENTRIES_V0: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk25_mm_5fdispatch_5f_5fdecode_host_s0, npu: &[] },
+    ];
+    static __PYPTO_DESC_V1: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "mm_dispatch",
+        params: &["a", "b", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (2, 0)], why: "they are the dim `M`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Count(24),
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_ENTRIES_V1: [::pypto_rt::__private::v3::Entries; 2] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk29_mm_5fdispatch_5f_5fstatic_5fk_host_s0, npu: &[] },
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk29_mm_5fdispatch_5f_5fstatic_5fk_host_s1, npu: &[] },
+    ];
+    static __PYPTO_DESC_V2: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "mm_dispatch",
+        params: &["a", "b", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (2, 0)], why: "they are the dim `M`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (1, 0)], why: "they are the dim `K`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Count(24),
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_ENTRIES_V2: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk24_mm_5fdispatch_5f_5ftiled_host_s0, npu: &[] },
+    ];
+    let __pypto_args = [::pypto_rt::__private::v3::input(&a), ::pypto_rt::__private::v3::input(&b), ::pypto_rt::__private::v3::output(&mut out)];
+    '__pypto_v0: {
+        if !(::pypto_rt::__private::v5::call_size(&__pypto_args, 0, 0) <= 16u64) {
+            break '__pypto_v0;
+        }
+        let __pypto_index: usize = 0;
+        // SAFETY: __PYPTO_ENTRIES_V0 holds variant `decode` compiled from this spec, taking the
+        // tensors in spec order; its STATIC sizes were matched above; outputs are
+        // borrowed mutably, so they alias nothing.
+        return ::pypto_rt::__private::v5::note_variant("decode", unsafe { ::pypto_rt::__private::v5::launch(&__PYPTO_DESC_V0, __PYPTO_ENTRIES_V0[__pypto_index], &__pypto_args) });
+    }
+    '__pypto_v1: {
+        let ::core::option::Option::Some(__pypto_b1) = ::pypto_rt::__private::v5::built_position(
+            &__PYPTO_DESC_V1,
+            &__pypto_args,
+            &::pypto_rt::__private::v5::DimDesc { axes: &[(0, 1), (1, 0)], why: "they are the dim `K`" },
+            &[512, 1024],
+        )? else {
+            break '__pypto_v1;
+        };
+        let __pypto_index: usize = __pypto_b1;
+        // SAFETY: __PYPTO_ENTRIES_V1 holds variant `static_k` compiled from this spec, taking the
+        // tensors in spec order; its STATIC sizes were matched above; outputs are
+        // borrowed mutably, so they alias nothing.
+        return ::pypto_rt::__private::v5::note_variant("static_k", unsafe { ::pypto_rt::__private::v5::launch(&__PYPTO_DESC_V1, __PYPTO_ENTRIES_V1[__pypto_index], &__pypto_args) });
+    }
+    {
+        let __pypto_index: usize = 0;
+        // SAFETY: __PYPTO_ENTRIES_V2 holds variant `tiled` compiled from this spec, taking the
+        // tensors in spec order; its STATIC sizes were matched above; outputs are
+        // borrowed mutably, so they alias nothing.
+        return ::pypto_rt::__private::v5::note_variant("tiled", unsafe { ::pypto_rt::__private::v5::launch(&__PYPTO_DESC_V2, __PYPTO_ENTRIES_V2[__pypto_index], &__pypto_args) });
     }
 }
 
