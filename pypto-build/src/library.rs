@@ -53,6 +53,7 @@ pub const BUILTIN_TEMPLATES: &[(&str, &str)] = embed![
     "batch_matmul" => "builtin/batch_matmul.hbs",
     "flash_attention" => "builtin/flash_attention.hbs",
     "flash_attention_varlen" => "builtin/flash_attention_varlen.hbs",
+    "gather_rows" => "builtin/gather_rows.hbs",
     "gelu" => "builtin/gelu.hbs",
     "layer_norm" => "builtin/layer_norm.hbs",
     "matmul" => "builtin/matmul.hbs",
@@ -61,6 +62,9 @@ pub const BUILTIN_TEMPLATES: &[(&str, &str)] = embed![
     "paged_attention" => "builtin/paged_attention.hbs",
     "relu" => "builtin/relu.hbs",
     "rms_norm" => "builtin/rms_norm.hbs",
+    "scatter_add" => "builtin/scatter_add.hbs",
+    "segment_mean" => "builtin/segment_mean.hbs",
+    "segment_sum" => "builtin/segment_sum.hbs",
     "silu" => "builtin/silu.hbs",
     "softmax" => "builtin/softmax.hbs",
     "swiglu" => "builtin/swiglu.hbs",
@@ -72,7 +76,9 @@ pub const PARTIALS: &[(&str, &str)] = embed![
     "cube_matmul" => "builtin/partials/cube_matmul.hbs",
     "elementwise" => "builtin/partials/elementwise.hbs",
     "flash_attention" => "builtin/partials/flash_attention.hbs",
+    "graph_rows" => "builtin/partials/graph_rows.hbs",
     "row_io" => "builtin/partials/row_io.hbs",
+    "segment" => "builtin/partials/segment.hbs",
 ];
 
 /// The text of `builtin/NAME`.

@@ -1,5 +1,5 @@
-//! Deliberately broken copies of the row builtins, each one edit away from
-//! its builtin's template: tests/rows.rs checks that every one fails the
+//! Deliberately broken copies of the row and graph builtins, each one edit away from
+//! its builtin's template: tests/rows.rs and tests/graph.rs check that every one fails the
 //! checks the real builtin passes. tests/build.rs writes them, as user
 //! templates with a spec, into `OUT_DIR/mutants/` from the builtins'
 //! templates in `templates/builtin/`, so that each stays the builtin with
@@ -149,6 +149,36 @@ pub const MUTANTS: &[Mutant] = &[
              AscendC::Adds(t, t, 1.0f, len);\n    AscendC::Div(out, out, t, len);\n",
         )],
     },
+    Mutant {
+        name: "broken_gather_rows_chunk_tail_f32",
+        builtin: "gather_rows",
+        dtype: "DT_FP32",
+        defect: "a dropped tail: a block's last, partial chunk of rows is never copied",
+        edits: &[(
+            "for (uint64_t e0 = 0; e0 < count_; e0 += rows_)",
+            "for (uint64_t e0 = 0; e0 + rows_ <= count_; e0 += rows_)",
+        )],
+    },
+    Mutant {
+        name: "broken_scatter_add_last_edge_f32",
+        builtin: "scatter_add",
+        dtype: "DT_FP32",
+        defect: "off by one: the last edge is never added",
+        edits: &[(
+            "for (uint64_t e = 0; e < edges_; ++e)",
+            "for (uint64_t e = 0; e + 1 < edges_; ++e)",
+        )],
+    },
+    Mutant {
+        name: "broken_segment_mean_empty_nan_f32",
+        builtin: "segment_mean",
+        dtype: "DT_FP32",
+        defect: "an empty segment's mean is 0 · (1 / 0), NaN",
+        edits: &[(
+            "return count > 0 ? 1.0f / static_cast<float>(count) : 0.0f;",
+            "return 1.0f / static_cast<float>(count);",
+        )],
+    },
 ];
 
 /// The spec params of a mutant of `builtin`, as tests/kernels/rows.yaml
@@ -157,6 +187,7 @@ pub fn params(builtin: &str, dtype: &str) -> String {
     let t = |name: &str, shape: &str| format!("{name}: {{ dtype: {dtype}, shape: {shape} }}");
     let out = |shape: &str| format!("out: {{ dtype: {dtype}, shape: {shape}, output: true }}");
     let eps = "eps: { scalar: DT_FP32 }".to_owned();
+    let index = |shape: &str| format!("index: {{ dtype: DT_INT32, shape: {shape} }}");
     let params = match builtin {
         "softmax" => vec![t("x", "[R, C]"), out("[R, C]")],
         "rms_norm" => vec![t("x", "[R, C]"), t("w", "[C]"), eps, out("[R, C]")],
@@ -169,6 +200,10 @@ pub fn params(builtin: &str, dtype: &str) -> String {
         ],
         "swiglu" => vec![t("x", "[R, DYNAMIC]"), out("[R, DYNAMIC]")],
         "gelu" | "silu" => vec![t("x", "[N]"), out("[N]")],
+        // tests/kernels/graph.yaml's: int32 indices, N nodes, R edges.
+        "gather_rows" => vec![t("x", "[N, C]"), index("[R]"), out("[R, C]")],
+        "scatter_add" => vec![t("src", "[R, C]"), index("[R]"), out("[N, C]")],
+        "segment_mean" => vec![t("x", "[R, C]"), index("[DYNAMIC]"), out("[N, C]")],
         other => panic!("no mutant params for builtin/{other}"),
     };
     format!("{{ {} }}", params.join(", "))
