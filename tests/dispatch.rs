@@ -142,3 +142,48 @@ fn runtime_dispatch_runs_the_static_size_built_and_refuses_others() {
         "kernel `relu_runtime` cannot run x.1 = 5: it was built for x.1 = 7 or 64"
     );
 }
+
+#[test]
+fn variants_of_a_kernel_with_a_workspace_each_get_theirs() {
+    let dev = Device::host();
+    for (batch, seq, want) in [
+        (2usize, 5usize, "short"),
+        (1, 64, "short"),
+        (1, 130, "long"),
+    ] {
+        let n = batch * seq * 128;
+        let round = |v: Vec<f32>| -> Vec<half::f16> {
+            v.into_iter()
+                .map(|x| half::f16::from_f32(x / 4.0))
+                .collect()
+        };
+        let (q, k, v) = (
+            round(pypto_tests::data(n, 1)),
+            round(pypto_tests::data(n, 2)),
+            round(pypto_tests::data(n, 3)),
+        );
+        let shape = (batch, seq, Const::<128>);
+        let mut out = dev.zeros(shape).unwrap();
+        kernels::flash_by_length(
+            &dev.tensor_from(&q, shape).unwrap(),
+            &dev.tensor_from(&k, shape).unwrap(),
+            &dev.tensor_from(&v, shape).unwrap(),
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(last_launch().unwrap().variant, Some(want), "S = {seq}");
+        let f32s = |x: &[half::f16]| -> Vec<f32> { x.iter().map(|v| v.to_f32()).collect() };
+        let want_out = pypto_tests::attention_reference(
+            &f32s(&q),
+            &f32s(&k),
+            &f32s(&v),
+            (batch, seq, 128),
+            2,
+            false,
+        );
+        let got = f32s(&out.to_vec().unwrap());
+        // fp16 probabilities and output: within a few fp16 spacings.
+        let diff = pypto_tests::max_abs_diff(&got, &want_out);
+        assert!(diff < 5e-3, "S = {seq}: largest difference {diff}");
+    }
+}

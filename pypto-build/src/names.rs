@@ -248,6 +248,37 @@ pub(crate) fn c_identifier_problem(name: &str) -> Option<String> {
     None
 }
 
+/// Why `name` cannot name one of a kernel's variants, or `None`. A variant
+/// name reaches generated code only inside the compiled kernel's name
+/// (`KERNEL__VARIANT`, which symbols escape) and in string literals, so
+/// keywords are fine; `__` is not, or two kernels could compile alike.
+pub(crate) fn variant_name_problem(name: &str) -> Option<String> {
+    let Some(first) = name.chars().next() else {
+        return Some("it is empty".to_owned());
+    };
+    if !first.is_ascii_alphabetic() {
+        return Some("a variant name must start with an ASCII letter".to_owned());
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_'))
+    {
+        return Some(format!(
+            "`{}` is not allowed; use ASCII letters, digits and `_`",
+            bad.escape_default()
+        ));
+    }
+    if name.contains("__") {
+        return Some(
+            "`__` is not allowed: the variant is compiled as `KERNEL__VARIANT`".to_owned(),
+        );
+    }
+    if name.len() > 64 {
+        return Some("it is longer than 64 characters".to_owned());
+    }
+    None
+}
+
 pub(crate) fn identifier_problem(name: &str) -> Option<String> {
     let mut chars = name.chars();
     let Some(first) = chars.next() else {

@@ -164,7 +164,10 @@ fn dispatcher(out: &mut String, group: &[&Plan<'_>]) {
     let v0 = first.variant.as_ref().expect("a variant");
     let name = &v0.kernel;
     dispatcher_docs(out, group);
-    let _ = writeln!(out, "#[allow(non_snake_case, clippy::too_many_arguments)]");
+    // Conditions are tested as the spec writes them (negated, `%` as
+    // written), and each variant returns from its own block: generated
+    // code a user's clippy should not judge, whatever its version's lints.
+    let _ = writeln!(out, "#[allow(non_snake_case, clippy::all)]");
     let _ = writeln!(out, "pub fn {name}(");
     for (i, p) in first.params.iter().enumerate() {
         if bound_to(first, i).is_some() {

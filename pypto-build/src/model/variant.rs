@@ -11,7 +11,7 @@ use std::fmt;
 use super::dims::{FileDims, NamedDim, size};
 use super::{AxisKind, DimSize, Kernel, ParamKind};
 use crate::diag::{Pos, Sink, clip};
-use crate::names::{did_you_mean, identifier_problem};
+use crate::names::{did_you_mean, variant_name_problem};
 use crate::spec::{KernelSpec, QUOTED, Sp, VariantSpec};
 use crate::yaml::Value;
 
@@ -594,7 +594,7 @@ pub(super) fn check_groups(specs: &[KernelSpec], kernels: &mut [Kernel], sink: &
                 continue;
             }
             let vctx = format!("{ctx}, variant `{}`", clip(&v.name.value, QUOTED));
-            if let Some(problem) = identifier_problem(&v.name.value) {
+            if let Some(problem) = variant_name_problem(&v.name.value) {
                 sink.error(
                     v.name.pos,
                     format!("{vctx}: not a valid variant name: {problem}"),

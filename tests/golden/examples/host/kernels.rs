@@ -174,7 +174,7 @@ pub fn attention_kernel(
 /// # Errors
 ///
 /// [`pypto_rt::Error::NoVariant`] when no variant accepts the call's sizes, naming them and why each variant refused; otherwise the errors of the variant's launch ([`pypto_rt::Error::DimDisagreement`], [`pypto_rt::Error::Kernel`], …).
-#[allow(non_snake_case, clippy::too_many_arguments)]
+#[allow(non_snake_case, clippy::all)]
 pub fn mm_dispatch(
     a: impl ::pypto_rt::__private::v5::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
     b: impl ::pypto_rt::__private::v5::AsInput<::pypto_rt::__private::v3::f16, (usize, ::pypto_rt::__private::v5::Const<256>)>,
