@@ -123,7 +123,14 @@ fn run_inner(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> std::
     if compile && let Err(code) = compile_sources(&model, &sources, err)? {
         return Ok(code);
     }
-    let k = model.kernels.len();
+    // Kernels as a user calls them: a kernel with variants is one.
+    let variants = model.kernels.iter().filter(|k| k.variant.is_some()).count();
+    let choosers = model
+        .kernels
+        .iter()
+        .filter(|k| k.variant.as_ref().is_some_and(|v| v.index == 0))
+        .count();
+    let k = model.kernels.len() - variants + choosers;
     let f = model.files.len();
     write!(
         out,
@@ -131,6 +138,13 @@ fn run_inner(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> std::
         plural(k),
         plural(f)
     )?;
+    if variants > 0 {
+        write!(
+            out,
+            "; {choosers} choose{} among {variants} variants",
+            if choosers == 1 { "s" } else { "" }
+        )?;
+    }
     if compile {
         let n = sources.len();
         write!(

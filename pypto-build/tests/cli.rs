@@ -22,7 +22,11 @@ fn run(args: &[&str]) -> (i32, String, String) {
 fn check_succeeds_with_a_summary() {
     assert_eq!(
         run(&["check", "tests/specs/examples"]),
-        (0, "ok: 5 kernels in 3 spec files\n".into(), String::new())
+        (
+            0,
+            "ok: 6 kernels in 4 spec files; 1 chooses among 3 variants\n".into(),
+            String::new()
+        )
     );
 }
 
@@ -220,7 +224,7 @@ fn check_compile_passes_the_examples() {
         run(&["check", "--compile", "tests/specs/examples"]),
         (
             0,
-            "ok: 5 kernels in 3 spec files; 5 rendered sources compile\n".into(),
+            "ok: 6 kernels in 4 spec files; 1 chooses among 3 variants; 9 rendered sources compile\n".into(),
             String::new()
         )
     );

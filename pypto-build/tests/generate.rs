@@ -37,6 +37,10 @@ fn generation_is_deterministic() {
         [
             "add_bias_s0.cpp",
             "attention_kernel_s0.cpp",
+            "mm_dispatch__decode_s0.cpp",
+            "mm_dispatch__static_k_s0.cpp",
+            "mm_dispatch__static_k_s1.cpp",
+            "mm_dispatch__tiled_s0.cpp",
             "profile_softmax_s0.cpp",
             "profile_matmul_s0.cpp",
             "profile_flash_attention_s0.cpp"
@@ -64,13 +68,21 @@ fn generated_rust_names_pypto_rt_only_through_its_interface_module() {
     assert!(!rest[..at_v4].contains("::pypto_rt::"));
     rest = &rest[at_v4 + check_v4.len()..];
     assert!(rest.contains("::pypto_rt::__private::v4::launch_with_workspace("));
+    // A kernel with variants (the examples' mm_dispatch) needs v5, checked
+    // next, for the wrapper that chooses.
+    let check_v5 = "const _: () = ::pypto_rt::__private::require_interface::<5>();\n";
+    let at_v5 = rest.find(check_v5).expect("the v5 check");
+    assert!(!rest[..at_v5].contains("::pypto_rt::"));
+    rest = &rest[at_v5 + check_v5.len()..];
+    assert!(rest.contains("::pypto_rt::__private::v5::note_variant("));
     // Outside doc comments, every path into pypto-rt goes through v3, but
-    // the workspace launch.
+    // the workspace launch and the choosing wrappers.
     for line in rest.lines().filter(|l| !l.trim_start().starts_with("//")) {
         for (i, _) in line.match_indices("pypto_rt::") {
             assert!(
                 line[i..].starts_with("pypto_rt::__private::v3::")
-                    || line[i..].starts_with("pypto_rt::__private::v4::launch_with_workspace("),
+                    || line[i..].starts_with("pypto_rt::__private::v4::launch_with_workspace(")
+                    || line[i..].starts_with("pypto_rt::__private::v5::"),
                 "a path outside the interface module: {line}"
             );
         }

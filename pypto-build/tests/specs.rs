@@ -123,7 +123,10 @@ fn every_valid_spec_passes() {
     }
     let (code, out, err) = run_cli(&["check", "tests/specs/valid", "tests/specs/examples"]);
     assert_eq!((code, err.as_str()), (0, ""));
-    assert_eq!(out, "ok: 10 kernels in 6 spec files\n");
+    assert_eq!(
+        out,
+        "ok: 17 kernels in 8 spec files; 1 chooses among 3 variants\n"
+    );
 }
 
 /// The examples follow PyPTO's practice: every DYNAMIC dim says what it
@@ -132,7 +135,10 @@ fn every_valid_spec_passes() {
 fn pypto_examples_document_every_dynamic_dim() {
     let (code, out, err) = run_cli(&["check", "--require-dim-docs", "tests/specs/examples"]);
     assert_eq!((code, err.as_str()), (0, ""));
-    assert_eq!(out, "ok: 5 kernels in 3 spec files\n");
+    assert_eq!(
+        out,
+        "ok: 12 kernels in 5 spec files; 1 chooses among 3 variants\n"
+    );
 }
 
 #[test]
