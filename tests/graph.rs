@@ -596,3 +596,75 @@ fn broken_builtins_fail_the_checks() {
         "every graph mutant is checked here"
     );
 }
+
+// ---- the example's kernels -----------------------------------------------------
+
+/// examples/kernels/graph.yaml's kernels (built here too), one GCN round as
+/// examples/graph.rs runs it: scatter_add + normalise and segment_mean over
+/// the edges sorted by destination agree bit for bit, and the round matches
+/// plain Rust.
+#[test]
+fn the_graph_examples_kernels_agree_with_each_other_and_plain_rust() {
+    use pypto_rt::Const;
+    const F: usize = 32;
+    let dev = Device::host();
+    for (n, e) in [(1usize, 1usize), (9, 40), (150, 1200)] {
+        let src = indices(e, n, 100 + n as u64);
+        let dst = indices(e, n, 200 + n as u64);
+        let mut order: Vec<usize> = (0..e).collect();
+        order.sort_by_key(|&k| dst[k]);
+        let sorted: Vec<i32> = order.iter().map(|&k| src[k]).collect();
+        let mut deg = vec![0usize; n];
+        dst.iter().for_each(|&d| deg[d as usize] += 1);
+        let mut ptr = vec![0i32];
+        deg.iter()
+            .for_each(|&d| ptr.push(ptr.last().unwrap() + d as i32));
+        let inv: Vec<f32> = deg
+            .iter()
+            .flat_map(|&d| [if d > 0 { 1.0 / d as f32 } else { 0.0 }; F])
+            .collect();
+        let h0: Vec<f32> = values(n * F, 300);
+        let w: Vec<f32> = data(F * F, 301).iter().map(|v| v / 8.0).collect();
+        let h = dev.tensor_from(&h0, (n, Const::<F>)).unwrap();
+        let wt = dev.tensor_from(&w, (Const::<F>, Const::<F>)).unwrap();
+        let tensor = |v: &[i32]| dev.tensor_from(v, (v.len(),)).unwrap();
+        let mut msgs = dev.zeros((e, Const::<F>)).unwrap();
+        kernels::gcn_gather(&h, &tensor(&src), &mut msgs).unwrap();
+        let mut agg = dev.zeros((n, Const::<F>)).unwrap();
+        kernels::gcn_scatter(&msgs, &tensor(&dst), &mut agg).unwrap();
+        let inv_deg = dev.tensor_from(&inv, (n, Const::<F>)).unwrap();
+        let mut mean = dev.zeros((n, Const::<F>)).unwrap();
+        kernels::gcn_normalise(&agg, &inv_deg, &mut mean).unwrap();
+        let mut sorted_msgs = dev.zeros((e, Const::<F>)).unwrap();
+        kernels::gcn_gather(&h, &tensor(&sorted), &mut sorted_msgs).unwrap();
+        let mut csr_mean = dev.zeros((n, Const::<F>)).unwrap();
+        kernels::gcn_mean(&sorted_msgs, &tensor(&ptr), &mut csr_mean).unwrap();
+        let mean = mean.to_vec().unwrap();
+        assert_eq!(mean, csr_mean.to_vec().unwrap(), "N={n} E={e}");
+        let mean_t = dev.tensor_from(&mean, (n, Const::<F>)).unwrap();
+        let mut out = dev.zeros((n, Const::<F>)).unwrap();
+        kernels::gcn_matmul(&mean_t, &wt, &mut out).unwrap();
+        // Plain Rust, f64.
+        let mut want_mean = vec![0f64; n * F];
+        for k in 0..e {
+            let (s, d) = (src[k] as usize, dst[k] as usize);
+            for c in 0..F {
+                want_mean[d * F + c] += f64::from(h0[s * F + c]) / deg[d] as f64;
+            }
+        }
+        let got = out.to_vec().unwrap();
+        for i in 0..n {
+            for j in 0..F {
+                let want: f64 = (0..F)
+                    .map(|k| want_mean[i * F + k] * f64::from(w[k * F + j]))
+                    .sum();
+                let diff = (f64::from(got[i * F + j]) - want).abs();
+                assert!(
+                    diff <= 1e-5 * (1.0 + want.abs()),
+                    "N={n} E={e} [{i}, {j}]: {} vs {want}",
+                    got[i * F + j]
+                );
+            }
+        }
+    }
+}

@@ -22,6 +22,12 @@ mod __pypto_ffi {
         pub fn pypto_x6_goldenk29_mm_5fdispatch_5f_5fstatic_5fk_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk29_mm_5fdispatch_5f_5fstatic_5fk_host_s1(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk24_mm_5fdispatch_5f_5ftiled_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk12_gcn_5fgather_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk13_gcn_5fscatter_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk10_gcn_5fmean_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk15_gcn_5fnormalise_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk12_gcn_5fmatmul_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk10_gcn_5frelu_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk17_profile_5fsoftmax_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk16_profile_5fmatmul_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk27_profile_5fflash_5fattention_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
@@ -292,6 +298,397 @@ pub fn mm_dispatch(
         // tensors in spec order; its STATIC sizes were matched above; outputs are
         // borrowed mutably, so they alias nothing.
         return ::pypto_rt::__private::v5::note_variant("tiled", unsafe { ::pypto_rt::__private::v5::launch(&__PYPTO_DESC_V2, __PYPTO_ENTRIES_V2[__pypto_index], &__pypto_args) });
+    }
+}
+
+/// Each edge's message: the features of its source node, msgs[e] = h[src[e]].
+///
+/// Kernel `gcn_gather` from `examples/kernels/graph.yaml:10:3` (template `builtin/gather_rows`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `h` | input | `DT_FP32` | `[N, F]` |
+/// | `src` | input | `DT_INT32` | `[E]` |
+/// | `msgs` | output | `DT_FP32` | `[E, F]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `h.0` | `N` (DYNAMIC) | `N` | nodes in the graph |
+/// | `h.1` | `F` (32) | `F` | features per node |
+/// | `src.0` | `E` (DYNAMIC) | `E` | edges in the graph |
+/// | `msgs.0` | `E` (DYNAMIC) | `E` | edges in the graph |
+/// | `msgs.1` | `F` (32) | `F` | features per node |
+///
+/// Dims (axes that are one size):
+///
+/// - `h.0` (`N`): DYNAMIC: any size, checked to agree at run time — nodes in the graph
+/// - `h.1` = `msgs.1` (`F`): fixed at 32 by the types — features per node
+/// - `src.0` = `msgs.0` (`E`): DYNAMIC: any size, checked to agree at run time — edges in the graph
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn gcn_gather(
+    h: impl ::pypto_rt::__private::v3::AsInput<f32, (usize, ::pypto_rt::__private::v3::Const<32>)>,
+    src: impl ::pypto_rt::__private::v3::AsInput<i32, (usize,)>,
+    mut msgs: impl ::pypto_rt::__private::v3::AsOutput<f32, (usize, ::pypto_rt::__private::v3::Const<32>)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "gcn_gather",
+        params: &["h", "src", "msgs"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0)], why: "they are the dim `N`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(1, 0), (2, 0)], why: "they are the dim `E`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 2 },
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk12_gcn_5fgather_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk12_gcn_5fgather_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk12_gcn_5fgather_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&h), ::pypto_rt::__private::v3::input(&src), ::pypto_rt::__private::v3::output(&mut msgs)],
+        )
+    }
+}
+
+/// Each node's sum of the messages of the edges into it, agg[n] = Σ msgs[e] over dst[e] = n.
+///
+/// Kernel `gcn_scatter` from `examples/kernels/graph.yaml:17:3` (template `builtin/scatter_add`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `msgs` | input | `DT_FP32` | `[E, F]` |
+/// | `dst` | input | `DT_INT32` | `[E]` |
+/// | `agg` | output | `DT_FP32` | `[N, F]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `msgs.0` | `E` (DYNAMIC) | `E` | edges in the graph |
+/// | `msgs.1` | `F` (32) | `F` | features per node |
+/// | `dst.0` | `E` (DYNAMIC) | `E` | edges in the graph |
+/// | `agg.0` | `N` (DYNAMIC) | `N` | nodes in the graph |
+/// | `agg.1` | `F` (32) | `F` | features per node |
+///
+/// Dims (axes that are one size):
+///
+/// - `msgs.0` = `dst.0` (`E`): DYNAMIC: any size, checked to agree at run time — edges in the graph
+/// - `msgs.1` = `agg.1` (`F`): fixed at 32 by the types — features per node
+/// - `agg.0` (`N`): DYNAMIC: any size, checked to agree at run time — nodes in the graph
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn gcn_scatter(
+    msgs: impl ::pypto_rt::__private::v3::AsInput<f32, (usize, ::pypto_rt::__private::v3::Const<32>)>,
+    dst: impl ::pypto_rt::__private::v3::AsInput<i32, (usize,)>,
+    mut agg: impl ::pypto_rt::__private::v3::AsOutput<f32, (usize, ::pypto_rt::__private::v3::Const<32>)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "gcn_scatter",
+        params: &["msgs", "dst", "agg"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (1, 0)], why: "they are the dim `E`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(2, 0)], why: "they are the dim `N`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 2 },
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk13_gcn_5fscatter_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk13_gcn_5fscatter_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk13_gcn_5fscatter_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&msgs), ::pypto_rt::__private::v3::input(&dst), ::pypto_rt::__private::v3::output(&mut agg)],
+        )
+    }
+}
+
+/// Each node's mean message, over edges sorted by destination (CSR offsets).
+///
+/// Kernel `gcn_mean` from `examples/kernels/graph.yaml:24:3` (template `builtin/segment_mean`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `msgs` | input | `DT_FP32` | `[E, F]` |
+/// | `offsets` | input | `DT_INT32` | `[N1]` |
+/// | `mean` | output | `DT_FP32` | `[N, F]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `msgs.0` | `E` (DYNAMIC) | `E` | edges in the graph |
+/// | `msgs.1` | `F` (32) | `F` | features per node |
+/// | `offsets.0` | `N1` (DYNAMIC) | `N1` | CSR offsets: one more than the nodes |
+/// | `mean.0` | `N` (DYNAMIC) | `N` | nodes in the graph |
+/// | `mean.1` | `F` (32) | `F` | features per node |
+///
+/// Dims (axes that are one size):
+///
+/// - `msgs.0` (`E`): DYNAMIC: any size, checked to agree at run time — edges in the graph
+/// - `msgs.1` = `mean.1` (`F`): fixed at 32 by the types — features per node
+/// - `offsets.0` (`N1`): DYNAMIC: any size, checked to agree at run time — CSR offsets: one more than the nodes
+/// - `mean.0` (`N`): DYNAMIC: any size, checked to agree at run time — nodes in the graph
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn gcn_mean(
+    msgs: impl ::pypto_rt::__private::v3::AsInput<f32, (usize, ::pypto_rt::__private::v3::Const<32>)>,
+    offsets: impl ::pypto_rt::__private::v3::AsInput<i32, (usize,)>,
+    mut mean: impl ::pypto_rt::__private::v3::AsOutput<f32, (usize, ::pypto_rt::__private::v3::Const<32>)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "gcn_mean",
+        params: &["msgs", "offsets", "mean"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0)], why: "they are the dim `E`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(1, 0)], why: "they are the dim `N1`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(2, 0)], why: "they are the dim `N`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 2 },
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk10_gcn_5fmean_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk10_gcn_5fmean_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk10_gcn_5fmean_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&msgs), ::pypto_rt::__private::v3::input(&offsets), ::pypto_rt::__private::v3::output(&mut mean)],
+        )
+    }
+}
+
+/// agg · (1 / in-degree), elementwise.
+///
+/// Kernel `gcn_normalise` from `examples/kernels/graph.yaml:31:3` (template `builtin/mul`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `agg` | input | `DT_FP32` | `[N, F]` |
+/// | `inv_deg` | input | `DT_FP32` | `[N, F]` |
+/// | `out` | output | `DT_FP32` | `[N, F]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `agg.0` | `N` (DYNAMIC) | `N` | nodes in the graph |
+/// | `agg.1` | `F` (32) | `F` | features per node |
+/// | `inv_deg.0` | `N` (DYNAMIC) | `N` | nodes in the graph |
+/// | `inv_deg.1` | `F` (32) | `F` | features per node |
+/// | `out.0` | `N` (DYNAMIC) | `N` | nodes in the graph |
+/// | `out.1` | `F` (32) | `F` | features per node |
+///
+/// Dims (axes that are one size):
+///
+/// - `agg.0` = `inv_deg.0` = `out.0` (`N`): DYNAMIC: any size, checked to agree at run time — nodes in the graph
+/// - `agg.1` = `inv_deg.1` = `out.1` (`F`): fixed at 32 by the types — features per node
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn gcn_normalise(
+    agg: impl ::pypto_rt::__private::v3::AsInput<f32, (usize, ::pypto_rt::__private::v3::Const<32>)>,
+    inv_deg: impl ::pypto_rt::__private::v3::AsInput<f32, (usize, ::pypto_rt::__private::v3::Const<32>)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<f32, (usize, ::pypto_rt::__private::v3::Const<32>)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "gcn_normalise",
+        params: &["agg", "inv_deg", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (1, 0), (2, 0)], why: "they are the dim `N`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Elements { param: 0, per_block: 8192 },
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk15_gcn_5fnormalise_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk15_gcn_5fnormalise_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk15_gcn_5fnormalise_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&agg), ::pypto_rt::__private::v3::input(&inv_deg), ::pypto_rt::__private::v3::output(&mut out)],
+        )
+    }
+}
+
+/// The layer's weights: out = h · w.
+///
+/// Kernel `gcn_matmul` from `examples/kernels/graph.yaml:38:3` (template `builtin/matmul`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `h` | input | `DT_FP32` | `[N, F]` |
+/// | `w` | input | `DT_FP32` | `[F, F]` |
+/// | `out` | output | `DT_FP32` | `[N, F]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `h.0` | `N` (DYNAMIC) | `N` | nodes in the graph |
+/// | `h.1` | `F` (32) | `F` | features per node |
+/// | `w.0` | `F` (32) | `F` | features per node |
+/// | `w.1` | `F` (32) | `F` | features per node |
+/// | `out.0` | `N` (DYNAMIC) | `N` | nodes in the graph |
+/// | `out.1` | `F` (32) | `F` | features per node |
+///
+/// Dims (axes that are one size):
+///
+/// - `h.0` = `out.0` (`N`): DYNAMIC: any size, checked to agree at run time — nodes in the graph
+/// - `h.1` = `w.0` = `w.1` = `out.1` (`F`): fixed at 32 by the types — features per node
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn gcn_matmul(
+    h: impl ::pypto_rt::__private::v3::AsInput<f32, (usize, ::pypto_rt::__private::v3::Const<32>)>,
+    w: impl ::pypto_rt::__private::v3::AsInput<f32, (::pypto_rt::__private::v3::Const<32>, ::pypto_rt::__private::v3::Const<32>)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<f32, (usize, ::pypto_rt::__private::v3::Const<32>)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "gcn_matmul",
+        params: &["h", "w", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (2, 0)], why: "they are the dim `N`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Count(24),
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk12_gcn_5fmatmul_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk12_gcn_5fmatmul_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk12_gcn_5fmatmul_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&h), ::pypto_rt::__private::v3::input(&w), ::pypto_rt::__private::v3::output(&mut out)],
+        )
+    }
+}
+
+/// The nonlinearity between the two rounds.
+///
+/// Kernel `gcn_relu` from `examples/kernels/graph.yaml:45:3` (template `builtin/relu`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `x` | input | `DT_FP32` | `[N, F]` |
+/// | `out` | output | `DT_FP32` | `[N, F]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `x.0` | `N` (DYNAMIC) | `N` | nodes in the graph |
+/// | `x.1` | `F` (32) | `F` | features per node |
+/// | `out.0` | `N` (DYNAMIC) | `N` | nodes in the graph |
+/// | `out.1` | `F` (32) | `F` | features per node |
+///
+/// Dims (axes that are one size):
+///
+/// - `x.0` = `out.0` (`N`): DYNAMIC: any size, checked to agree at run time — nodes in the graph
+/// - `x.1` = `out.1` (`F`): fixed at 32 by the types — features per node
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn gcn_relu(
+    x: impl ::pypto_rt::__private::v3::AsInput<f32, (usize, ::pypto_rt::__private::v3::Const<32>)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<f32, (usize, ::pypto_rt::__private::v3::Const<32>)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "gcn_relu",
+        params: &["x", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (1, 0)], why: "they are the dim `N`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Elements { param: 0, per_block: 8192 },
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk10_gcn_5frelu_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk10_gcn_5frelu_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk10_gcn_5frelu_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&x), ::pypto_rt::__private::v3::output(&mut out)],
+        )
     }
 }
 
