@@ -41,6 +41,12 @@ fn generation_is_deterministic() {
             "mm_dispatch__static_k_s0.cpp",
             "mm_dispatch__static_k_s1.cpp",
             "mm_dispatch__tiled_s0.cpp",
+            "gcn_gather_s0.cpp",
+            "gcn_scatter_s0.cpp",
+            "gcn_mean_s0.cpp",
+            "gcn_normalise_s0.cpp",
+            "gcn_matmul_s0.cpp",
+            "gcn_relu_s0.cpp",
             "profile_softmax_s0.cpp",
             "profile_matmul_s0.cpp",
             "profile_flash_attention_s0.cpp"
