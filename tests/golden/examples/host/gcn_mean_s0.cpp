@@ -57,7 +57,8 @@ __aicore__ inline float SegmentScale(uint64_t count)
 // A failed check stops the launch (ascendc_assert) with an error naming
 // the kernel, the param, the position and the value. On the host that is an
 // Error::Kernel; on an NPU the kernel's assert, unless built with
-// ASCENDC_DUMP=0 (asserts off), when a bad segment is taken as empty.
+// ASCENDC_DUMP=0 (asserts off), when a block that finds a bad offset
+// writes nothing.
 #line 1 "builtin/partials/graph_rows.hbs"
 // Shared by builtin/scatter_add, builtin/segment_sum and builtin/segment_mean:
 // fp32 sums of rows of an input `[rows, F]` gathered into the rows of an
@@ -308,7 +309,7 @@ private:
 
 } // namespace
 
-#line 17 "builtin/partials/segment.hbs"
+#line 18 "builtin/partials/segment.hbs"
 namespace {
 
 class Segment {
@@ -390,15 +391,15 @@ private:
 extern "C" __global__ __aicore__ void pypto_x6_goldenk10_gcn_5fmean_s0(GM_ADDR msgs, GM_ADDR offsets, GM_ADDR mean, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 394 "gcn_mean_s0.cpp"
+#line 395 "gcn_mean_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
-#line 98 "builtin/partials/segment.hbs"
+#line 99 "builtin/partials/segment.hbs"
     Segment op;
     op.Init(msgs, offsets, mean, (static_cast<uint64_t>(pypto_tiling.dim[0])), pypto_tiling.dim[1],
             (static_cast<uint64_t>(pypto_tiling.dim[2])), 32u);
     op.Process();
 }
-#line 402 "gcn_mean_s0.cpp"
+#line 403 "gcn_mean_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)
