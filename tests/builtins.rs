@@ -14,8 +14,20 @@ use pypto_rt::{Const, Device, Tensor};
 use pypto_tests::{Float, data, data_as, kernels, same_bits_at_every_block_count};
 
 /// Sizes that cross 32-byte boundaries (8 fp32 or 16 fp16 elements), tiles
-/// (4096 elements) and blocks (8192 elements per block).
-const SIZES: [usize; 13] = [0, 1, 2, 7, 8, 31, 32, 33, 127, 1000, 4097, 8193, 20000];
+/// (4096 elements) and blocks (8192 elements per block): the sweep of the
+/// elementwise kernels' `SIZES` (one DYNAMIC `N`, the same for each), and
+/// an empty tensor, which the sweep does not try.
+fn sizes() -> Vec<usize> {
+    let mut out = vec![0];
+    out.extend(
+        pypto_rt::testing::Sweep::new(&kernels::relu_f32::SIZES)
+            .max_elements(1 << 18)
+            .cases()
+            .iter()
+            .map(|c| c.dim("N")),
+    );
+    out
+}
 
 type Vector<T> = Tensor<T, (usize,)>;
 type Binary<T> = fn(&Vector<T>, &Vector<T>, &mut Vector<T>) -> Result<(), pypto_rt::Error>;
@@ -27,7 +39,7 @@ fn vec1<T: Float>(dev: &Device, v: &[T]) -> Tensor<T, (usize,)> {
 
 fn check_binary<T: Float>(name: &str, kernel: Binary<T>, op: fn(f32, f32) -> f32) {
     let dev = Device::host();
-    for n in SIZES {
+    for n in sizes() {
         let a = data_as::<T>(n, 1);
         let b = data_as::<T>(n, 2);
         let mut out = dev.zeros((n,)).unwrap();
@@ -43,7 +55,7 @@ fn check_binary<T: Float>(name: &str, kernel: Binary<T>, op: fn(f32, f32) -> f32
 
 fn check_unary<T: Float>(name: &str, kernel: Unary<T>, op: fn(f32) -> f32) {
     let dev = Device::host();
-    for n in SIZES {
+    for n in sizes() {
         let x = data_as::<T>(n, 3);
         let mut out = dev.zeros((n,)).unwrap();
         kernel(&vec1(&dev, &x), &mut out).unwrap();

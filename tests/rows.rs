@@ -1,6 +1,7 @@
 //! softmax, rms_norm, layer_norm (over the last axis), swiglu, gelu and silu
 //! against plain-Rust f64 references, at row counts and lengths around
-//! tiles (4096; swiglu 2048) and 32-byte boundaries, in each dtype, on inputs chosen to
+//! tiles (4096) and 32-byte boundaries (swiglu: at the sizes
+//! `pypto_rt::testing::Sweep` chooses from its `SIZES`), in each dtype, on inputs chosen to
 //! break the ways such kernels go wrong: rows whose exp overflows fp32
 //! unless the maximum is subtracted, rows where every element counts in the
 //! sum, rows where the mean swamps the variance or eps matters as much as
@@ -21,6 +22,7 @@
 //! subtraction, an off-by-one tile, a wrong epsilon, a dropped tail...):
 //! `broken_builtins_fail_the_checks` shows each fails, and on which inputs.
 
+use pypto_rt::testing::Sweep;
 use pypto_rt::{Device, Error, Tensor};
 use pypto_tests::{Float, U, data, kernels, same_bits_at_every_block_count, within};
 
@@ -599,11 +601,26 @@ fn swiglu_expected(x: &[f64], half: usize) -> (Vec<f64>, Vec<f64>) {
 /// swiglu's input sets: [-8, 8) and [-40, 40) (exp(-a) up to e^40).
 const SWIGLU_INPUTS: &[(&str, Scale)] = &[("moderate", |v| v * 2.0), ("wide", |v| v * 10.0)];
 
+/// swiglu's (rows, half) shapes: the sweep of its sizes
+/// (`kernels::swiglu_f32::SIZES`, the same for every dtype), and empty
+/// inputs, which the sweep does not try.
+fn swiglu_shapes() -> Vec<(usize, usize)> {
+    let mut out = vec![(3, 0), (0, 7)];
+    out.extend(
+        Sweep::new(&kernels::swiglu_f32::SIZES)
+            .max_elements(1 << 17)
+            .cases()
+            .iter()
+            .map(|c| (c.dim("R"), c.dim("out.1"))),
+    );
+    out
+}
+
 fn check_swiglu<T: Float>(kernel: Rows<T>) -> Result<(), Failures> {
     let dev = Device::host();
     let mut failures = Failures::default();
     for &(set, scale) in SWIGLU_INPUTS {
-        for (r, h) in grid() {
+        for (r, h) in swiglu_shapes() {
             let x: Vec<T> = inputs(r * 2 * h, (r + h) as u64, scale);
             let got = launch(&dev, (r, h), |out| {
                 kernel(&dev.tensor_from(&x, (r, 2 * h))?, out)
@@ -709,6 +726,13 @@ fn broken_builtins_fail_the_checks() {
     fails(
         "broken_swiglu_dropped_tail_f32",
         check_swiglu::<f32>(|a0, a1| kernels::broken_swiglu_dropped_tail_f32(a0, a1)),
+        &["moderate", "wide"],
+    );
+    // Caught by the sweep's halves of whole tiles (4096), which the grid
+    // this check used before did not have (tests/sweep.rs shows it).
+    fails(
+        "broken_swiglu_whole_tiles_f32",
+        check_swiglu::<f32>(|a0, a1| kernels::broken_swiglu_whole_tiles_f32(a0, a1)),
         &["moderate", "wide"],
     );
     fails(

@@ -60,6 +60,7 @@ mod sanitize;
 mod shape;
 pub mod stream;
 pub mod tensor;
+pub mod testing;
 mod watchdog;
 
 pub use acl::LIBRARY_VAR;
@@ -178,12 +179,13 @@ pub mod __private {
         pub use crate::launch::launch_with_workspace;
     }
 
-    /// Interface version 5: the items of v4, and what the wrapper of a
-    /// kernel with `variants:` (or `dispatch: runtime`) calls to choose
-    /// what runs. Wrappers name v5 only for those kernels.
+    /// Interface version 5: the items of v4, what the wrapper of a kernel
+    /// with `variants:` (or `dispatch: runtime`) calls to choose what runs,
+    /// and the types of each kernel's `SIZES` ([`crate::testing`]).
     pub mod v5 {
         pub use super::v4::*;
         pub use crate::dispatch::{built_position, call_size, no_variant, note_variant};
+        pub use crate::testing::{DimKind, DimSizes, KernelSizes, ParamSizes};
     }
 }
 

@@ -131,6 +131,17 @@ pub const MUTANTS: &[Mutant] = &[
         )],
     },
     Mutant {
+        name: "broken_swiglu_whole_tiles_f32",
+        builtin: "swiglu",
+        dtype: "DT_FP32",
+        defect: "a half of whole tiles (4096, 8192 columns) loses its last tile: the loop \
+                 ends a tile early when the tile divides the half evenly",
+        edits: &[(
+            "begin < half_; begin += tile_",
+            "begin < (half_ % kTile != 0 || half_ == 0 ? half_ : half_ - kTile); begin += tile_",
+        )],
+    },
+    Mutant {
         name: "broken_gelu_constant_f32",
         builtin: "gelu",
         dtype: "DT_FP32",

@@ -54,10 +54,11 @@ pub fn generate(plans: &[Plan<'_>]) -> String {
              const _: () = ::pypto_rt::__private::require_interface::<{RT_WORKSPACE_INTERFACE}>();\n"
         );
     }
-    if plans.iter().any(|p| p.kernel.variant.is_some()) {
+    if !plans.is_empty() {
         let _ = writeln!(
             out,
-            "// A kernel below chooses among variants, which needs interface v{RT_DISPATCH_INTERFACE}.\n\
+            "// Each kernel's `SIZES` (for `pypto_rt::testing`), and kernels that choose among\n\
+             // variants, need interface v{RT_DISPATCH_INTERFACE}.\n\
              const _: () = ::pypto_rt::__private::require_interface::<{RT_DISPATCH_INTERFACE}>();\n"
         );
     }
@@ -340,6 +341,15 @@ fn dispatcher(out: &mut String, group: &[&Plan<'_>]) {
             break;
         }
     }
+    let sizes_module = |out: &mut String| {
+        let _ = writeln!(
+            out,
+            "\n/// What kernel [`{name}()`](fn@{name}) accepts, for tests.\n\
+             #[allow(non_snake_case, non_camel_case_types)]\npub mod {name} {{"
+        );
+        sizes_const(out, name, &kernels);
+        out.push_str("}\n");
+    };
     if !exhaustive {
         let sizes: Vec<String> = read
             .iter()
@@ -355,6 +365,95 @@ fn dispatcher(out: &mut String, group: &[&Plan<'_>]) {
         );
     }
     out.push_str("}\n");
+    sizes_module(out);
+}
+
+/// `kernels::NAME::SIZES`: what [`pypto_rt::testing`] sweeps. For a kernel
+/// with variants (`group`, its variants' kernels), a dim is fixed when
+/// every variant fixes it alike; STATIC only when the one variant of
+/// `dispatch: runtime` builds it; else DYNAMIC.
+fn sizes_const(out: &mut String, name: &str, group: &[&Kernel]) {
+    let k = group[0];
+    let implicit = k.variant.as_ref().is_some_and(|v| v.implicit);
+    let mut dims: Vec<String> = Vec::new();
+    for (d, dim) in k.dims.iter().enumerate() {
+        let kind = match &dim.size {
+            DimSize::Fixed(n)
+                if group.len() == 1 || crate::model::fixed_in_every_variant(group, dim.axes[0]) =>
+            {
+                format!("Fixed({n})")
+            }
+            DimSize::Static(values) if group.len() == 1 && (k.variant.is_none() || implicit) => {
+                let list: Vec<String> = values.iter().map(u64::to_string).collect();
+                format!("Static(&[{}])", list.join(", "))
+            }
+            _ => "Dynamic".to_owned(),
+        };
+        let multiple = k
+            .multiples
+            .iter()
+            .filter(|m| dim.axes.contains(&(m.param, m.axis)))
+            .map(|m| m.of)
+            .fold(1u32, |a, b| a / gcd(a, b) * b);
+        let twice = k
+            .halves
+            .iter()
+            .find(|h| dim.axes.contains(&h.big))
+            .and_then(|h| {
+                let ParamKind::Tensor { axes, .. } = &k.params[h.small.0].kind else {
+                    return None;
+                };
+                Some(axes[h.small.1].dim)
+            })
+            .filter(|&small| small != d)
+            .map_or("None".to_owned(), |small| format!("Some({small})"));
+        dims.push(format!(
+            "\n            {RT_DISPATCH}::DimSizes {{ label: {:?}, kind: {RT_DISPATCH}::DimKind::{kind}, multiple_of: {multiple}, twice: {twice} }},",
+            crate::model::size_label(k, dim.axes[0])
+        ));
+    }
+    let params: Vec<String> = k
+        .params
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| match &p.kind {
+            ParamKind::Tensor { axes, .. } => {
+                let dims: Vec<String> = axes.iter().map(|a| a.dim.to_string()).collect();
+                Some(format!(
+                    "\n            {RT_DISPATCH}::ParamSizes {{ name: {:?}, index: {i}, dims: &[{}] }},",
+                    p.name,
+                    dims.join(", ")
+                ))
+            }
+            ParamKind::Scalar(_) => None,
+        })
+        .collect();
+    let blocks = match &k.blocks {
+        BlockRule::Rows { param } => format!("Rows {{ param: {param} }}"),
+        BlockRule::Elements { param, per_block } => {
+            format!("Elements {{ param: {param}, per_block: {per_block} }}")
+        }
+        BlockRule::Leading {
+            param,
+            axes,
+            factor,
+        } => format!("Leading {{ param: {param}, axes: {axes}, factor: {factor} }}"),
+        BlockRule::Count(n) => format!("Count({n})"),
+        BlockRule::Size(of) => format!("Size({RT_DISPATCH}::{})", size_of(*of)),
+    };
+    let _ = writeln!(
+        out,
+        "    /// The sizes [`{name}()`](fn@super::{name}) accepts, for `pypto_rt::testing::Sweep`.\n    \
+         pub const SIZES: {RT_DISPATCH}::KernelSizes = {RT_DISPATCH}::KernelSizes {{\n        \
+         kernel: {name:?},\n        params: &[{}\n        ],\n        dims: &[{}\n        ],\n        \
+         blocks: {RT_DISPATCH}::BlockRule::{blocks},\n    }};",
+        params.concat(),
+        dims.concat()
+    );
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 { a.max(1) } else { gcd(b, a % b) }
 }
 
 /// `a`, `a or b`, `a, b or c`.
@@ -792,16 +891,14 @@ fn dim_why(k: &Kernel, dim: &crate::model::Dim) -> String {
 
 fn built_traits(out: &mut String, plan: &Plan<'_>, statics: &[usize]) {
     let k = plan.kernel;
-    if statics.is_empty() {
-        return;
-    }
     let _ = writeln!(
         out,
         // `fn@`: the module has the function's name.
-        "\n/// The STATIC sizes kernel [`{0}()`](fn@{0}) was built for.\n\
+        "\n/// What kernel [`{0}()`](fn@{0}) accepts: the sizes it was built for, for tests.\n\
          #[allow(non_snake_case, non_camel_case_types)]\npub mod {0} {{",
         k.name
     );
+    sizes_const(out, &k.name, &[k]);
     for &d in statics {
         let DimSize::Static(values) = &k.dims[d].size else {
             continue;

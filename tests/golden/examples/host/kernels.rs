@@ -8,7 +8,8 @@ const _: () = ::pypto_rt::__private::require_interface::<3>();
 // A kernel below takes a workspace, which needs interface v4.
 const _: () = ::pypto_rt::__private::require_interface::<4>();
 
-// A kernel below chooses among variants, which needs interface v5.
+// Each kernel's `SIZES` (for `pypto_rt::testing`), and kernels that choose among
+// variants, need interface v5.
 const _: () = ::pypto_rt::__private::require_interface::<5>();
 
 mod __pypto_ffi {
@@ -94,6 +95,25 @@ pub fn add_bias(
     }
 }
 
+/// What kernel [`add_bias()`](fn@add_bias) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod add_bias {
+    /// The sizes [`add_bias()`](fn@super::add_bias) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "add_bias",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "bias", index: 1, dims: &[1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 2, dims: &[0, 1] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "x.0", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "HIDDEN_SIZE", kind: ::pypto_rt::__private::v5::DimKind::Fixed(128), multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+    };
+}
+
 /// softmax(q·kᵀ/√d)·v; batch (axis 0) and sequence length (axis 1) are dynamic.
 ///
 /// Kernel `attention_kernel` from `examples/kernels/attention.yaml:13:3` (template `builtin/attention`), built for A2, A3, 950PR.
@@ -163,6 +183,27 @@ pub fn attention_kernel(
             &[::pypto_rt::__private::v3::input(&q), ::pypto_rt::__private::v3::input(&k), ::pypto_rt::__private::v3::input(&v), ::pypto_rt::__private::v3::output(&mut out)],
         )
     }
+}
+
+/// What kernel [`attention_kernel()`](fn@attention_kernel) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod attention_kernel {
+    /// The sizes [`attention_kernel()`](fn@super::attention_kernel) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "attention_kernel",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "q", index: 0, dims: &[0, 1, 2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "k", index: 1, dims: &[0, 1, 2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "v", index: 2, dims: &[0, 1, 2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 3, dims: &[0, 1, 2] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "q.0", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "q.1", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "HIDDEN", kind: ::pypto_rt::__private::v5::DimKind::Fixed(768), multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Leading { param: 0, axes: 1, factor: 1 },
+    };
 }
 
 /// out = a · b in fp16 with fp32 accumulation, by the variant that suits M and K.
@@ -264,6 +305,26 @@ pub fn mm_dispatch(
     }
 }
 
+/// What kernel [`mm_dispatch()`](fn@mm_dispatch) accepts, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod mm_dispatch {
+    /// The sizes [`mm_dispatch()`](fn@super::mm_dispatch) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "mm_dispatch",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "b", index: 1, dims: &[1, 2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 2, dims: &[0, 2] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "M", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "K", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Fixed(256), multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Count(2),
+    };
+}
+
 /// Each edge's message: the features of its source node, msgs[e] = h[src[e]].
 ///
 /// Kernel `gcn_gather` from `examples/kernels/graph.yaml:10:3` (template `builtin/gather_rows`), built for A2, A3, 950PR.
@@ -326,6 +387,26 @@ pub fn gcn_gather(
     }
 }
 
+/// What kernel [`gcn_gather()`](fn@gcn_gather) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod gcn_gather {
+    /// The sizes [`gcn_gather()`](fn@super::gcn_gather) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "gcn_gather",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "h", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "src", index: 1, dims: &[2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "msgs", index: 2, dims: &[2, 1] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "F", kind: ::pypto_rt::__private::v5::DimKind::Fixed(32), multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "E", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 2 },
+    };
+}
+
 /// Each node's sum of the messages of the edges into it, agg[n] = Σ msgs[e] over dst[e] = n.
 ///
 /// Kernel `gcn_scatter` from `examples/kernels/graph.yaml:17:3` (template `builtin/scatter_add`), built for A2, A3, 950PR.
@@ -386,6 +467,26 @@ pub fn gcn_scatter(
             &[::pypto_rt::__private::v3::input(&msgs), ::pypto_rt::__private::v3::input(&dst), ::pypto_rt::__private::v3::output(&mut agg)],
         )
     }
+}
+
+/// What kernel [`gcn_scatter()`](fn@gcn_scatter) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod gcn_scatter {
+    /// The sizes [`gcn_scatter()`](fn@super::gcn_scatter) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "gcn_scatter",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "msgs", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "dst", index: 1, dims: &[0] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "agg", index: 2, dims: &[2, 1] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "E", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "F", kind: ::pypto_rt::__private::v5::DimKind::Fixed(32), multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 2 },
+    };
 }
 
 /// Each node's mean message, over edges sorted by destination (CSR offsets).
@@ -452,6 +553,27 @@ pub fn gcn_mean(
     }
 }
 
+/// What kernel [`gcn_mean()`](fn@gcn_mean) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod gcn_mean {
+    /// The sizes [`gcn_mean()`](fn@super::gcn_mean) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "gcn_mean",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "msgs", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "offsets", index: 1, dims: &[2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "mean", index: 2, dims: &[3, 1] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "E", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "F", kind: ::pypto_rt::__private::v5::DimKind::Fixed(32), multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "N1", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 2 },
+    };
+}
+
 /// agg · (1 / in-degree), elementwise.
 ///
 /// Kernel `gcn_normalise` from `examples/kernels/graph.yaml:31:3` (template `builtin/mul`), built for A2, A3, 950PR.
@@ -511,6 +633,25 @@ pub fn gcn_normalise(
             &[::pypto_rt::__private::v3::input(&agg), ::pypto_rt::__private::v3::input(&inv_deg), ::pypto_rt::__private::v3::output(&mut out)],
         )
     }
+}
+
+/// What kernel [`gcn_normalise()`](fn@gcn_normalise) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod gcn_normalise {
+    /// The sizes [`gcn_normalise()`](fn@super::gcn_normalise) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "gcn_normalise",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "agg", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "inv_deg", index: 1, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 2, dims: &[0, 1] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "F", kind: ::pypto_rt::__private::v5::DimKind::Fixed(32), multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Elements { param: 0, per_block: 8192 },
+    };
 }
 
 /// The layer's weights: out = h · w.
@@ -574,6 +715,25 @@ pub fn gcn_matmul(
     }
 }
 
+/// What kernel [`gcn_matmul()`](fn@gcn_matmul) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod gcn_matmul {
+    /// The sizes [`gcn_matmul()`](fn@super::gcn_matmul) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "gcn_matmul",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "h", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "w", index: 1, dims: &[1, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 2, dims: &[0, 1] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "F", kind: ::pypto_rt::__private::v5::DimKind::Fixed(32), multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+    };
+}
+
 /// The nonlinearity between the two rounds.
 ///
 /// Kernel `gcn_relu` from `examples/kernels/graph.yaml:45:3` (template `builtin/relu`), built for A2, A3, 950PR.
@@ -629,6 +789,24 @@ pub fn gcn_relu(
             &[::pypto_rt::__private::v3::input(&x), ::pypto_rt::__private::v3::output(&mut out)],
         )
     }
+}
+
+/// What kernel [`gcn_relu()`](fn@gcn_relu) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod gcn_relu {
+    /// The sizes [`gcn_relu()`](fn@super::gcn_relu) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "gcn_relu",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 1, dims: &[0, 1] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "F", kind: ::pypto_rt::__private::v5::DimKind::Fixed(32), multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Elements { param: 0, per_block: 8192 },
+    };
 }
 
 /// out = softmax(x) over each row (fp16); rows and columns are dynamic.
@@ -687,6 +865,24 @@ pub fn profile_softmax(
             &[::pypto_rt::__private::v3::input(&x), ::pypto_rt::__private::v3::output(&mut out)],
         )
     }
+}
+
+/// What kernel [`profile_softmax()`](fn@profile_softmax) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod profile_softmax {
+    /// The sizes [`profile_softmax()`](fn@super::profile_softmax) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "profile_softmax",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 1, dims: &[0, 1] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "ROWS", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "COLS", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+    };
 }
 
 /// out = a · b on the cube unit (fp16, fp32 accumulation); M, K and N are dynamic.
@@ -751,6 +947,26 @@ pub fn profile_matmul(
             &[::pypto_rt::__private::v3::input(&a), ::pypto_rt::__private::v3::input(&b), ::pypto_rt::__private::v3::output(&mut out)],
         )
     }
+}
+
+/// What kernel [`profile_matmul()`](fn@profile_matmul) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod profile_matmul {
+    /// The sizes [`profile_matmul()`](fn@super::profile_matmul) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "profile_matmul",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "b", index: 1, dims: &[1, 2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 2, dims: &[0, 2] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "M", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "K", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+    };
 }
 
 /// Flash attention on the cube and vector cores: 8 query heads over 2 KV heads of 128, causal, fp16.
@@ -827,4 +1043,27 @@ pub fn profile_flash_attention(
             31522816,
         )
     }
+}
+
+/// What kernel [`profile_flash_attention()`](fn@profile_flash_attention) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod profile_flash_attention {
+    /// The sizes [`profile_flash_attention()`](fn@super::profile_flash_attention) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "profile_flash_attention",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "q", index: 0, dims: &[0, 1, 2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "k", index: 1, dims: &[0, 3, 4] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "v", index: 2, dims: &[0, 3, 4] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 3, dims: &[0, 1, 2] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "M", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "K", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "q.2", kind: ::pypto_rt::__private::v5::DimKind::Fixed(1024), multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "k.2", kind: ::pypto_rt::__private::v5::DimKind::Fixed(256), multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+    };
 }

@@ -5,6 +5,10 @@
 // that does not provide it.
 const _: () = ::pypto_rt::__private::require_interface::<3>();
 
+// Each kernel's `SIZES` (for `pypto_rt::testing`), and kernels that choose among
+// variants, need interface v5.
+const _: () = ::pypto_rt::__private::require_interface::<5>();
+
 mod __pypto_ffi {
     #[link(name = "pypto_x6_golden_kernels", kind = "static")]
     #[cfg_attr(all(unix, not(any(target_vendor = "apple", target_os = "freebsd", target_os = "openbsd"))), link(name = "stdc++"))]
@@ -73,4 +77,23 @@ pub fn row_scale(
             &[::pypto_rt::__private::v3::input(&input), ::pypto_rt::__private::v3::input(&weights), ::pypto_rt::__private::v3::output(&mut result)],
         )
     }
+}
+
+/// What kernel [`row_scale()`](fn@row_scale) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod row_scale {
+    /// The sizes [`row_scale()`](fn@super::row_scale) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "row_scale",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "input", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "weights", index: 1, dims: &[1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "result", index: 2, dims: &[0, 1] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "input.0", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "input.1", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 4, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Leading { param: 0, axes: 1, factor: 2 },
+    };
 }
