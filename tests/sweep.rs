@@ -164,3 +164,28 @@ fn the_sweep_finds_a_wrong_tail_the_hand_picked_sizes_missed() {
         "{err}"
     );
 }
+
+#[test]
+fn a_proptest_strategy_draws_valid_shapes() {
+    use proptest::strategy::{Strategy, ValueTree};
+    use proptest::test_runner::TestRunner;
+    let dev = Device::host();
+    let strategy = Sweep::new(&kernels::swiglu_f32::SIZES)
+        .max_elements(1 << 16)
+        .strategy();
+    let mut runner = TestRunner::deterministic();
+    for _ in 0..24 {
+        let case = strategy.new_tree(&mut runner).unwrap().current();
+        let (rows, half) = (case.dim("R"), case.dim("out.1"));
+        // The halving holds, and the case is under the cap.
+        assert_eq!(case.dim("x.1"), 2 * half, "{case}");
+        assert!(rows * half * 3 <= 1 << 16, "{case}");
+        let (got, want) = swiglu_at(&dev, |a, b| kernels::swiglu_f32(a, b), rows, half).unwrap();
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                (g - w).abs() <= SWIGLU_TOL.abs + SWIGLU_TOL.rel * w.abs(),
+                "{case}: element {i} is {g}, expected {w}"
+            );
+        }
+    }
+}

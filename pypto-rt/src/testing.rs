@@ -436,27 +436,78 @@ impl<'s> Sweep<'s> {
     }
 
     fn case(&self, sizes: &[usize], varied: Option<usize>) -> Case {
-        let k = self.sizes;
-        Case {
-            kernel: k.kernel,
-            dims: k
-                .dims
-                .iter()
-                .zip(sizes)
-                .map(|(d, &s)| (d.label, s))
-                .collect(),
-            shapes: k
-                .params
-                .iter()
-                .map(|p| {
-                    (
-                        p.name,
-                        p.dims.iter().map(|&d| sizes[usize::from(d)]).collect(),
-                    )
-                })
-                .collect(),
-            varied,
-        }
+        case_of(self.sizes, sizes, varied)
+    }
+}
+
+/// The case of these sizes, one per dim.
+fn case_of(k: &KernelSizes, sizes: &[usize], varied: Option<usize>) -> Case {
+    Case {
+        kernel: k.kernel,
+        dims: k
+            .dims
+            .iter()
+            .zip(sizes)
+            .map(|(d, &s)| (d.label, s))
+            .collect(),
+        shapes: k
+            .params
+            .iter()
+            .map(|p| {
+                (
+                    p.name,
+                    p.dims.iter().map(|&d| sizes[usize::from(d)]).collect(),
+                )
+            })
+            .collect(),
+        varied,
+    }
+}
+
+#[cfg(feature = "proptest")]
+impl Sweep<'static> {
+    /// A proptest strategy of the kernel's valid sizes: each DYNAMIC dim
+    /// one of the sweep's sizes or any size up to the cap (a multiple where
+    /// the contract asks for one), each STATIC dim one of its built sizes,
+    /// halvings filled in; cases over the element cap are left out.
+    pub fn strategy(&self) -> proptest::strategy::BoxedStrategy<Case> {
+        use proptest::prelude::*;
+        let sweep = self.clone();
+        let base: Vec<usize> = (0..self.sizes.dims.len())
+            .map(|d| self.base_size(d))
+            .collect();
+        let dims: Vec<BoxedStrategy<usize>> = (0..self.sizes.dims.len())
+            .map(|d| match self.sizes.dims[d].kind {
+                DimKind::Fixed(n) => Just(n as usize).boxed(),
+                DimKind::Static(values) => {
+                    proptest::sample::select(values.iter().map(|&v| v as usize).collect::<Vec<_>>())
+                        .boxed()
+                }
+                DimKind::Dynamic => {
+                    let mut picks = self.candidates(d, &base);
+                    if picks.is_empty() {
+                        picks.push(base[d]);
+                    }
+                    let m = (self.sizes.dims[d].multiple_of as usize).max(1);
+                    let cap = self.max_size.max(m);
+                    prop_oneof![
+                        proptest::sample::select(picks),
+                        (1..=cap / m).prop_map(move |n| n * m),
+                    ]
+                    .boxed()
+                }
+            })
+            .collect();
+        dims.prop_map(move |sizes| sweep.derived(sizes))
+            .prop_filter("over the element cap", {
+                let sweep = self.clone();
+                move |sizes| sweep.elements(sizes) <= sweep.max_elements
+            })
+            .prop_map({
+                let k = self.sizes;
+                move |sizes| case_of(k, &sizes, None)
+            })
+            .boxed()
     }
 }
 
