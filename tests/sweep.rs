@@ -10,11 +10,10 @@ use pypto_rt::testing::{DimKind, Sweep, Tolerance};
 use pypto_rt::{Device, Error};
 use pypto_tests::{data, kernels};
 
+type Vector = pypto_rt::Tensor<f32, (usize,)>;
+
 fn relu_sweep(
-    kernel: fn(
-        &pypto_rt::Tensor<f32, (usize,)>,
-        &mut pypto_rt::Tensor<f32, (usize,)>,
-    ) -> Result<(), Error>,
+    kernel: fn(&Vector, &mut Vector) -> Result<(), Error>,
 ) -> Result<usize, pypto_rt::testing::SweepFailure> {
     let dev = Device::host();
     Sweep::new(&kernels::relu_f32::SIZES)
