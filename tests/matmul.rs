@@ -70,6 +70,23 @@ fn inputs<T: Float>(len: usize, seed: u64) -> Vec<T> {
         .collect()
 }
 
+/// M sizes: the sweep of the kernel's `SIZES` varying M (1, around 32
+/// bytes, repeats and 128-row tiles, up to 1025), an empty M, and 4097
+/// (many 128-row tiles per block), as the hand-picked list had.
+fn sweep_ms(sizes: &'static pypto_rt::testing::KernelSizes) -> Vec<usize> {
+    let mut ms = vec![0usize];
+    ms.extend(
+        pypto_rt::testing::Sweep::new(sizes)
+            .max_size(1025)
+            .cases()
+            .iter()
+            .filter(|c| c.varied() == Some("M"))
+            .map(|c| c.dim("M")),
+    );
+    ms.push(4097);
+    ms
+}
+
 fn check_f16<const K: usize, const N: usize>(ms: &[usize])
 where
     Const<K>: kernels::matmul_f16::AAxis1,
@@ -98,7 +115,7 @@ where
 
 #[test]
 fn fp16_matmul_over_m_k_and_n_tiles() {
-    let ms = [0usize, 1, 2, 7, 31, 32, 33, 127, 129, 1000, 4097];
+    let ms = sweep_ms(&kernels::matmul_f16::SIZES);
     check_f16::<1, 16>(&ms);
     check_f16::<7, 48>(&ms);
     check_f16::<64, 144>(&ms);
@@ -134,7 +151,7 @@ where
 
 #[test]
 fn fp32_matmul_through_load_data_with_transpose() {
-    let ms = [0usize, 1, 2, 7, 33, 129, 1000];
+    let ms = sweep_ms(&kernels::matmul_f32::SIZES);
     check_f32::<1, 16>(&ms);
     check_f32::<7, 144>(&ms);
     check_f32::<70, 16>(&ms);
