@@ -769,8 +769,14 @@ fn broken_builtins_fail_the_checks() {
         out.copy_from(&Device::host().tensor_from(&v, out.shape())?)
     });
     assert_eq!(off.unwrap_err().sets(), fails_all);
-    // The graph builtins' mutants are tests/graph.rs's.
-    let graph = ["gather_rows", "scatter_add", "segment_mean"];
+    // The graph builtins' mutants are tests/graph.rs's, the serving
+    // builtins' tests/serving.rs's.
+    let graph = [
+        "gather_rows",
+        "scatter_add",
+        "segment_mean",
+        "reshape_and_cache",
+    ];
     let mut all: Vec<&str> = pypto_tests::mutants::MUTANTS
         .iter()
         .filter(|m| !graph.contains(&m.builtin))

@@ -61,6 +61,7 @@ pub const BUILTIN_TEMPLATES: &[(&str, &str)] = embed![
     "mul" => "builtin/mul.hbs",
     "paged_attention" => "builtin/paged_attention.hbs",
     "relu" => "builtin/relu.hbs",
+    "reshape_and_cache" => "builtin/reshape_and_cache.hbs",
     "rms_norm" => "builtin/rms_norm.hbs",
     "scatter_add" => "builtin/scatter_add.hbs",
     "segment_mean" => "builtin/segment_mean.hbs",

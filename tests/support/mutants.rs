@@ -1,6 +1,7 @@
-//! Deliberately broken copies of the row and graph builtins, each one edit away from
-//! its builtin's template: tests/rows.rs and tests/graph.rs check that every one fails the
-//! checks the real builtin passes. tests/build.rs writes them, as user
+//! Deliberately broken copies of the row, graph and serving builtins, each
+//! one edit away from its builtin's template: tests/rows.rs, tests/graph.rs
+//! and tests/serving.rs check that every one fails the checks the real
+//! builtin passes. tests/build.rs writes them, as user
 //! templates with a spec, into `OUT_DIR/mutants/` from the builtins'
 //! templates in `templates/builtin/`, so that each stays the builtin with
 //! one defect as the builtin changes; an edit whose text is no longer in the
@@ -190,6 +191,16 @@ pub const MUTANTS: &[Mutant] = &[
             "return 1.0f / static_cast<float>(count);",
         )],
     },
+    Mutant {
+        name: "broken_reshape_and_cache_share_end_f32",
+        builtin: "reshape_and_cache",
+        dtype: "DT_FP32",
+        defect: "off by one: no block writes the last cache row of its share",
+        edits: &[(
+            "slot >= first_ && slot < first_ + count_",
+            "slot >= first_ && slot + 1 < first_ + count_",
+        )],
+    },
 ];
 
 /// The spec params of a mutant of `builtin`, as tests/kernels/rows.yaml
@@ -215,6 +226,14 @@ pub fn params(builtin: &str, dtype: &str) -> String {
         "gather_rows" => vec![t("x", "[N, C]"), index("[R]"), out("[R, C]")],
         "scatter_add" => vec![t("src", "[R, C]"), index("[R]"), out("[N, C]")],
         "segment_mean" => vec![t("x", "[R, C]"), index("[DYNAMIC]"), out("[N, C]")],
+        // tests/kernels/serving.yaml's: R tokens of C values, caches of N blocks.
+        "reshape_and_cache" => vec![
+            t("key", "[R, C]"),
+            t("value", "[R, C]"),
+            index("[R]"),
+            format!("key_cache: {{ dtype: {dtype}, shape: [N, 128, C], output: true }}"),
+            format!("value_cache: {{ dtype: {dtype}, shape: [N, 128, C], output: true }}"),
+        ],
         other => panic!("no mutant params for builtin/{other}"),
     };
     format!("{{ {} }}", params.join(", "))
