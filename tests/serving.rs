@@ -1,6 +1,9 @@
 //! The serving builtins of issue 28 (kernels in tests/kernels/serving.yaml)
 //! against plain Rust: builtin/reshape_and_cache writes new keys and values
-//! into a paged KV cache by slot. Sizes come from the sweep of each
+//! into a paged KV cache by slot; builtin/rope rotates query or key heads
+//! by their tokens' positions (NeoX and interleaved pairs, partial rotary;
+//! the references compute in fp32 as the kernel does, so the checks are
+//! bit for bit). Sizes come from the sweep of each
 //! kernel's `SIZES` (every DYNAMIC dim at 1, around the vector unit's
 //! blocks and repeats, the block rule's boundaries, primes, a large size)
 //! plus the template's own tile boundaries; every block count; the errors
@@ -318,6 +321,326 @@ fn reshape_and_cache_checks_its_shapes_before_launching() {
     assert!(err.to_string().contains("`key_cache.2` is 9"), "{err}");
 }
 
+// ---- rope ------------------------------------------------------------------------
+
+/// How a rope kernel was built: its options.
+#[derive(Clone, Copy, Debug)]
+struct RopeShape {
+    head_dim: usize,
+    rotary_dim: usize,
+    interleaved: bool,
+}
+
+/// rope's wrapper; `S` is the table's shape type (`(usize, Const<64>)`).
+type Rope<T, C, S> = fn(&Matrix<T>, &Index, &Tensor<C, S>, &mut Matrix<T>) -> Result<(), Error>;
+
+/// A cos/sin table of `positions` rows as serving engines build it:
+/// cos(p·θ_i) for i < R/2, then sin(p·θ_i), θ_i = 10000^(−2i/R), in f64,
+/// rounded to `C`.
+fn cos_sin_table<C: Float>(positions: usize, rotary: usize) -> Vec<C> {
+    let half = rotary / 2;
+    let mut table = Vec::with_capacity(positions * rotary);
+    for p in 0..positions {
+        let angle = |i: usize| p as f64 * 10000f64.powf(-2.0 * i as f64 / rotary as f64);
+        table.extend((0..half).map(|i| C::from_f32(angle(i).cos() as f32)));
+        table.extend((0..half).map(|i| C::from_f32(angle(i).sin() as f32)));
+    }
+    table
+}
+
+/// `t` positions in [0, max), from a seed.
+fn positions(t: usize, max: usize, seed: u64) -> Vec<i32> {
+    data(t, seed)
+        .into_iter()
+        .map(|v| (((v + 4.0) / 8.0 * max as f32) as usize).min(max - 1) as i32)
+        .collect()
+}
+
+/// What rope computes, in fp32 as the kernel does: each rotated pair
+/// (x1, x2) becomes (x1·cos) + (x2·(−sin)) and (x2·cos) + (x1·sin), rounded
+/// to `T` once; dims past the rotary ones are copied.
+fn rope_reference<T: Float, C: Float>(
+    x: &[T],
+    pos: &[i32],
+    table: &[C],
+    cols: usize,
+    shape: RopeShape,
+) -> Vec<T> {
+    let (d, r) = (shape.head_dim, shape.rotary_dim);
+    let half = r / 2;
+    let mut out = x.to_vec();
+    for (t, &p) in pos.iter().enumerate() {
+        let row = &table[p as usize * r..(p as usize + 1) * r];
+        for j in 0..cols {
+            let (head, k) = (j - j % d, j % d);
+            if k >= r {
+                continue;
+            }
+            let (i, first, partner) = if shape.interleaved {
+                (k / 2, k % 2 == 0, head + (k ^ 1))
+            } else if k < half {
+                (k, true, head + k + half)
+            } else {
+                (k - half, false, head + k - half)
+            };
+            let (c, s) = (row[i].to_f32(), row[half + i].to_f32());
+            let s = if first { -s } else { s };
+            let (v, w) = (x[t * cols + j].to_f32(), x[t * cols + partner].to_f32());
+            out[t * cols + j] = T::from_f32(v * c + w * s);
+        }
+    }
+    out
+}
+
+/// Runs `f` on `t` tokens of `cols` values at positions `pos`, with a
+/// table of `max_pos` rows; returns the output (filled with NaN first) and
+/// the reference.
+fn run_rope<T: Float, C: Float, S: pypto_rt::Shape>(
+    f: Rope<T, C, S>,
+    shape: RopeShape,
+    t: usize,
+    cols: usize,
+    max_pos: usize,
+    pos: &[i32],
+    seed: u64,
+) -> Result<(Vec<T>, Vec<T>), Error> {
+    let dev = Device::host();
+    let x: Vec<T> = values(t * cols, seed);
+    let table: Vec<C> = cos_sin_table(max_pos, shape.rotary_dim);
+    let mut out = dev.tensor_from(&vec![T::from_f32(f32::NAN); t * cols], (t, cols))?;
+    f(
+        &dev.tensor_from(&x, (t, cols))?,
+        &dev.tensor_from(pos, (t,))?,
+        &dev.tensor_from_sizes::<C, S>(&table, &[max_pos, shape.rotary_dim])?,
+        &mut out,
+    )?;
+    Ok((out.to_vec()?, rope_reference(&x, pos, &table, cols, shape)))
+}
+
+/// rope over the sweep of its sizes (tokens, the row in whole heads and
+/// positions each varied; `labels` names those dims), bit for bit against
+/// the reference.
+fn check_rope<T: Float, C: Float, S: pypto_rt::Shape>(
+    f: Rope<T, C, S>,
+    shape: RopeShape,
+    sizes: &pypto_rt::testing::KernelSizes,
+    labels: [&str; 3],
+) -> Result<usize, SweepFailure> {
+    Sweep::new(sizes)
+        .max_elements(1 << 20)
+        .run(Tolerance::exact(), |case| {
+            let [t, cols, max_pos] = labels.map(|l| case.dim(l));
+            let pos = positions(t, max_pos, case.seed());
+            let (got, want) = run_rope(f, shape, t, cols, max_pos, &pos, case.seed())?;
+            Ok((bits_as_f64(&got), bits_as_f64(&want)))
+        })
+}
+
+/// The dims of serving.yaml's rope kernels: tokens, a row, positions.
+const ROPE_DIMS: [&str; 3] = ["T", "HD", "P"];
+
+const NEOX_64: RopeShape = RopeShape {
+    head_dim: 64,
+    rotary_dim: 64,
+    interleaved: false,
+};
+const NEOX_128_PARTIAL: RopeShape = RopeShape {
+    head_dim: 128,
+    rotary_dim: 64,
+    interleaved: false,
+};
+const INTERLEAVED_64: RopeShape = RopeShape {
+    head_dim: 64,
+    rotary_dim: 64,
+    interleaved: true,
+};
+const INTERLEAVED_80_PARTIAL: RopeShape = RopeShape {
+    head_dim: 80,
+    rotary_dim: 34,
+    interleaved: true,
+};
+
+#[test]
+fn rope_rotates_every_head_in_both_styles_and_every_dtype() {
+    let cases = check_rope::<f32, f32, _>(
+        |a, b, c, d| kernels::rope_f32(a, b, c, d),
+        NEOX_64,
+        &kernels::rope_f32::SIZES,
+        ROPE_DIMS,
+    )
+    .unwrap();
+    assert!(cases > 40, "{cases} cases");
+    check_rope::<half::f16, half::f16, _>(
+        |a, b, c, d| kernels::rope_f16_partial(a, b, c, d),
+        NEOX_128_PARTIAL,
+        &kernels::rope_f16_partial::SIZES,
+        ROPE_DIMS,
+    )
+    .unwrap();
+    check_rope::<half::bf16, f32, _>(
+        |a, b, c, d| kernels::rope_bf16_interleaved(a, b, c, d),
+        INTERLEAVED_64,
+        &kernels::rope_bf16_interleaved::SIZES,
+        ROPE_DIMS,
+    )
+    .unwrap();
+    check_rope::<f32, half::bf16, _>(
+        |a, b, c, d| kernels::rope_f32_interleaved_partial(a, b, c, d),
+        INTERLEAVED_80_PARTIAL,
+        &kernels::rope_f32_interleaved_partial::SIZES,
+        ROPE_DIMS,
+    )
+    .unwrap();
+}
+
+#[test]
+fn rope_sizes_take_whole_heads() {
+    // The contract's divisible_by reaches SIZES: the sweep tries whole heads only.
+    let cases = Sweep::new(&kernels::rope_f32_interleaved_partial::SIZES).cases();
+    assert!(cases.iter().all(|c| c.dim("HD") % 80 == 0));
+    assert!(
+        cases.iter().any(|c| c.dim("HD") == 80 * 33),
+        "a tile of 25 heads and more"
+    );
+}
+
+#[test]
+fn rope_at_position_zero_is_the_identity_and_passes_specials_through() {
+    // cos 0 = 1 and sin 0 = 0: every value comes back; past the rotary
+    // dims -0, inf and NaN come back too. A rotated -0 follows the
+    // arithmetic: -0·1 + x1·(−0) is +0 when its partner x1 is negative.
+    let dev = Device::host();
+    let (t, cols) = (3, 160);
+    let mut x: Vec<f32> = values(t * cols, 40);
+    x[0] = -0.0;
+    x[1] = -1.5;
+    x[40] = f32::INFINITY; // dim 40 of head 0: past the 34 rotary dims
+    x[41] = f32::NAN;
+    x[42] = -0.0;
+    x[80 + 79] = f32::NEG_INFINITY;
+    let table: Vec<half::bf16> = cos_sin_table(1, 34);
+    let mut out = dev.zeros((t, cols)).unwrap();
+    kernels::rope_f32_interleaved_partial(
+        &dev.tensor_from(&x, (t, cols)).unwrap(),
+        &dev.tensor_from(&[0, 0, 0], (t,)).unwrap(),
+        &dev.tensor_from(&table, (1, Const::<34>)).unwrap(),
+        &mut out,
+    )
+    .unwrap();
+    let got = out.to_vec().unwrap();
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let want = rope_reference(&x, &[0, 0, 0], &table, cols, INTERLEAVED_80_PARTIAL);
+    assert_eq!(bits(&got), bits(&want));
+    assert_eq!(got[0].to_bits(), 0);
+    assert_eq!(bits(&got[1..]), bits(&x[1..]));
+}
+
+#[test]
+fn rope_gives_the_same_bits_at_every_block_count() {
+    let (t, cols, max_pos) = (100, 256, 50);
+    let pos = positions(t, max_pos, 41);
+    let mut want = Vec::new();
+    let got = same_bits_at_every_block_count("rope", || {
+        let (got, w) = run_rope::<half::f16, half::f16, _>(
+            |a, b, c, d| kernels::rope_f16_partial(a, b, c, d),
+            NEOX_128_PARTIAL,
+            t,
+            cols,
+            max_pos,
+            &pos,
+            42,
+        )
+        .unwrap();
+        want = w;
+        got
+    });
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_decode_steps_query_heads_rotated_at_fixed_sizes() {
+    let dev = Device::host();
+    let t = 5;
+    let q: Vec<half::f16> = values(t * 256, 43);
+    let pos = [0, 1, 4095, 17, 300];
+    let table: Vec<f32> = cos_sin_table(4096, 64);
+    let mut out = dev.zeros((t, Const::<256>)).unwrap();
+    kernels::rope_llama(
+        &dev.tensor_from(&q, (t, Const::<256>)).unwrap(),
+        &dev.tensor_from(&pos, (t,)).unwrap(),
+        &dev.tensor_from(&table, (Const::<4096>, Const::<64>))
+            .unwrap(),
+        &mut out,
+    )
+    .unwrap();
+    assert_eq!(
+        out.to_vec().unwrap(),
+        rope_reference(&q, &pos, &table, 256, NEOX_64)
+    );
+}
+
+#[test]
+fn a_position_outside_the_table_is_an_error_naming_the_token_and_position() {
+    let f: Rope<f32, f32, _> = |a, b, c, d| kernels::rope_f32(a, b, c, d);
+    for (bad, blocks) in [
+        (10, None),
+        (-1, Some(1)),
+        (i32::MAX, Some(48)),
+        (11, Some(3)),
+    ] {
+        let mut pos = positions(9, 10, 44);
+        pos[7] = bad;
+        let run = || run_rope(f, NEOX_64, 9, 128, 10, &pos, 45);
+        let err = match blocks {
+            Some(n) => pypto_rt::with_host_blocks(n, run).unwrap(),
+            None => run(),
+        }
+        .unwrap_err();
+        let message = kernel_message(err);
+        let want = format!(
+            "rope_f32: token 7: positions[7] = {bad} is outside [0, 10), the rows of cos_sin"
+        );
+        assert!(message.contains(&want), "{message}");
+    }
+    // A table whose width, DYNAMIC in this spec, is not rotary_dim; the
+    // right width works.
+    let dev = Device::host();
+    let x = dev
+        .tensor_from(&values::<f32>(2 * 64, 46), (2, 64))
+        .unwrap();
+    let pos = dev.tensor_from(&[0, 1], (2,)).unwrap();
+    let table = dev.zeros::<f32, _>((4, 32)).unwrap();
+    let mut out = dev.zeros((2, 64)).unwrap();
+    let message = kernel_message(kernels::rope_any_table(&x, &pos, &table, &mut out).unwrap_err());
+    assert!(
+        message.contains(
+            "rope_any_table: cos_sin has 32 columns; with rotary_dim 64 it must have 64 (cos, then \
+             sin, 32 each)"
+        ),
+        "{message}"
+    );
+    let table = cos_sin_table::<f32>(4, 64);
+    kernels::rope_any_table(
+        &x,
+        &pos,
+        &dev.tensor_from(&table, (4, 64)).unwrap(),
+        &mut out,
+    )
+    .unwrap();
+    let want = rope_reference(&x.to_vec().unwrap(), &[0, 1], &table, 64, NEOX_64);
+    assert_eq!(out.to_vec().unwrap(), want);
+    // Rows that are not whole heads are refused before the launch.
+    let x = dev.zeros::<f32, _>((2, 96)).unwrap();
+    let table = dev.zeros::<f32, _>((4, Const::<64>)).unwrap();
+    let mut out = dev.zeros((2, 96)).unwrap();
+    let err = kernels::rope_f32(&x, &pos, &table, &mut out).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kernel `rope_f32`: `x.1` is 96, not a multiple of 64 (head_dim = 64: the head size D; \
+         x's last axis holds heads of D (an even number))"
+    );
+}
+
 // ---- broken builtins ------------------------------------------------------------
 
 /// Each serving mutant of tests/support/mutants.rs fails the checks its
@@ -330,15 +653,31 @@ fn broken_serving_builtins_fail_the_checks() {
     )
     .unwrap_err();
     assert!(failure.problem.starts_with("element "), "{failure}");
+    let backwards = RopeShape {
+        head_dim: 128,
+        rotary_dim: 128,
+        interleaved: false,
+    };
+    let failure = check_rope::<f32, f32, _>(
+        |a, b, c, d| kernels::broken_rope_backwards_f32(a, b, c, d),
+        backwards,
+        &kernels::broken_rope_backwards_f32::SIZES,
+        ["R", "C", "N"],
+    )
+    .unwrap_err();
+    assert!(failure.problem.starts_with("element "), "{failure}");
     let mut serving: Vec<&str> = pypto_tests::mutants::MUTANTS
         .iter()
-        .filter(|m| ["reshape_and_cache"].contains(&m.builtin))
+        .filter(|m| ["reshape_and_cache", "rope"].contains(&m.builtin))
         .map(|m| m.name)
         .collect();
     serving.sort_unstable();
     assert_eq!(
         serving,
-        ["broken_reshape_and_cache_share_end_f32"],
+        [
+            "broken_reshape_and_cache_share_end_f32",
+            "broken_rope_backwards_f32"
+        ],
         "every serving mutant is checked here"
     );
 }

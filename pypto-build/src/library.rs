@@ -63,6 +63,7 @@ pub const BUILTIN_TEMPLATES: &[(&str, &str)] = embed![
     "relu" => "builtin/relu.hbs",
     "reshape_and_cache" => "builtin/reshape_and_cache.hbs",
     "rms_norm" => "builtin/rms_norm.hbs",
+    "rope" => "builtin/rope.hbs",
     "scatter_add" => "builtin/scatter_add.hbs",
     "segment_mean" => "builtin/segment_mean.hbs",
     "segment_sum" => "builtin/segment_sum.hbs",

@@ -201,6 +201,16 @@ pub const MUTANTS: &[Mutant] = &[
             "slot >= first_ && slot + 1 < first_ + count_",
         )],
     },
+    Mutant {
+        name: "broken_rope_backwards_f32",
+        builtin: "rope",
+        dtype: "DT_FP32",
+        defect: "rotates by minus the angle: the first of each pair takes +sin, the second −sin",
+        edits: &[(
+            "sinIndex = (first ? 2 * kSin : kSin) + i;",
+            "sinIndex = (first ? kSin : 2 * kSin) + i;",
+        )],
+    },
 ];
 
 /// The spec params of a mutant of `builtin`, as tests/kernels/rows.yaml
@@ -233,6 +243,13 @@ pub fn params(builtin: &str, dtype: &str) -> String {
             index("[R]"),
             format!("key_cache: {{ dtype: {dtype}, shape: [N, 128, C], output: true }}"),
             format!("value_cache: {{ dtype: {dtype}, shape: [N, 128, C], output: true }}"),
+        ],
+        // Heads of 128 (the default head_dim), all rotated; N positions.
+        "rope" => vec![
+            t("x", "[R, C]"),
+            "positions: { dtype: DT_INT32, shape: [R] }".to_owned(),
+            t("cos_sin", "[N, 128]"),
+            out("[R, C]"),
         ],
         other => panic!("no mutant params for builtin/{other}"),
     };
