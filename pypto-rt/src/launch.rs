@@ -556,13 +556,13 @@ pub(crate) fn note_last_variant(variant: &'static str) {
     });
 }
 
-/// Checks a call and runs it.
-///
-/// # Safety
-/// `entry` must be the compiled kernel described by `desc`, taking the
-/// tensors of `args` in order; each tensor pointer must be valid for its
-/// sizes, and output tensors must not alias any other argument.
-pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> Result<(), Error> {
+/// What a launch checks of a call before anything else, in this order:
+/// one device, the dims' axes agree, then the template's halvings and
+/// multiples. Returns the device and the dims' sizes.
+pub(crate) fn check_call<'a>(
+    desc: &KernelDesc,
+    args: &[Arg<'a>],
+) -> Result<(&'a Device, Small<u32>), Error> {
     let device = one_device(desc, args)?;
     let dims = agreed_dims(desc, args)?;
     for h in desc.halves {
@@ -587,6 +587,17 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
             });
         }
     }
+    Ok((device, dims))
+}
+
+/// Checks a call and runs it.
+///
+/// # Safety
+/// `entry` must be the compiled kernel described by `desc`, taking the
+/// tensors of `args` in order; each tensor pointer must be valid for its
+/// sizes, and output tensors must not alias any other argument.
+pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> Result<(), Error> {
+    let (device, dims) = check_call(desc, args)?;
     let blocks = block_count(desc, args)?;
     let scalars = scalar_words(desc, args)?;
     // A forced count is checked on every host launch, so that a bad
