@@ -3,7 +3,8 @@
 //! into a paged KV cache by slot; builtin/rope rotates query or key heads
 //! by their tokens' positions (NeoX and interleaved pairs, partial rotary;
 //! the references compute in fp32 as the kernel does, so the checks are
-//! bit for bit). Sizes come from the sweep of each
+//! bit for bit); builtin/argmax picks each row's largest value (ties to the
+//! lowest index, NaN first). Sizes come from the sweep of each
 //! kernel's `SIZES` (every DYNAMIC dim at 1, around the vector unit's
 //! blocks and repeats, the block rule's boundaries, primes, a large size)
 //! plus the template's own tile boundaries; every block count; the errors
@@ -641,6 +642,196 @@ fn a_position_outside_the_table_is_an_error_naming_the_token_and_position() {
     );
 }
 
+// ---- argmax ----------------------------------------------------------------------
+
+type ArgMax<T> = fn(&Matrix<T>, &mut Index) -> Result<(), Error>;
+
+/// The index of each row's largest value: ties to the lowest index, the
+/// first NaN beating every number, -0 and +0 equal.
+fn argmax_reference<T: Float>(x: &[T], cols: usize) -> Vec<i32> {
+    x.chunks(cols)
+        .map(|row| {
+            let mut best = 0;
+            for (j, v) in row.iter().enumerate() {
+                let (v, b) = (v.to_f32(), row[best].to_f32());
+                if !b.is_nan() && (v.is_nan() || v > b) {
+                    best = j;
+                }
+            }
+            best as i32
+        })
+        .collect()
+}
+
+/// Values in [-4, 4] in steps of 1/2, so that a row's maximum often
+/// occurs more than once.
+fn coarse<T: Float>(n: usize, seed: u64) -> Vec<T> {
+    data(n, seed)
+        .into_iter()
+        .map(|v| T::from_f32((v * 2.0).round() / 2.0))
+        .collect()
+}
+
+fn run_argmax<T: Float>(
+    f: ArgMax<T>,
+    x: &[T],
+    rows: usize,
+    cols: usize,
+) -> Result<Vec<i32>, Error> {
+    let dev = Device::host();
+    let mut out = dev.tensor_from(&vec![-7; rows], (rows,))?;
+    f(&dev.tensor_from(x, (rows, cols))?, &mut out)?;
+    out.to_vec()
+}
+
+/// argmax over the sweep of its sizes (B and V each varied), with ties in
+/// most rows, then rows past one block's 1024 indices.
+fn check_argmax<T: Float>(
+    f: ArgMax<T>,
+    sizes: &pypto_rt::testing::KernelSizes,
+) -> Result<usize, SweepFailure> {
+    let as_f64 = |v: Vec<i32>| v.into_iter().map(f64::from).collect::<Vec<_>>();
+    let cases = Sweep::new(sizes)
+        .max_elements(1 << 20)
+        .run(Tolerance::exact(), |case| {
+            let (rows, cols) = (case.dim("B"), case.dim("V"));
+            let x: Vec<T> = coarse(rows * cols, case.seed());
+            let got = run_argmax(f, &x, rows, cols)?;
+            Ok((as_f64(got), as_f64(argmax_reference(&x, cols))))
+        })?;
+    for rows in [1023, 1024, 1025, 2049] {
+        let x: Vec<T> = coarse(rows * 5, rows as u64);
+        let got = pypto_rt::with_host_blocks(1, || run_argmax(f, &x, rows, 5))
+            .and_then(|r| r)
+            .map_err(|e| SweepFailure {
+                kernel: sizes.kernel,
+                case: format!("B = {rows}, V = 5, 1 block"),
+                problem: format!("the call failed: {e}"),
+            })?;
+        if got != argmax_reference(&x, 5) {
+            return Err(SweepFailure {
+                kernel: sizes.kernel,
+                case: format!("B = {rows}, V = 5, 1 block"),
+                problem: "the ids differ".into(),
+            });
+        }
+    }
+    Ok(cases)
+}
+
+#[test]
+fn argmax_finds_each_rows_largest_value_in_every_dtype() {
+    let cases = check_argmax::<f32>(
+        |a, b| kernels::argmax_f32(a, b),
+        &kernels::argmax_f32::SIZES,
+    )
+    .unwrap();
+    assert!(cases > 40, "{cases} cases");
+    check_argmax::<half::f16>(
+        |a, b| kernels::argmax_f16(a, b),
+        &kernels::argmax_f16::SIZES,
+    )
+    .unwrap();
+    check_argmax::<half::bf16>(
+        |a, b| kernels::argmax_bf16(a, b),
+        &kernels::argmax_bf16::SIZES,
+    )
+    .unwrap();
+}
+
+#[test]
+fn argmax_ties_go_to_the_lowest_index_and_nan_beats_every_number() {
+    let cols = 9000; // three tiles of 4096
+    let nan = f32::NAN;
+    let mut rows: Vec<Vec<f32>> = Vec::new();
+    let row = |cells: &[(usize, f32)]| {
+        let mut r = vec![-1.0f32; cols];
+        for &(j, v) in cells {
+            r[j] = v;
+        }
+        r
+    };
+    let cases: [(&[(usize, f32)], i32); 10] = [
+        (&[], 0),                                         // all equal
+        (&[(5000, 3.0), (8999, 3.0), (4096, 3.0)], 4096), // a tie across tiles
+        (&[(4095, 2.0), (4096, 2.0)], 4095),              // either side of a tile edge
+        (&[(7, 2.0), (3, 2.0), (64, 2.0)], 3),            // a tie in one repeat and the next
+        (&[(6000, nan), (8000, f32::INFINITY)], 6000),    // NaN beats inf
+        (&[(100, f32::INFINITY), (6000, nan), (7000, nan)], 6000),
+        (&[(8998, nan), (10, 5.0)], 8998),
+        (&[(0, -0.0), (1, 0.0)], 0), // -1 everywhere else; -0 and +0 tie
+        (&[(2, 0.0), (9, -0.0)], 2),
+        (&[(8999, f32::MAX)], 8999),
+    ];
+    for (cells, _) in &cases {
+        rows.push(row(cells));
+    }
+    rows.push(vec![f32::NEG_INFINITY; cols]);
+    rows.push(vec![nan; cols]);
+    let want: Vec<i32> = cases.iter().map(|&(_, w)| w).chain([0, 0]).collect();
+    let x: Vec<f32> = rows.concat();
+    assert_eq!(argmax_reference(&x, cols), want);
+    for blocks in [None, Some(1), Some(5)] {
+        let run = || run_argmax::<f32>(|a, b| kernels::argmax_f32(a, b), &x, want.len(), cols);
+        let got = match blocks {
+            Some(n) => pypto_rt::with_host_blocks(n, run).unwrap(),
+            None => run(),
+        }
+        .unwrap();
+        assert_eq!(got, want, "{blocks:?} blocks");
+        let h: Vec<half::f16> = x.iter().map(|&v| half::f16::from_f32(v)).collect();
+        let got = run_argmax::<half::f16>(|a, b| kernels::argmax_f16(a, b), &h, want.len(), cols)
+            .unwrap();
+        // f32::MAX is inf in fp16, -1 everywhere else: still the largest.
+        assert_eq!(got, want, "f16, {blocks:?} blocks");
+    }
+}
+
+#[test]
+fn argmax_gives_the_same_ids_at_every_block_count() {
+    let (rows, cols) = (60, 300);
+    let x: Vec<half::bf16> = coarse(rows * cols, 50);
+    let want = argmax_reference(&x, cols);
+    let f: ArgMax<half::bf16> = |a, b| kernels::argmax_bf16(a, b);
+    assert_eq!(run_argmax(f, &x, rows, cols).unwrap(), want);
+    assert_eq!(pypto_rt::last_launch().unwrap().blocks, 48);
+    for n in 1..=pypto_rt::MAX_BLOCKS {
+        let got = pypto_rt::with_host_blocks(n, || run_argmax(f, &x, rows, cols))
+            .unwrap()
+            .unwrap();
+        assert_eq!(pypto_rt::last_launch().unwrap().blocks, n);
+        assert_eq!(got, want, "{n} blocks");
+    }
+}
+
+#[test]
+fn greedy_sampling_over_a_fixed_vocabulary() {
+    let dev = Device::host();
+    let b = 4;
+    let logits: Vec<half::f16> = values(b * 4096, 51);
+    let mut next = dev.zeros((b,)).unwrap();
+    kernels::argmax_vocab(
+        &dev.tensor_from(&logits, (b, Const::<4096>)).unwrap(),
+        &mut next,
+    )
+    .unwrap();
+    assert_eq!(next.to_vec().unwrap(), argmax_reference(&logits, 4096));
+}
+
+#[test]
+fn an_empty_row_has_no_argmax() {
+    let dev = Device::host();
+    let x = dev.zeros::<f32, _>((3, 0)).unwrap();
+    let mut out = dev.zeros((3,)).unwrap();
+    let err = kernels::argmax_f32(&x, &mut out).unwrap_err();
+    assert!(matches!(err, Error::NoBlocks { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "kernel `argmax_f32`: its block rule (one block per row of `logits`) gives 0 blocks for \
+         these sizes, but output `ids` has 3 elements, which no block would write"
+    );
+}
+
 // ---- broken builtins ------------------------------------------------------------
 
 /// Each serving mutant of tests/support/mutants.rs fails the checks its
@@ -666,15 +857,23 @@ fn broken_serving_builtins_fail_the_checks() {
     )
     .unwrap_err();
     assert!(failure.problem.starts_with("element "), "{failure}");
+    let failure = check_argmax::<f32>(
+        |a, b| kernels::broken_argmax_last_tie_f32(a, b),
+        &kernels::argmax_f32::SIZES,
+    )
+    .unwrap_err();
+    // Caught where a row has two tiles whose maxima tie.
+    assert!(failure.case.starts_with("B = 3, V = 8191"), "{failure}");
     let mut serving: Vec<&str> = pypto_tests::mutants::MUTANTS
         .iter()
-        .filter(|m| ["reshape_and_cache", "rope"].contains(&m.builtin))
+        .filter(|m| ["reshape_and_cache", "rope", "argmax"].contains(&m.builtin))
         .map(|m| m.name)
         .collect();
     serving.sort_unstable();
     assert_eq!(
         serving,
         [
+            "broken_argmax_last_tie_f32",
             "broken_reshape_and_cache_share_end_f32",
             "broken_rope_backwards_f32"
         ],

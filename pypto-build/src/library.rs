@@ -49,6 +49,7 @@ pub const BUILTIN_TEMPLATES: &[(&str, &str)] = embed![
     "add" => "builtin/add.hbs",
     "add_bias" => "builtin/add_bias.hbs",
     "add_rms_norm" => "builtin/add_rms_norm.hbs",
+    "argmax" => "builtin/argmax.hbs",
     "attention" => "builtin/attention.hbs",
     "batch_matmul" => "builtin/batch_matmul.hbs",
     "flash_attention" => "builtin/flash_attention.hbs",

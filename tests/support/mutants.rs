@@ -211,6 +211,16 @@ pub const MUTANTS: &[Mutant] = &[
             "sinIndex = (first ? kSin : 2 * kSin) + i;",
         )],
     },
+    Mutant {
+        name: "broken_argmax_last_tie_f32",
+        builtin: "argmax",
+        dtype: "DT_FP32",
+        defect: "a tie between tiles goes to the later tile",
+        edits: &[(
+            "cand != cand || cand > best",
+            "cand != cand || cand >= best",
+        )],
+    },
 ];
 
 /// The spec params of a mutant of `builtin`, as tests/kernels/rows.yaml
@@ -250,6 +260,10 @@ pub fn params(builtin: &str, dtype: &str) -> String {
             "positions: { dtype: DT_INT32, shape: [R] }".to_owned(),
             t("cos_sin", "[N, 128]"),
             out("[R, C]"),
+        ],
+        "argmax" => vec![
+            t("x", "[R, C]"),
+            "out: { dtype: DT_INT32, shape: [R], output: true }".to_owned(),
         ],
         other => panic!("no mutant params for builtin/{other}"),
     };
