@@ -384,3 +384,52 @@ fn a_block_outside_the_cache_is_an_error_naming_the_request_and_position() {
         }
     }
 }
+
+/// Runs `flash_gqa4_any_width_f16` (q and k widths DYNAMIC) with q `qw`
+/// and k `kw` wide.
+fn run_any_width(c: &Case, qw: usize, kw: usize) -> Result<(Vec<half::f16>, Vec<f64>), Error> {
+    let dev = Device::host();
+    let (q, qf) = inputs::<half::f16>(c.batch * c.sq * qw, 11);
+    let (k, kf) = inputs::<half::f16>(c.batch * c.skv * kw, 12);
+    let (v, vf) = inputs::<half::f16>(c.batch * c.skv * kw, 13);
+    let q = dev.tensor_from(&q, (c.batch, c.sq, qw))?;
+    let k = dev.tensor_from(&k, (c.batch, c.skv, kw))?;
+    let v = dev.tensor_from(&v, (c.batch, c.skv, kw))?;
+    let mut out = dev.zeros((c.batch, c.sq, qw))?;
+    kernels::flash_gqa4_any_width_f16(&q, &k, &v, &mut out)?;
+    let want = reference(
+        c,
+        &qf,
+        &kf,
+        &vf,
+        |b, j| b * c.skv + j,
+        round_to::<half::f16>,
+    );
+    Ok((out.to_vec()?, want))
+}
+
+#[test]
+fn head_sizes_that_disagree_are_an_error_before_the_launch() {
+    // The contract's `equals: "q.last / heads == k.last / kv_heads"` on
+    // widths that arrive at run time: 4 heads of 64 over 2 of 64 run.
+    let c = case(2, 3, 5, 4, 2, 64, false);
+    let (got, want) = run_any_width(&c, 256, 128).unwrap();
+    check(&format!("{c:?}"), &got, &want, 1e-3);
+    // k of 2 heads of 96 beside q's heads of 64: the wrapper refuses the
+    // call, naming the sizes, the relation and where the template writes it.
+    let err = run_any_width(&c, 256, 192).unwrap_err();
+    assert!(matches!(err, Error::NotEqual { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "kernel `flash_gqa4_any_width_f16`: `q.2` is 256 and `k.2` is 192, but \
+         builtin/flash_attention needs `q.last / heads == k.last / kv_heads` with heads = 4 and \
+         kv_heads = 2 (builtin/flash_attention.hbs:14:5): the left side is 64, the right 96"
+    );
+    // A width the heads do not divide is the `divisible_by` relation's
+    // error, which the launch checks first.
+    assert_eq!(
+        run_any_width(&c, 250, 128).unwrap_err().to_string(),
+        "kernel `flash_gqa4_any_width_f16`: `q.2` is 250, not a multiple of 4 (heads = 4: query \
+         heads; q's last axis holds heads of D = 64 or 128)"
+    );
+}

@@ -24,6 +24,10 @@
 
 use std::path::Path;
 
+pub(crate) mod equals;
+
+pub use equals::{Equation, Expr, Op};
+
 use crate::diag::{Diagnostic, Pos, Sink, clip, display_path};
 use crate::names::{did_you_mean, identifier_problem};
 use crate::spec::one_of;
@@ -166,6 +170,8 @@ pub struct Contract {
     /// `(big, small, relation)`: the small param has the big one's leading
     /// axes and half its last axis (swiglu's split).
     pub halved_last: Option<(usize, usize, usize)>,
+    /// `equals:` relations: integer arithmetic over axes and int options.
+    pub equations: Vec<Equation>,
     pub cores: CoreKind,
     /// GM scratch the kernel needs (cube/vector exchanges): the runtime
     /// lends it zeroed on every launch, after the params.
@@ -294,6 +300,18 @@ impl Contract {
             .halved_last
             .filter(|&(_, _, r)| relation_holds(r))
             .and_then(|(a, b, r)| Some((moved(a)?, moved(b)?, r)));
+        c.equations = c
+            .equations
+            .iter()
+            .filter(|e| relation_holds(e.relation))
+            .filter_map(|e| {
+                Some(Equation {
+                    left: e.left.map_axes(&axis)?,
+                    right: e.right.map_axes(&axis)?,
+                    ..e.clone()
+                })
+            })
+            .collect();
         for relation in &mut c.relations {
             relation.axes = relation.axes.iter().filter_map(|&a| axis(a)).collect();
         }
@@ -404,6 +422,7 @@ const RELATION_KEYS: &[&str] = &[
     "halved_last",
     "multiple_of",
     "divisible_by",
+    "equals",
     "when",
     "unless",
 ];
@@ -1171,11 +1190,17 @@ impl Reader<'_, '_> {
             let (kind, key, value) = entries[0];
             let what = format!("`{kind}`");
             let relation = c.relations.len();
+            // An equation is quoted whole, as written: messages show it.
+            let shown = match (&value.value, kind) {
+                (Value::Str(s), "equals") if s.len() <= equals::MAX_TEXT => {
+                    format!("\"{}\"", s.trim())
+                }
+                _ => flow(value),
+            };
             let text = match &condition {
-                None => format!("{kind}: {}", flow(value)),
+                None => format!("{kind}: {shown}"),
                 Some((option, on)) => format!(
-                    "{kind}: {}, {}: {option}",
-                    flow(value),
+                    "{kind}: {shown}, {}: {option}",
                     if *on { "when" } else { "unless" }
                 ),
             };
@@ -1252,6 +1277,11 @@ impl Reader<'_, '_> {
                         }
                     }
                 }
+                "equals" => {
+                    if let Some(e) = self.equation(value, c, relation) {
+                        c.equations.push(e);
+                    }
+                }
                 "multiple_of" => {
                     let entries = self.mapping(value, &what, &["axis", "of", "times", "why"]);
                     let get = |key: &str| entries.iter().find(|(n, _, _)| *n == key).map(|e| e.2);
@@ -1302,6 +1332,115 @@ impl Reader<'_, '_> {
                     }
                 }
             }
+        }
+    }
+
+    /// `equals: "LEFT == RIGHT"`: parsed, its names resolved (axes of
+    /// tensor params, int options), and the axes it names recorded on the
+    /// relation.
+    fn equation(&mut self, node: &Node, c: &mut Contract, relation: usize) -> Option<Equation> {
+        let text = self.string(node, "`equals`")?;
+        let what = format!("`equals` (`{}`)", clip(text.trim(), 64));
+        let (left, right) = match equals::parse(&text) {
+            Ok(sides) => sides,
+            Err(why) => {
+                self.error(node.pos, format!("{what}: {why}"));
+                return None;
+            }
+        };
+        let before = self.sink.count();
+        let left = self.resolve(&left, node, c, &what);
+        let right = self.resolve(&right, node, c, &what);
+        let (Some(left), Some(right)) = (left, right) else {
+            return None;
+        };
+        if self.sink.count() != before {
+            return None;
+        }
+        let mut axes = Vec::new();
+        left.axes(&mut axes);
+        right.axes(&mut axes);
+        if axes.is_empty() {
+            self.error(
+                node.pos,
+                format!("{what}: names no axis, so it checks nothing about the tensors"),
+            );
+            return None;
+        }
+        if let (Expr::Axis(_), Expr::Axis(_)) = (&left, &right) {
+            let sides: Vec<&str> = text.split("==").map(str::trim).collect();
+            self.error(
+                node.pos,
+                format!(
+                    "{what}: two axes that are equal are one dim; write `same_dim: [{}]`",
+                    sides.join(", ")
+                ),
+            );
+            return None;
+        }
+        for a in axes {
+            if let (_, AxisRef::Index(_)) = a {
+                c.relations[relation].axes.push(a);
+            }
+        }
+        Some(Equation {
+            text: text.trim().to_owned(),
+            left,
+            right,
+            relation,
+        })
+    }
+
+    /// A parsed side with its names resolved; every bad name is reported.
+    fn resolve(
+        &mut self,
+        p: &equals::Parsed,
+        node: &Node,
+        c: &Contract,
+        what: &str,
+    ) -> Option<Expr> {
+        match p {
+            equals::Parsed::Int(n) => Some(Expr::Int(*n)),
+            equals::Parsed::Bin(op, l, r) => {
+                let l = self.resolve(l, node, c, what);
+                let r = self.resolve(r, node, c, what);
+                Some(Expr::Bin(*op, Box::new(l?), Box::new(r?)))
+            }
+            equals::Parsed::Name(name) if name.contains('.') => {
+                let axis = Node {
+                    pos: node.pos,
+                    value: Value::Str(name.clone()),
+                };
+                self.axis_ref(&axis, c, what).map(Expr::Axis)
+            }
+            equals::Parsed::Name(name) => match c.option(name).map(|o| o.kind) {
+                Some(OptionKind::Int { .. }) => Some(Expr::Option(name.clone())),
+                Some(OptionKind::Bool { .. }) => {
+                    self.error(
+                        node.pos,
+                        format!("{what}: option `{name}` is a bool; this needs an int option"),
+                    );
+                    None
+                }
+                None if c
+                    .params
+                    .as_ref()
+                    .is_some_and(|ps| ps.iter().any(|p| &p.name == name)) =>
+                {
+                    self.error(
+                        node.pos,
+                        format!(
+                            "{what}: `{name}` is a param; name one of its axes, `{name}.0` or \
+                             `{name}.last`"
+                        ),
+                    );
+                    None
+                }
+                None => {
+                    self.no_option(node, c, what, name);
+                    None
+                }
+            },
         }
     }
 

@@ -712,3 +712,220 @@ fn a_param_may_take_its_own_dtypes() {
         )]
     );
 }
+
+// ---- `equals:` relations ---------------------------------------------------
+
+/// Attention's shape relations as a user template writes them: `q` holds
+/// `heads` heads of `D`, `k` `kv_heads` heads of the same `D`.
+const EQUALS: &str = "---
+params:
+  - { name: q, rank: 2 }
+  - { name: k, rank: 2 }
+  - { name: out, rank: 2, output: true }
+options:
+  heads: { type: int, default: 1, min: 1, max: 64 }
+  kv_heads: { type: int, default: 1, min: 1, max: 64 }
+  rotary: { type: bool, default: false }
+relations:
+  - same_shape: [q, out]
+  - equals: \"q.last / heads == k.last / kv_heads\"
+  - { equals: \"k.0 * 2 == q.0 + 4\", when: rotary }
+---
+// body
+";
+
+fn equals_spec(q: &str, k: &str, options: &str) -> String {
+    format!(
+        "kernels:\n  attn:\n    template: t.hbs\n    options: {options}\n    params:\n      \
+         query: {{ dtype: DT_FP32, shape: {q} }}\n      key: {{ dtype: DT_FP32, shape: {k} }}\n      \
+         out: {{ dtype: DT_FP32, shape: {q}, output: true }}\n"
+    )
+}
+
+#[test]
+fn equals_on_fixed_and_static_sizes_is_checked_at_build_time() {
+    let dir = with_template(EQUALS);
+    let t = pypto_build::display_path(&dir.join("t.hbs"));
+    let err =
+        |q: &str, k: &str, options: &str| check(&dir, &equals_spec(q, k, options)).unwrap_err();
+    assert_eq!(
+        err("[4, 256]", "[4, 96]", "{ heads: 4, kv_heads: 1 }"),
+        [format!(
+            "k.yaml:2:3: kernel `attn`: `query.1` is 256 and `key.1` is 96, but {t} needs \
+             `q.last / heads == k.last / kv_heads` with heads = 4 and kv_heads = 1 ({t}:12:5): \
+             the left side is 64, the right 96"
+        )]
+    );
+    assert_eq!(
+        err("[4, 250]", "[4, 64]", "{ heads: 4 }"),
+        [format!(
+            "k.yaml:2:3: kernel `attn`: `query.1` is 250 and `key.1` is 64, but {t} needs \
+             `q.last / heads == k.last / kv_heads` with heads = 4 and kv_heads = 1 ({t}:12:5): \
+             the division 250 / 4 leaves a remainder"
+        )]
+    );
+    // STATIC sizes: each specialisation; the first that breaks it is named.
+    let statics = equals_spec("[4, STATIC]", "[4, 64]", "{ heads: 2 }")
+        + "    static: { query.1: [128, 96] }\n";
+    assert_eq!(
+        check(&dir, &statics).unwrap_err(),
+        [format!(
+            "k.yaml:2:3: kernel `attn`: `query.1` is 96 and `key.1` is 64, but {t} needs \
+             `q.last / heads == k.last / kv_heads` with heads = 2 and kv_heads = 1 ({t}:12:5): \
+             the left side is 48, the right 64"
+        )]
+    );
+    // An entry with `when:` holds only with its option on.
+    assert!(check(&dir, &equals_spec("[4, 64]", "[5, 64]", "{}")).is_ok());
+    assert_eq!(
+        err("[4, 64]", "[5, 64]", "{ rotary: true }"),
+        [format!(
+            "k.yaml:2:3: kernel `attn`: `key.0` is 5 and `query.0` is 4, but {t} needs \
+             `k.0 * 2 == q.0 + 4` ({t}:13:7): the left side is 10, the right 8"
+        )]
+    );
+    // Sizes that keep it build, with nothing left for run time.
+    let m = check(
+        &dir,
+        &equals_spec("[4, 256]", "[4, 128]", "{ heads: 4, kv_heads: 2 }"),
+    )
+    .unwrap();
+    assert!(m.kernels[0].equations.is_empty());
+}
+
+#[test]
+fn equals_on_a_dynamic_size_is_left_to_the_wrapper() {
+    use pypto_build::model::Step;
+    let dir = with_template(EQUALS);
+    let t = pypto_build::display_path(&dir.join("t.hbs"));
+    let m = check(
+        &dir,
+        &equals_spec(
+            "[DYNAMIC, DYNAMIC]",
+            "[DYNAMIC, 64]",
+            "{ heads: 8, kv_heads: 2 }",
+        ),
+    )
+    .unwrap();
+    let e = &m.kernels[0].equations;
+    assert_eq!(e.len(), 1);
+    assert_eq!(
+        e[0].left,
+        [Step::Size { param: 0, axis: 1 }, Step::Int(8), Step::Div]
+    );
+    assert_eq!(
+        e[0].right,
+        [Step::Size { param: 1, axis: 1 }, Step::Int(2), Step::Div]
+    );
+    assert_eq!(e[0].axes, [(0, 1), (1, 1)]);
+    assert_eq!(
+        e[0].why,
+        format!(
+            "{t} needs `q.last / heads == k.last / kv_heads` with heads = 8 and kv_heads = 2 \
+             ({t}:12:5)"
+        )
+    );
+}
+
+#[test]
+fn a_malformed_equals_is_located_in_the_template() {
+    let head = "---\nparams:\n  - { name: x, rank: 2 }\n  - { name: s, kind: scalar }\n  \
+                - { name: out, rank: 2, output: true }\n\
+                options:\n  heads: { type: int, default: 2, min: 1, max: 8 }\n  \
+                b: { type: bool, default: false }\nrelations:\n";
+    let cases: &[(&str, &str)] = &[
+        (
+            "  - equals: \"x.last / head == out.last\"\n",
+            "t.hbs:10:13: template contract: `equals` (`x.last / head == out.last`): no option \
+             `head`; declare it under `options:` — did you mean `heads`?",
+        ),
+        (
+            "  - equals: \"xx.last == 2 * out.0\"\n",
+            "t.hbs:10:13: template contract: `equals` (`xx.last == 2 * out.0`): no param `xx`; \
+             the params are `x`, `s` or `out` — did you mean `x`?",
+        ),
+        (
+            "  - equals: \"x.2 == 2 * out.0\"\n",
+            "t.hbs:10:13: template contract: `equals` (`x.2 == 2 * out.0`): `x` has 2 axes; \
+             there is no axis 2",
+        ),
+        (
+            "  - equals: \"s.0 == 2 * out.0\"\n",
+            "t.hbs:10:13: template contract: `equals` (`s.0 == 2 * out.0`): `s` is a scalar; \
+             this needs a tensor",
+        ),
+        (
+            "  - equals: \"x.0 == b * out.0\"\n",
+            "t.hbs:10:13: template contract: `equals` (`x.0 == b * out.0`): option `b` is a bool; \
+             this needs an int option",
+        ),
+        (
+            "  - equals: \"x == out.0\"\n",
+            "t.hbs:10:13: template contract: `equals` (`x == out.0`): `x` is a param; name one \
+             of its axes, `x.0` or `x.last`",
+        ),
+        (
+            "  - equals: \"x.0 = out.0 * 2\"\n",
+            "t.hbs:10:13: template contract: `equals` (`x.0 = out.0 * 2`): `=` alone is not a \
+             comparison; write `==`",
+        ),
+        (
+            "  - equals: \"x.0 / 0 == out.0\"\n",
+            "t.hbs:10:13: template contract: `equals` (`x.0 / 0 == out.0`): `/ 0` divides by zero",
+        ),
+        (
+            "  - equals: \"x.0 * 2\"\n",
+            "t.hbs:10:13: template contract: `equals` (`x.0 * 2`): needs exactly one `==` between \
+             two expressions, not 0; e.g. `q.last / heads == k.last / kv_heads`",
+        ),
+        (
+            "  - equals: \"(x.0 + 1 == out.0\"\n",
+            "t.hbs:10:13: template contract: `equals` (`(x.0 + 1 == out.0`): expected `)`, found \
+             `==`",
+        ),
+        (
+            "  - equals: \"heads * 2 == 4\"\n",
+            "t.hbs:10:13: template contract: `equals` (`heads * 2 == 4`): names no axis, so it \
+             checks nothing about the tensors",
+        ),
+        (
+            "  - equals: \"x.last == out.0\"\n",
+            "t.hbs:10:13: template contract: `equals` (`x.last == out.0`): two axes that are \
+             equal are one dim; write `same_dim: [x.last, out.0]`",
+        ),
+        (
+            "  - equals: [x.0, out.0]\n",
+            "t.hbs:10:13: template contract: `equals`: expected a string, found a list",
+        ),
+        (
+            "  - { equals: \"x.0 == 2 * out.0\", when: heads }\n",
+            "t.hbs:10:41: template contract: `relations` entry, `when`: option `heads` is an int; \
+             this needs a bool option",
+        ),
+    ];
+    for (tail, want) in cases {
+        let dir = with_template(&format!("{head}{tail}---\n"));
+        let got = check(&dir, &spec("[4, 4]", "[4]", "[4, 4]", "{}")).unwrap_err();
+        assert_eq!(got.join("\n"), *want, "{tail}");
+    }
+    // Hostile input: bounded length and nesting.
+    let deep = format!(
+        "  - equals: \"{}x.0{} == out.0\"\n",
+        "(".repeat(20),
+        ")".repeat(20)
+    );
+    let long = format!("  - equals: \"x.0 == {}1\"\n", "1 + ".repeat(70));
+    for (tail, want) in [
+        (deep, "parentheses nested more than 16 deep"),
+        (long, "longer than 256 bytes"),
+    ] {
+        let dir = with_template(&format!("{head}{tail}---\n"));
+        let got = check(&dir, &spec("[4, 4]", "[4]", "[4, 4]", "{}")).unwrap_err();
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(
+            got[0].starts_with("t.hbs:10:13: template contract: `equals` (`"),
+            "{got:?}"
+        );
+        assert!(got[0].ends_with(want), "{got:?}");
+    }
+}

@@ -121,6 +121,23 @@ pub enum Error {
         why: String,
     },
 
+    /// Sizes that break an arithmetic relation of the kernel's template
+    /// (an `equals:` entry of its contract, such as flash attention's
+    /// `q.last / heads == k.last / kv_heads`).
+    #[error("kernel `{kernel}`: {}, but {why}: {problem}", and_list(axes))]
+    NotEqual {
+        /// The kernel called.
+        kernel: &'static str,
+        /// Every axis the relation reads, with its size in the call.
+        axes: Vec<AxisSize>,
+        /// The relation: the template, the equation as written, the
+        /// options' values and where the template writes it.
+        why: String,
+        /// What broke it: the sides' values, or a division that leaves a
+        /// remainder.
+        problem: String,
+    },
+
     /// Tensors of one call live on different devices.
     #[error("kernel `{kernel}`: param `{param}` is on {actual}, but the call runs on {expected}")]
     WrongDevice {
@@ -388,6 +405,15 @@ fn invalid_bool(kernel: &Option<&'static str>, param: &str, index: usize, value:
             "element {index} of a DT_BOOL tensor holds byte {value}, which is not a DT_BOOL (0 or \
              1), so {param}"
         ),
+    }
+}
+
+/// `` `a.0` is 1``, `` `a.0` is 1 and `b.1` is 2``, …
+fn and_list(axes: &[AxisSize]) -> String {
+    let items: Vec<String> = axes.iter().map(ToString::to_string).collect();
+    match &items[..] {
+        [init @ .., last] if !init.is_empty() => format!("{} and {last}", init.join(", ")),
+        _ => items.concat(),
     }
 }
 

@@ -31,6 +31,11 @@ const RT_WORKSPACE: &str = "::pypto_rt::__private::v4";
 const RT_DISPATCH_INTERFACE: u32 = 5;
 const RT_DISPATCH: &str = "::pypto_rt::__private::v5";
 
+/// The interface, and its module, that kernels whose template has
+/// `equals:` relations on run-time sizes need (`check_equations`).
+const RT_EQUALS_INTERFACE: u32 = 6;
+const RT_EQUALS: &str = "::pypto_rt::__private::v6";
+
 /// The name a workspace goes by in the runtime's messages: not a name a
 /// spec can give a param.
 const WORKSPACE_NAME: &str = "(workspace)";
@@ -60,6 +65,14 @@ pub fn generate(plans: &[Plan<'_>]) -> String {
             "// Each kernel's `SIZES` (for `pypto_rt::testing`), and kernels that choose among\n\
              // variants, need interface v{RT_DISPATCH_INTERFACE}.\n\
              const _: () = ::pypto_rt::__private::require_interface::<{RT_DISPATCH_INTERFACE}>();\n"
+        );
+    }
+    if plans.iter().any(|p| !p.kernel.equations.is_empty()) {
+        let _ = writeln!(
+            out,
+            "// A kernel below checks `equals:` relations of its template at run time, which\n\
+             // needs interface v{RT_EQUALS_INTERFACE}.\n\
+             const _: () = ::pypto_rt::__private::require_interface::<{RT_EQUALS_INTERFACE}>();\n"
         );
     }
     out.push_str("mod __pypto_ffi {\n");
@@ -207,6 +220,7 @@ fn dispatcher(out: &mut String, group: &[&Plan<'_>]) {
     for (i, plan) in group.iter().enumerate() {
         let suffix = format!("_V{i}");
         descriptor(out, plan, &suffix);
+        equations(out, plan.kernel, &suffix);
         entries(out, plan, &suffix);
     }
     let _ = writeln!(
@@ -305,6 +319,12 @@ fn dispatcher(out: &mut String, group: &[&Plan<'_>]) {
                 "{RT_DISPATCH}::launch_with_workspace(&__PYPTO_DESC_V{i}, __PYPTO_ENTRIES_V{i}[__pypto_index], __pypto_args, {bytes})"
             ),
         };
+        if !k.equations.is_empty() {
+            let _ = writeln!(
+                body,
+                "        {RT_EQUALS}::check_equations(&__PYPTO_DESC_V{i}, &__pypto_args, &__PYPTO_EQUATIONS_V{i})?;"
+            );
+        }
         let _ = writeln!(
             body,
             "        // SAFETY: __PYPTO_ENTRIES_V{i} holds variant `{}` compiled from this spec, taking the\n        \
@@ -656,6 +676,7 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
     }
     out.push_str("{\n");
     descriptor(out, plan, "");
+    equations(out, k, "");
     entries(out, plan, "");
     // The specialisation index: mixed radix over the STATIC dims, first dim
     // most significant (the order the model enumerates them in).
@@ -685,7 +706,24 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
         terms.join(" + ")
     };
     let _ = writeln!(out, "    let __pypto_index: usize = {index};");
-    let args = call_args(k);
+    let mut args = call_args(k);
+    // The template's `equals:` relations on run-time sizes are checked
+    // before the launch (after the checks the launch itself makes first).
+    if !k.equations.is_empty() {
+        let _ = writeln!(
+            out,
+            "    let __pypto_args = [{}];\n    \
+             {RT_EQUALS}::check_equations(&__PYPTO_DESC, &__pypto_args, &__PYPTO_EQUATIONS)?;",
+            args.join(", ")
+        );
+        args = vec!["__pypto_args".to_owned()];
+    }
+    let args_expr = |args: &[String], by_ref: bool| match (args, by_ref) {
+        ([one], true) if one == "__pypto_args" => "&__pypto_args".to_owned(),
+        ([one], false) if one == "__pypto_args" => "__pypto_args".to_owned(),
+        (all, true) => format!("&[{}]", all.join(", ")),
+        (all, false) => format!("[{}]", all.join(", ")),
+    };
     out.push_str(if k.workspace.is_some() {
         "    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the\n    \
          // tensors in spec order, then the workspace the runtime lends; outputs are\n    \
@@ -698,16 +736,16 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
         None => {
             let _ = writeln!(
                 out,
-                "    unsafe {{\n        {RT}::launch(\n            &__PYPTO_DESC,\n            __PYPTO_ENTRIES[__pypto_index],\n            &[{}],\n        )\n    }}",
-                args.join(", ")
+                "    unsafe {{\n        {RT}::launch(\n            &__PYPTO_DESC,\n            __PYPTO_ENTRIES[__pypto_index],\n            {},\n        )\n    }}",
+                args_expr(&args, true)
             );
         }
         // The runtime lends the scratch, zeroed, as the last tensor.
         Some(bytes) => {
             let _ = writeln!(
                 out,
-                "    unsafe {{\n        {RT_WORKSPACE}::launch_with_workspace(\n            &__PYPTO_DESC,\n            __PYPTO_ENTRIES[__pypto_index],\n            [{}],\n            {bytes},\n        )\n    }}",
-                args.join(", ")
+                "    unsafe {{\n        {RT_WORKSPACE}::launch_with_workspace(\n            &__PYPTO_DESC,\n            __PYPTO_ENTRIES[__pypto_index],\n            {},\n            {bytes},\n        )\n    }}",
+                args_expr(&args, false)
             );
         }
     }
@@ -878,6 +916,50 @@ fn descriptor(out: &mut String, plan: &Plan<'_>, suffix: &str) {
         })
         .collect();
     let _ = writeln!(out, "        halves: &[{}],\n    }};", halves.join(", "));
+}
+
+/// The static holding a kernel's `equals:` relations on run-time sizes
+/// (none: nothing), named with `suffix`.
+fn equations(out: &mut String, k: &Kernel, suffix: &str) {
+    if k.equations.is_empty() {
+        return;
+    }
+    let side = |steps: &[crate::model::Step]| {
+        let steps: Vec<String> = steps
+            .iter()
+            .map(|s| match *s {
+                crate::model::Step::Size { param, axis } => format!("Size({param}, {axis})"),
+                crate::model::Step::Int(n) => format!("Int({n})"),
+                crate::model::Step::Add => "Add".to_owned(),
+                crate::model::Step::Sub => "Sub".to_owned(),
+                crate::model::Step::Mul => "Mul".to_owned(),
+                crate::model::Step::Div => "Div".to_owned(),
+            })
+            .map(|s| format!("{RT_EQUALS}::Step::{s}"))
+            .collect();
+        steps.join(", ")
+    };
+    let items: Vec<String> = k
+        .equations
+        .iter()
+        .map(|e| {
+            let axes: Vec<String> = e.axes.iter().map(|(p, a)| format!("({p}, {a})")).collect();
+            format!(
+                "\n        {RT_EQUALS}::Equation {{\n            left: &[{}],\n            right: &[{}],\n            \
+                 axes: &[{}],\n            why: {:?},\n        }},",
+                side(&e.left),
+                side(&e.right),
+                axes.join(", "),
+                e.why
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "    static __PYPTO_EQUATIONS{suffix}: [{RT_EQUALS}::Equation; {}] = [{}\n    ];",
+        items.len(),
+        items.concat()
+    );
 }
 
 /// Why a dim's axes agree, for the runtime's messages.

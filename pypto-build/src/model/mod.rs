@@ -13,6 +13,7 @@ mod contract;
 mod cpp;
 mod defines;
 mod dims;
+mod equals;
 mod params;
 mod source;
 mod template;
@@ -27,6 +28,7 @@ use crate::diag::{Location, Pos, Sink, clip, display_path};
 use crate::names::identifier_problem;
 use crate::spec::{KernelSpec, ParamSpec, QUOTED, SpecFile};
 use dims::FileDims;
+pub use equals::{Equation, Step};
 pub use source::{Bound, MAX_SPEC_BLOCKS};
 pub(crate) use source::{launches, quoted_headers};
 pub(crate) use template::{Templates, read_template};
@@ -229,6 +231,9 @@ pub struct Kernel {
     pub multiples: Vec<Multiple>,
     /// Halvings the contract requires where a side is DYNAMIC.
     pub halves: Vec<Halves>,
+    /// The contract's `equals:` relations that read a DYNAMIC size:
+    /// checked at run time (the others were checked here).
+    pub equations: Vec<Equation>,
     /// A `source:` kernel's entry function, as its source names it.
     pub entry: Option<String>,
     /// A templated entry's arguments, in order (empty: not a template).
@@ -674,8 +679,24 @@ fn check_kernel(
     if let Some((c, t)) = applied {
         contract::check_halved(k, &ctx, c, t, &drafts, &kernel_dims, &specialisations, sink);
     }
-    if let (Some((c, _)), Some(options)) = (applied, &options) {
+    if let (Some((c, t)), Some(options)) = (applied, &options) {
+        let before = sink.count();
         contract::check_divisible(k, &ctx, c, options, &drafts, &kernel_dims, sink);
+        // A size a `divisible_by` refuses would break an equation's
+        // division too: one error is enough.
+        if sink.count() == before {
+            equals::check_equations(
+                k,
+                &ctx,
+                c,
+                t,
+                options,
+                &drafts,
+                &kernel_dims,
+                &specialisations,
+                sink,
+            );
+        }
     }
 
     // Attach dim indices to axes.
@@ -715,6 +736,9 @@ fn check_kernel(
         &options,
         sink,
     )?;
+    let equations = applied.map_or_else(Vec::new, |(c, t)| {
+        equals::runtime_equations(c, t, &options, &params, &kernel_dims)
+    });
 
     let mut c_names = Vec::new();
     let mut system_headers = Vec::new();
@@ -763,6 +787,7 @@ fn check_kernel(
         cores,
         multiples: resolved.multiples,
         halves: resolved.halves,
+        equations,
         entry,
         template_args,
         system_headers,
