@@ -1,6 +1,8 @@
 //! Which of the host emulation's sanitizer checks run: racecheck, initcheck,
 //! synccheck and memcheck (the vendor's msSanitizer tools, on the CPU).
-//! All are on unless `PYPTO_SANITIZE` or [`with_sanitize`] says otherwise.
+//! All are on in debug builds and off in release builds (a shipped
+//! binary's CPU fallback runs at full speed), unless `PYPTO_SANITIZE` or
+//! [`with_sanitize`] says otherwise.
 
 use std::cell::Cell;
 use std::fmt;
@@ -9,8 +11,10 @@ use std::sync::OnceLock;
 use crate::error::Error;
 
 /// Chooses the sanitizer checks of every host launch of the process:
-/// `PYPTO_SANITIZE=off` (or `none`), `on` (or `all`, the default when
-/// unset), or a comma-separated list of `race`, `init`, `sync`, `mem`. Read
+/// `PYPTO_SANITIZE=off` (or `none`), `on` (or `all`), or a comma-separated
+/// list of `race`, `init`, `sync`, `mem`. Unset, the checks follow the build
+/// profile of pypto-rt: all in debug builds (tests, `cargo run`), none in
+/// release builds ([`Sanitize::DEFAULT`]). Read
 /// once, at the first host launch; any other value makes every host launch
 /// fail with [`Error::Setting`]. [`with_sanitize`] overrides it on one
 /// thread. NPU launches ignore it.
@@ -33,8 +37,15 @@ impl Sanitize {
     /// Blocks of one launch writing (or reading what another writes)
     /// overlapping global memory.
     pub const MEM: Sanitize = Sanitize(8);
-    /// Every check (the default).
+    /// Every check.
     pub const ALL: Sanitize = Sanitize(15);
+    /// The checks when `PYPTO_SANITIZE` is unset: all in debug builds, none
+    /// in release builds, as `PYPTO_READONLY_INPUTS` does.
+    pub const DEFAULT: Sanitize = if cfg!(debug_assertions) {
+        Sanitize::ALL
+    } else {
+        Sanitize::OFF
+    };
 
     const NAMES: [(&'static str, Sanitize); 4] = [
         ("race", Sanitize::RACE),
@@ -119,7 +130,7 @@ thread_local! {
 }
 
 /// The checks of a host launch on this thread: [`with_sanitize`]'s, else
-/// `PYPTO_SANITIZE`'s, else all.
+/// `PYPTO_SANITIZE`'s, else [`Sanitize::DEFAULT`].
 pub(crate) fn current() -> Result<Sanitize, Error> {
     if let Some(forced) = FORCED.with(Cell::get) {
         return Ok(forced);
@@ -127,7 +138,7 @@ pub(crate) fn current() -> Result<Sanitize, Error> {
     static FROM_ENV: OnceLock<Result<Sanitize, Error>> = OnceLock::new();
     FROM_ENV
         .get_or_init(|| match std::env::var_os(SANITIZE_VAR) {
-            None => Ok(Sanitize::ALL),
+            None => Ok(Sanitize::DEFAULT),
             Some(v) => Sanitize::parse(&v.to_string_lossy()),
         })
         .clone()
@@ -155,6 +166,21 @@ pub fn with_sanitize<R>(checks: Sanitize, f: impl FnOnce() -> R) -> R {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_follows_the_build_profile() {
+        // `cargo test` builds with debug assertions: every check; a
+        // release build (`cargo test --release`) none.
+        let expected = if cfg!(debug_assertions) {
+            Sanitize::ALL
+        } else {
+            Sanitize::OFF
+        };
+        assert_eq!(Sanitize::DEFAULT, expected);
+        if std::env::var_os(SANITIZE_VAR).is_none() {
+            assert_eq!(current().unwrap(), expected);
+        }
+    }
 
     #[test]
     fn settings_parse_and_nest() {
