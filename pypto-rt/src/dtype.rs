@@ -13,7 +13,8 @@ pub trait DType:
 {
     /// The spec (PyPTO) name, e.g. `DT_FP32`.
     const SPEC_NAME: &'static str;
-    /// The Ascend C type, e.g. `float`.
+    /// The Ascend C type, e.g. `float`: the one pypto-build's dtype table
+    /// gives (tests/tables.rs checks that they agree).
     const CPP_TYPE: &'static str;
 
     /// The value's bytes, little-endian, zero-extended to 8 bytes: how a

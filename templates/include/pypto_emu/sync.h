@@ -4,9 +4,11 @@
 // DisableDmaAtomic) that turn a following copy into global memory into a
 // read-modify-write, and the cross-core flags of mixed kernels.
 //
-// Each block runs its instructions in program order, so pipes never race:
-// the checks here catch what would hang or misbehave on the NPU (a WaitFlag
-// nothing set, an ID out of range, a second SetFlag before its WaitFlag).
+// Each block runs its instructions in program order, so the host never
+// reorders one pipe's work around another's (the racecheck sanitizer
+// reports where the NPU could): the checks here catch what would hang or
+// misbehave on the NPU (a WaitFlag nothing set, an ID out of range, a
+// second SetFlag before its WaitFlag).
 #pragma once
 
 #include <mutex>
