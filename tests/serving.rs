@@ -4,7 +4,9 @@
 //! by their tokens' positions (NeoX and interleaved pairs, partial rotary;
 //! the references compute in fp32 as the kernel does, so the checks are
 //! bit for bit); builtin/argmax picks each row's largest value (ties to the
-//! lowest index, NaN first). Sizes come from the sweep of each
+//! lowest index, NaN first); builtin/dynamic_quant quantises each token to
+//! int8 with an fp32 scale (checked against a model of the two casts it
+//! uses). Sizes come from the sweep of each
 //! kernel's `SIZES` (every DYNAMIC dim at 1, around the vector unit's
 //! blocks and repeats, the block rule's boundaries, primes, a large size)
 //! plus the template's own tile boundaries; every block count; the errors
@@ -832,6 +834,201 @@ fn an_empty_row_has_no_argmax() {
     );
 }
 
+// ---- dynamic_quant -----------------------------------------------------------------
+
+type Quant<T> = fn(
+    &Matrix<T>,
+    &mut Tensor<i8, (usize, usize)>,
+    &mut Tensor<f32, (usize,)>,
+) -> Result<(), Error>;
+
+/// fp32 → fp16 rounded to odd (Cast's CAST_ODD): the value truncated toward
+/// zero, with its last bit set when that dropped anything.
+fn f16_round_odd(v: f32) -> half::f16 {
+    let h = half::f16::from_f32(v);
+    if v.is_nan() || v.is_infinite() || h.to_f32() == v {
+        return h;
+    }
+    let sign = h.to_bits() & 0x8000;
+    let mut magnitude = h.to_bits() & 0x7fff;
+    if h.to_f32().abs() > v.abs() {
+        magnitude -= 1; // round to nearest went away from zero
+    }
+    half::f16::from_bits(sign | magnitude | 1)
+}
+
+/// What dynamic_quant computes, by the casts it uses: m = max|x| (NaN
+/// wins), factor = 127 / m (0 when m is 0, inf or NaN), each product
+/// x · factor in fp32 cast to fp16 rounding to odd, then to int8 rounding
+/// to nearest even, saturating (NaN to 0); scale = m / 127. Also checks
+/// that the two casts round the fp32 product once, as the template says.
+fn quant_reference<T: Float>(x: &[T], cols: usize) -> (Vec<i8>, Vec<f32>) {
+    let (mut q, mut scales) = (Vec::new(), Vec::new());
+    for row in x.chunks(cols) {
+        let m = if row.iter().any(|v| v.to_f32().is_nan()) {
+            f32::NAN
+        } else {
+            row.iter().fold(0f32, |m, v| m.max(v.to_f32().abs()))
+        };
+        let factor = if m > 0.0 && m.is_finite() {
+            127.0 / m
+        } else {
+            0.0
+        };
+        for v in row {
+            let p = v.to_f32() * factor;
+            let by_casts = f16_round_odd(p).to_f32().round_ties_even() as i8;
+            assert_eq!(
+                by_casts,
+                p.round_ties_even() as i8,
+                "{p}: two casts, one rounding"
+            );
+            q.push(by_casts);
+        }
+        scales.push(m / 127.0);
+    }
+    (q, scales)
+}
+
+fn run_quant<T: Float>(
+    f: Quant<T>,
+    x: &[T],
+    rows: usize,
+    cols: usize,
+) -> Result<(Vec<i8>, Vec<f32>), Error> {
+    let dev = Device::host();
+    let mut q = dev.tensor_from(&vec![-99i8; rows * cols], (rows, cols))?;
+    let mut scale = dev.tensor_from(&vec![f32::NAN; rows], (rows,))?;
+    f(&dev.tensor_from(x, (rows, cols))?, &mut q, &mut scale)?;
+    Ok((q.to_vec()?, scale.to_vec()?))
+}
+
+/// Both outputs as one list of f64: q, then the scales.
+fn quant_f64((q, scales): (Vec<i8>, Vec<f32>)) -> Vec<f64> {
+    q.into_iter()
+        .map(f64::from)
+        .chain(scales.into_iter().map(f64::from))
+        .collect()
+}
+
+/// dynamic_quant over the sweep of its sizes (T and H each varied), exact,
+/// then more rows than one block writes scales for at once.
+fn check_quant<T: Float>(
+    f: Quant<T>,
+    sizes: &pypto_rt::testing::KernelSizes,
+) -> Result<usize, SweepFailure> {
+    let cases = Sweep::new(sizes)
+        .max_elements(1 << 20)
+        .run(Tolerance::exact(), |case| {
+            let (rows, cols) = (case.dim("T"), case.dim("H"));
+            let x: Vec<T> = values(rows * cols, case.seed());
+            let got = run_quant(f, &x, rows, cols)?;
+            Ok((quant_f64(got), quant_f64(quant_reference(&x, cols))))
+        })?;
+    for rows in [1023, 1024, 1025, 2049] {
+        let x: Vec<T> = values(rows * 3, rows as u64);
+        let got = pypto_rt::with_host_blocks(1, || run_quant(f, &x, rows, 3))
+            .and_then(|r| r)
+            .map_err(|e| SweepFailure {
+                kernel: sizes.kernel,
+                case: format!("T = {rows}, H = 3, 1 block"),
+                problem: format!("the call failed: {e}"),
+            })?;
+        if quant_f64(got) != quant_f64(quant_reference(&x, 3)) {
+            return Err(SweepFailure {
+                kernel: sizes.kernel,
+                case: format!("T = {rows}, H = 3, 1 block"),
+                problem: "q or the scales differ".into(),
+            });
+        }
+    }
+    Ok(cases)
+}
+
+#[test]
+fn dynamic_quant_rounds_each_token_to_int8_in_every_dtype() {
+    let cases = check_quant::<f32>(
+        |a, b, c| kernels::quant_f32(a, b, c),
+        &kernels::quant_f32::SIZES,
+    )
+    .unwrap();
+    assert!(cases > 40, "{cases} cases");
+    check_quant::<half::f16>(
+        |a, b, c| kernels::quant_f16(a, b, c),
+        &kernels::quant_f16::SIZES,
+    )
+    .unwrap();
+    check_quant::<half::bf16>(
+        |a, b, c| kernels::quant_bf16(a, b, c),
+        &kernels::quant_bf16::SIZES,
+    )
+    .unwrap();
+}
+
+#[test]
+fn dynamic_quant_rounds_ties_to_even_once_and_handles_special_rows() {
+    let cols = 8;
+    // max 127: the factor is 1, so q is x rounded. 3.4999998 is 3.5 in
+    // fp16: rounding to nearest twice would give 4.
+    let below = f32::from_bits(3.5f32.to_bits() - 1);
+    let rows: [[f32; 8]; 6] = [
+        [127.0, 0.5, 1.5, 2.5, -2.5, below, -below, -0.0],
+        [0.0; 8],
+        [-0.0, 0.0, -0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        [1.0, f32::INFINITY, -3.0, 0.0, 2.0, 1.0, 1.0, 1.0],
+        [1.0, 2.0, f32::NAN, 4.0, 5.0, 6.0, 7.0, -100.0],
+        [-2.0, 1.0, 0.5, 0.25, 1e-30, -1e-30, 2.0, -2.0],
+    ];
+    let x: Vec<f32> = rows.concat();
+    let (q, scales) = quant_reference(&x, cols);
+    assert_eq!(&q[..8], [127, 0, 2, 2, -2, 3, -3, 0]);
+    assert_eq!(&q[8..40], [0; 32]);
+    assert_eq!(&q[40..], [-127, 64, 32, 16, 0, 0, 127, -127]);
+    assert_eq!(scales[..3], [1.0, 0.0, 0.0]);
+    assert!(scales[3].is_infinite() && scales[4].is_nan());
+    for blocks in [None, Some(1), Some(4)] {
+        let run = || run_quant::<f32>(|a, b, c| kernels::quant_f32(a, b, c), &x, 6, cols);
+        let got = match blocks {
+            Some(n) => pypto_rt::with_host_blocks(n, run).unwrap(),
+            None => run(),
+        }
+        .unwrap();
+        assert_eq!(got.0, q, "{blocks:?} blocks");
+        let bits = |v: &[f32]| v.iter().map(|s| s.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got.1), bits(&scales), "{blocks:?} blocks");
+    }
+}
+
+#[test]
+fn dynamic_quant_gives_the_same_numbers_at_every_block_count() {
+    let (rows, cols) = (60, 300);
+    let x: Vec<half::f16> = values(rows * cols, 60);
+    let f: Quant<half::f16> = |a, b, c| kernels::quant_f16(a, b, c);
+    let want = quant_reference(&x, cols);
+    assert_eq!(run_quant(f, &x, rows, cols).unwrap(), want);
+    assert_eq!(pypto_rt::last_launch().unwrap().blocks, 48);
+    for n in 1..=pypto_rt::MAX_BLOCKS {
+        let got = pypto_rt::with_host_blocks(n, || run_quant(f, &x, rows, cols))
+            .unwrap()
+            .unwrap();
+        assert_eq!(got, want, "{n} blocks");
+    }
+}
+
+#[test]
+fn dynamic_quant_of_empty_rows_is_refused() {
+    let dev = Device::host();
+    let x = dev.zeros::<f32, _>((3, 0)).unwrap();
+    let mut q = dev.zeros((3, 0)).unwrap();
+    let mut scale = dev.zeros((3,)).unwrap();
+    let err = kernels::quant_f32(&x, &mut q, &mut scale).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kernel `quant_f32`: its block rule (one block per row of `x`) gives 0 blocks for these \
+         sizes, but output `scale` has 3 elements, which no block would write"
+    );
+}
+
 // ---- broken builtins ------------------------------------------------------------
 
 /// Each serving mutant of tests/support/mutants.rs fails the checks its
@@ -864,9 +1061,15 @@ fn broken_serving_builtins_fail_the_checks() {
     .unwrap_err();
     // Caught where a row has two tiles whose maxima tie.
     assert!(failure.case.starts_with("B = 3, V = 8191"), "{failure}");
+    let failure = check_quant::<f32>(
+        |a, b, c| kernels::broken_dynamic_quant_double_rounding_f32(a, b, c),
+        &kernels::quant_f32::SIZES,
+    )
+    .unwrap_err();
+    assert!(failure.problem.starts_with("element "), "{failure}");
     let mut serving: Vec<&str> = pypto_tests::mutants::MUTANTS
         .iter()
-        .filter(|m| ["reshape_and_cache", "rope", "argmax"].contains(&m.builtin))
+        .filter(|m| ["reshape_and_cache", "rope", "argmax", "dynamic_quant"].contains(&m.builtin))
         .map(|m| m.name)
         .collect();
     serving.sort_unstable();
@@ -874,6 +1077,7 @@ fn broken_serving_builtins_fail_the_checks() {
         serving,
         [
             "broken_argmax_last_tie_f32",
+            "broken_dynamic_quant_double_rounding_f32",
             "broken_reshape_and_cache_share_end_f32",
             "broken_rope_backwards_f32"
         ],

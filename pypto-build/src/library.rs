@@ -52,6 +52,7 @@ pub const BUILTIN_TEMPLATES: &[(&str, &str)] = embed![
     "argmax" => "builtin/argmax.hbs",
     "attention" => "builtin/attention.hbs",
     "batch_matmul" => "builtin/batch_matmul.hbs",
+    "dynamic_quant" => "builtin/dynamic_quant.hbs",
     "flash_attention" => "builtin/flash_attention.hbs",
     "flash_attention_varlen" => "builtin/flash_attention_varlen.hbs",
     "gather_rows" => "builtin/gather_rows.hbs",

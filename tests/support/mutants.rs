@@ -221,6 +221,16 @@ pub const MUTANTS: &[Mutant] = &[
             "cand != cand || cand >= best",
         )],
     },
+    Mutant {
+        name: "broken_dynamic_quant_double_rounding_f32",
+        builtin: "dynamic_quant",
+        dtype: "DT_FP32",
+        defect: "rounds to nearest twice (fp32 to fp16, then to int8): 3.4999998 becomes 4",
+        edits: &[(
+            "AscendC::Cast(h, a, AscendC::RoundMode::CAST_ODD, len);",
+            "AscendC::Cast(h, a, AscendC::RoundMode::CAST_RINT, len);",
+        )],
+    },
 ];
 
 /// The spec params of a mutant of `builtin`, as tests/kernels/rows.yaml
@@ -264,6 +274,11 @@ pub fn params(builtin: &str, dtype: &str) -> String {
         "argmax" => vec![
             t("x", "[R, C]"),
             "out: { dtype: DT_INT32, shape: [R], output: true }".to_owned(),
+        ],
+        "dynamic_quant" => vec![
+            t("x", "[R, C]"),
+            "q: { dtype: DT_INT8, shape: [R, C], output: true }".to_owned(),
+            "scale: { dtype: DT_FP32, shape: [R], output: true }".to_owned(),
         ],
         other => panic!("no mutant params for builtin/{other}"),
     };
