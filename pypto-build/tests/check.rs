@@ -527,12 +527,21 @@ fn missing_templates() {
     let src = "kernels:\n  k:\n    template: builtin/softmx\n    params:\n      y: { dtype: DT_FP32, shape: [4], output: true }\n  j:\n    template: templates/nope.hbs\n    params:\n      y: { dtype: DT_FP32, shape: [4], output: true }\n";
     let errs = errors(src);
     assert_eq!(errs.len(), 2);
+    assert_eq!(
+        errs[0],
+        "3:15: kernel `k`, `template`: there is no builtin template `softmx`; did you mean \
+         `builtin/softmax`? (the README's builtin table lists them all)"
+    );
+    // With no near name, every builtin is listed.
+    let far = errors(
+        "kernels:\n  k:\n    template: builtin/zzzzzzzz\n    params:\n      y: { dtype: DT_FP32, shape: [4], output: true }\n",
+    );
     assert!(
-        errs[0].starts_with(
-            "3:15: kernel `k`, `template`: there is no builtin template `softmx`; builtins are "
+        far[0].starts_with(
+            "3:15: kernel `k`, `template`: there is no builtin template `zzzzzzzz`; builtins are `add`, "
         ),
         "{}",
-        errs[0]
+        far[0]
     );
     assert_eq!(
         errs[1],

@@ -9,7 +9,7 @@ use super::{TemplateRef, source};
 use crate::contract::{self, Contract};
 use crate::diag::{Diagnostic, Sink, display_path, path_problem};
 use crate::library;
-use crate::names::did_you_mean;
+use crate::names::nearest;
 use crate::spec::{self, KernelSpec};
 
 /// Templates larger than this are refused before reading: a template is
@@ -166,14 +166,18 @@ pub(super) fn check_template(
             return Some(TemplateRef::Builtin(name.to_owned()));
         }
         let names: Vec<&str> = library::BUILTIN_TEMPLATES.iter().map(|(n, _)| *n).collect();
-        sink.error(
-            t.pos,
-            format!(
-                "{ctx}, `template`: there is no builtin template `{name}`; builtins are {}{}",
-                spec::one_of(&names),
-                did_you_mean(name, names.iter().copied())
+        // The nearest name when there is one; the whole list otherwise.
+        let message = match nearest(name, names.iter().copied()) {
+            Some(near) => format!(
+                "{ctx}, `template`: there is no builtin template `{name}`; did you mean \
+                 `builtin/{near}`? (the README's builtin table lists them all)"
             ),
-        );
+            None => format!(
+                "{ctx}, `template`: there is no builtin template `{name}`; builtins are {}",
+                spec::one_of(&names)
+            ),
+        };
+        sink.error(t.pos, message);
         return None;
     }
     package_file("template", t, ctx, package, sink).map(TemplateRef::File)
