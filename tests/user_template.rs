@@ -96,3 +96,33 @@ fn the_readme_holds_this_template_and_spec_unchanged() {
         read("tests/kernels/user.yaml")
     );
 }
+
+/// The templates README's example of axis indexing and the `common`
+/// helpers (tests/kernels/user/double_rows.hbs): exact against plain Rust
+/// at the sweep's sizes, and the README holds the template unchanged.
+#[test]
+fn the_axes_and_helpers_example_runs_and_is_the_readmes() {
+    let dev = pypto_rt::Device::host();
+    let cases = pypto_rt::testing::Sweep::new(&kernels::double_rows::SIZES)
+        .max_elements(1 << 16)
+        .run(pypto_rt::testing::Tolerance::exact(), |case| {
+            let (r, c) = (case.dim("x.0"), case.dim("x.1"));
+            let x = pypto_tests::data(r * c, case.seed());
+            let mut out = dev.zeros((r, c))?;
+            kernels::double_rows(&dev.tensor_from(&x, (r, c))?, &mut out)?;
+            let want = x.iter().map(|&v| f64::from(v * 2.0)).collect();
+            Ok((out.to_vec()?.into_iter().map(f64::from).collect(), want))
+        })
+        .unwrap();
+    assert!(cases > 40, "{cases} cases");
+    let root = pypto_tests::workspace_root().display();
+    let read = |p: &str| std::fs::read_to_string(format!("{root}/{p}")).unwrap();
+    assert_eq!(
+        block_after(
+            &read("templates/README.md"),
+            "## Indexing axes, and the helpers of `common`",
+            "handlebars"
+        ),
+        read("tests/kernels/user/double_rows.hbs")
+    );
+}
