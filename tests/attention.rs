@@ -68,19 +68,21 @@ fn run<T: Float, const H: usize>(
 
 #[test]
 fn fp32_two_heads_over_a_grid_of_batch_and_sequence() {
-    for batch in [1usize, 2, 7] {
-        for seq in [1usize, 2, 7, 31, 32, 33, 127, 200] {
-            if batch == 7 && seq > 33 {
-                continue; // sampled grid
-            }
-            let (err, _) = run::<f32, 64>(
-                |a0, a1, a2, a3| kernels::attn_f32(a0, a1, a2, a3),
-                (batch, seq),
-                2,
-                false,
-            );
-            assert!(err < 1e-4, "B={batch} S={seq}: error {err}");
-        }
+    // The sweep of the kernel's SIZES (B and S; attention's work grows as
+    // S², so S at most 257), each dim varied with the other at 3, then both.
+    let cases = pypto_rt::testing::Sweep::new(&kernels::attn_f32::SIZES)
+        .max_size(257)
+        .cases();
+    assert!(cases.len() > 40, "{} cases", cases.len());
+    for case in cases {
+        let (batch, seq) = (case.dim("B"), case.dim("S"));
+        let (err, _) = run::<f32, 64>(
+            |a0, a1, a2, a3| kernels::attn_f32(a0, a1, a2, a3),
+            (batch, seq),
+            2,
+            false,
+        );
+        assert!(err < 1e-4, "B={batch} S={seq}: error {err}");
     }
 }
 
