@@ -1084,3 +1084,160 @@ fn broken_serving_builtins_fail_the_checks() {
         "every serving mutant is checked here"
     );
 }
+
+// ---- quant_matmul ------------------------------------------------------------------
+
+type QmmA = Tensor<i8, (usize, Const<100>)>;
+type QmmB = Tensor<i8, (Const<272>, Const<100>)>;
+type QmmCols = Tensor<f32, (Const<272>,)>;
+type Qmm<T> = fn(
+    &QmmA,
+    &QmmB,
+    &Tensor<f32, (usize,)>,
+    &QmmCols,
+    Option<&QmmCols>,
+    &mut Tensor<T, (usize, Const<272>)>,
+) -> Result<(), Error>;
+
+const QMM_K: usize = 100;
+const QMM_N: usize = 272;
+
+/// Int8 values over the whole range, -128 and 127 included, from a seed.
+fn int8s(n: usize, seed: u64) -> Vec<i8> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|i| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            match i % 37 {
+                0 => -128,
+                1 => 127,
+                _ => (s >> 56) as u8 as i8,
+            }
+        })
+        .collect()
+}
+
+/// Positive scales of the size dynamic_quant gives (max|x| / 127), from a seed.
+fn scales(n: usize, seed: u64) -> Vec<f32> {
+    data(n, seed)
+        .into_iter()
+        .map(|v| (v.abs() + 0.01) / 127.0)
+        .collect()
+}
+
+/// What quant_matmul computes: the int32 sum of the int8 products (exact),
+/// converted to fp32, times the row's scale, times the column's scale, plus
+/// the bias, each an fp32 operation in that order, rounded once to T
+/// (to nearest, ties to even).
+fn qmm_reference<T: Float>(
+    a: &[i8],
+    b: &[i8],
+    a_scale: &[f32],
+    b_scale: &[f32],
+    bias: Option<&[f32]>,
+) -> Vec<T> {
+    let m = a_scale.len();
+    let mut out = Vec::with_capacity(m * QMM_N);
+    for (r, row) in a.chunks(QMM_K).enumerate() {
+        for n in 0..QMM_N {
+            let acc: i32 = row
+                .iter()
+                .zip(&b[n * QMM_K..(n + 1) * QMM_K])
+                .map(|(&x, &w)| i32::from(x) * i32::from(w))
+                .sum();
+            let mut v = acc as f32 * a_scale[r] * b_scale[n];
+            if let Some(bias) = bias {
+                v += bias[n];
+            }
+            out.push(T::from_f32(v));
+        }
+    }
+    out
+}
+
+/// Runs `f` on M rows from `seed`; returns the output and the reference's.
+fn run_qmm<T: Float>(
+    f: Qmm<T>,
+    with_bias: bool,
+    m: usize,
+    seed: u64,
+) -> Result<(Vec<T>, Vec<T>), Error> {
+    let dev = Device::host();
+    let a = int8s(m * QMM_K, seed);
+    let b = int8s(QMM_N * QMM_K, seed + 1);
+    let a_scale = scales(m, seed + 2);
+    let b_scale = scales(QMM_N, seed + 3);
+    let bias = data(QMM_N, seed + 4);
+    let mut out = dev.tensor_from(&vec![T::from_f32(f32::NAN); m * QMM_N], (m, Const::<272>))?;
+    let bias_t = dev.tensor_from(&bias, (Const::<272>,))?;
+    f(
+        &dev.tensor_from(&a, (m, Const::<100>))?,
+        &dev.tensor_from(&b, (Const::<272>, Const::<100>))?,
+        &dev.tensor_from(&a_scale, (m,))?,
+        &dev.tensor_from(&b_scale, (Const::<272>,))?,
+        with_bias.then_some(&bias_t),
+        &mut out,
+    )?;
+    let want = qmm_reference(&a, &b, &a_scale, &b_scale, with_bias.then_some(&bias[..]));
+    Ok((out.to_vec()?, want))
+}
+
+/// quant_matmul over the sweep of its token count, bit for bit.
+fn check_qmm<T: Float>(
+    f: Qmm<T>,
+    with_bias: bool,
+    sizes: &pypto_rt::testing::KernelSizes,
+) -> Result<usize, SweepFailure> {
+    Sweep::new(sizes).run(Tolerance::exact(), |case| {
+        let (got, want) = run_qmm(f, with_bias, case.dim("T"), case.seed())?;
+        Ok((bits_as_f64(&got), bits_as_f64(&want)))
+    })
+}
+
+#[test]
+fn quant_matmul_dequantises_exactly_with_and_without_bias_in_fp16_and_bf16() {
+    let cases = check_qmm::<half::f16>(
+        |a, b, s, t, _, o| kernels::qmm_f16(a, b, s, t, o),
+        false,
+        &kernels::qmm_f16::SIZES,
+    )
+    .unwrap();
+    assert!(cases > 5, "{cases} cases");
+    check_qmm::<half::bf16>(
+        |a, b, s, t, _, o| kernels::qmm_bf16(a, b, s, t, o),
+        false,
+        &kernels::qmm_bf16::SIZES,
+    )
+    .unwrap();
+    check_qmm::<half::f16>(
+        |a, b, s, t, c, o| kernels::qmm_f16_bias(a, b, s, t, c.unwrap(), o),
+        true,
+        &kernels::qmm_f16_bias::SIZES,
+    )
+    .unwrap();
+    check_qmm::<half::bf16>(
+        |a, b, s, t, c, o| kernels::qmm_bf16_bias(a, b, s, t, c.unwrap(), o),
+        true,
+        &kernels::qmm_bf16_bias::SIZES,
+    )
+    .unwrap();
+}
+
+#[test]
+fn quant_matmul_gives_the_same_bits_at_every_block_count() {
+    let mut want = Vec::new();
+    let got = same_bits_at_every_block_count("quant_matmul", || {
+        let (got, w) = run_qmm::<half::bf16>(
+            |a, b, s, t, c, o| kernels::qmm_bf16_bias(a, b, s, t, c.unwrap(), o),
+            true,
+            300,
+            5,
+        )
+        .unwrap();
+        want = w;
+        got
+    });
+    assert_eq!(bits_as_f64(&got), bits_as_f64(&want));
+}

@@ -62,6 +62,7 @@ pub const BUILTIN_TEMPLATES: &[(&str, &str)] = embed![
     "matmul_int8" => "builtin/matmul_int8.hbs",
     "mul" => "builtin/mul.hbs",
     "paged_attention" => "builtin/paged_attention.hbs",
+    "quant_matmul" => "builtin/quant_matmul.hbs",
     "relu" => "builtin/relu.hbs",
     "reshape_and_cache" => "builtin/reshape_and_cache.hbs",
     "rms_norm" => "builtin/rms_norm.hbs",
