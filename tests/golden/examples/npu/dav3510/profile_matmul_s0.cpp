@@ -135,8 +135,8 @@ namespace {
 
 using DataT = half;
 // The output's type, and L0C's: int8 products accumulate in int32.
-using OutT = half;
 using AccT = typename std::conditional<std::is_same<DataT, int8_t>::value, int32_t, float>::type;
+using OutT = half;
 // B stored [N, K] (transpose_b): its tiles arrive in L1 as A's do, which
 // is L0B's layout already, fractal for fractal.
 constexpr bool kTransposeB = false;
@@ -144,6 +144,16 @@ constexpr bool kTransposeB = false;
 // every row: a tile's columns go GM -> L1 -> the BiasTable, and the tile's
 // first Mmad starts from them instead of zero.
 constexpr bool kBias = false;
+// Handoff (builtin/quant_matmul): each finished tile goes, as AccT, to one
+// of two slots of the block's workspace (kTileM x 256 values each) instead
+// of `out`, for the block's vector cores to finish; flag kFlagFull says a
+// slot is written, kFlagFree (from both vector cores) that one was read.
+// Blocks past `cores` (a forced host block count) have no workspace and
+// take no tiles. K = 0 leaves the cube idle: the vector cores need no sums.
+constexpr bool kHandoff = false;
+constexpr uint16_t kFlagFull = 1;
+constexpr uint16_t kFlagFree = 2;
+constexpr uint64_t kSlotValues = 128ull * 256;
 constexpr uint32_t kTileM = 128;
 // Three base blocks [M, N, K slice], chosen from M and N (the measured
 // Atlas A3 GEMM's is the wide one, NPU-PERF-FACTS §1):
@@ -299,11 +309,15 @@ public:
         k_ = k;
         n_ = n;
         tilesM_ = (m + kTileM - 1) / kTileM;
-        base_ = ChooseBaseBlock(batch, m, n, AscendC::GetBlockNum());
+        base_ = ChooseBaseBlock(batch, m, n, kHandoff ? PyptoMin(AscendC::GetBlockNum(), kCores) : AscendC::GetBlockNum());
         tilesN_ = (n + base_.n - 1) / base_.n;
         uint64_t tiles = batch * tilesM_ * tilesN_;
         uint64_t blocks = AscendC::GetBlockNum();
         uint64_t block = AscendC::GetBlockIdx();
+        if constexpr (kHandoff) {
+            blocks = PyptoMin(blocks, kCores);
+            tiles = block < blocks && k > 0 ? tiles : 0;
+        }
         firstTile_ = block;
         stride_ = blocks;
         myTiles_ = block < tiles ? (tiles - block + blocks - 1) / blocks : 0;
@@ -311,6 +325,10 @@ public:
         aGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(a), batch * m * k);
         bGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(b), batch * k * n);
         outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ OutT*>(out), batch * m * n);
+        if constexpr (kHandoff) {
+            // `out` is the workspace: two slots per block.
+            outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ OutT*>(out) + block * 2 * kSlotValues, 2 * kSlotValues);
+        }
         if constexpr (kBias) {
             biasGm_.SetGlobalBuffer(reinterpret_cast<__gm__ AccT*>(bias), n);
             // Two in L1, so the next tile's can arrive before this one's
@@ -404,11 +422,20 @@ public:
             if (slab + 1 == kSlabs_) {
                 c1_.EnQue(c);
                 c = c1_.DeQue<AccT>();
-                AscendC::FixpipeParamsV220 params(t.cols, t.rows, Round16(t.rows), n_, false);
+                uint64_t tileIndex = step / kSlabs_;
+                if (kHandoff && tileIndex >= 2) {
+                    // Wait until both vector cores have read the slot.
+                    AscendC::CrossCoreWaitFlag<2, AscendC::PIPE_FIX>(kFlagFree);
+                }
+                AscendC::FixpipeParamsV220 params(t.cols, t.rows, Round16(t.rows), kHandoff ? base_.n : n_, false);
                 params.quantPre = AscendC::IsSameType<OutT, half>::value         ? AscendC::F322F16
                                   : AscendC::IsSameType<OutT, bfloat16_t>::value ? AscendC::F322BF16
                                                                                  : AscendC::NoQuant;
-                AscendC::Fixpipe<OutT, AccT, AscendC::CFG_ROW_MAJOR>(outGm_[t.out], c, params);
+                AscendC::Fixpipe<OutT, AccT, AscendC::CFG_ROW_MAJOR>(
+                    outGm_[kHandoff ? tileIndex % 2 * kSlotValues : t.out], c, params);
+                if constexpr (kHandoff) {
+                    AscendC::CrossCoreSetFlag<2, AscendC::PIPE_FIX>(kFlagFull);
+                }
                 c1_.FreeTensor(c);
             }
         }
@@ -533,7 +560,7 @@ private:
 extern "C" __global__ __cube__ void pypto_x6_goldenk16_profile_5fmatmul_s0(GM_ADDR a, GM_ADDR b, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 535 "profile_matmul_s0.cpp"
+#line 562 "profile_matmul_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
 #line 40 "builtin/matmul.hbs"
     CubeMatmulKernel op;
@@ -541,7 +568,7 @@ extern "C" __global__ __cube__ void pypto_x6_goldenk16_profile_5fmatmul_s0(GM_AD
             pypto_tiling.dim[2]);
     op.Process();
 }
-#line 543 "profile_matmul_s0.cpp"
+#line 570 "profile_matmul_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)
