@@ -387,11 +387,9 @@ impl<'s> Sweep<'s> {
         let (counted, per): (Vec<usize>, u64) = match self.sizes.blocks {
             BlockRule::Rows { .. } => (axes[..axes.len().saturating_sub(1)].to_vec(), 1),
             BlockRule::Elements { per_block, .. } => (axes.clone(), u64::from(per_block)),
-            BlockRule::Leading {
-                axes: n, factor, ..
-            } => {
-                // `factor` blocks per index: the count changes at every index.
-                let _ = factor;
+            // `factor` blocks per index: the count changes at every index,
+            // whatever the factor.
+            BlockRule::Leading { axes: n, .. } => {
                 (axes[..usize::from(n).min(axes.len())].to_vec(), 1)
             }
             _ => return Vec::new(),

@@ -448,7 +448,23 @@ fn sizes_const(out: &mut String, name: &str, group: &[&Kernel]) {
             ParamKind::Scalar(_) => None,
         })
         .collect();
-    let blocks = match &k.blocks {
+    let blocks = block_rule(&k.blocks, RT_DISPATCH);
+    let _ = writeln!(
+        out,
+        "    /// The sizes [`{name}()`](fn@super::{name}) accepts, for `pypto_rt::testing::Sweep`.\n    \
+         pub const SIZES: {RT_DISPATCH}::KernelSizes = {RT_DISPATCH}::KernelSizes {{\n        \
+         kernel: {name:?},\n        params: &[{}\n        ],\n        dims: &[{}\n        ],\n        \
+         blocks: {RT_DISPATCH}::BlockRule::{blocks},\n    }};",
+        params.concat(),
+        dims.concat()
+    );
+}
+
+/// A block rule as the Rust expression of `pypto_rt`'s `BlockRule`
+/// variant, its `SizeOf` named through `path` (the descriptor and `SIZES`
+/// reach the runtime through different modules).
+fn block_rule(rule: &BlockRule, path: &str) -> String {
+    match *rule {
         BlockRule::Rows { param } => format!("Rows {{ param: {param} }}"),
         BlockRule::Elements { param, per_block } => {
             format!("Elements {{ param: {param}, per_block: {per_block} }}")
@@ -459,17 +475,8 @@ fn sizes_const(out: &mut String, name: &str, group: &[&Kernel]) {
             factor,
         } => format!("Leading {{ param: {param}, axes: {axes}, factor: {factor} }}"),
         BlockRule::Count(n) => format!("Count({n})"),
-        BlockRule::Size(of) => format!("Size({RT_DISPATCH}::{})", size_of(*of)),
-    };
-    let _ = writeln!(
-        out,
-        "    /// The sizes [`{name}()`](fn@super::{name}) accepts, for `pypto_rt::testing::Sweep`.\n    \
-         pub const SIZES: {RT_DISPATCH}::KernelSizes = {RT_DISPATCH}::KernelSizes {{\n        \
-         kernel: {name:?},\n        params: &[{}\n        ],\n        dims: &[{}\n        ],\n        \
-         blocks: {RT_DISPATCH}::BlockRule::{blocks},\n    }};",
-        params.concat(),
-        dims.concat()
-    );
+        BlockRule::Size(of) => format!("Size({path}::{})", size_of(of)),
+    }
 }
 
 fn gcd(a: u32, b: u32) -> u32 {
@@ -878,19 +885,7 @@ fn descriptor(out: &mut String, plan: &Plan<'_>, suffix: &str) {
         );
     }
     out.push_str("        ],\n");
-    let blocks = match plan.blocks {
-        BlockRule::Rows { param } => format!("Rows {{ param: {param} }}"),
-        BlockRule::Elements { param, per_block } => {
-            format!("Elements {{ param: {param}, per_block: {per_block} }}")
-        }
-        BlockRule::Leading {
-            param,
-            axes,
-            factor,
-        } => format!("Leading {{ param: {param}, axes: {axes}, factor: {factor} }}"),
-        BlockRule::Count(n) => format!("Count({n})"),
-        BlockRule::Size(of) => format!("Size({RT}::{})", size_of(of)),
-    };
+    let blocks = block_rule(&plan.blocks, RT);
     let _ = writeln!(out, "        blocks: {RT}::BlockRule::{blocks},");
     // Divisibility and halving the types cannot show: DYNAMIC axes,
     // checked at run time (the model resolved which).
