@@ -31,6 +31,7 @@ mod names;
 mod run;
 mod spec;
 mod tables;
+mod tokens;
 #[doc(hidden)]
 pub mod unstable;
 mod yaml;

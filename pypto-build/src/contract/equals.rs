@@ -10,6 +10,7 @@
 //! names, with errors located at the entry.
 
 use crate::diag::clip;
+use crate::tokens::{Cursor, Lexicon, Token};
 
 use super::ParamAxis;
 
@@ -101,98 +102,40 @@ pub(crate) enum Parsed {
     Bin(Op, Box<Parsed>, Box<Parsed>),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Token {
-    Name(String),
-    Int(u64),
-    /// `+ - * / ( ) ==`
-    Op(&'static str),
-}
-
-fn tokens(text: &str) -> Result<Vec<Token>, String> {
-    const OPS: [&str; 7] = ["==", "+", "-", "*", "/", "(", ")"];
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(c) = rest.chars().next() {
-        if c.is_whitespace() {
-            rest = &rest[c.len_utf8()..];
-        } else if c.is_ascii_digit() {
-            let end = rest
-                .find(|c: char| !c.is_ascii_digit())
-                .unwrap_or(rest.len());
-            let n = rest[..end]
-                .parse::<u64>()
-                .ok()
-                .filter(|n| *n <= MAX_INT)
-                .ok_or_else(|| {
-                    format!(
-                        "`{}` is more than {MAX_INT}, the largest size",
-                        clip(&rest[..end], 24)
-                    )
-                })?;
-            out.push(Token::Int(n));
-            rest = &rest[end..];
-        } else if c.is_ascii_alphabetic() || c == '_' {
-            let end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
-                .unwrap_or(rest.len());
-            out.push(Token::Name(rest[..end].to_owned()));
-            rest = &rest[end..];
-        } else if let Some(op) = OPS.iter().find(|op| rest.starts_with(**op)) {
-            out.push(Token::Op(op));
-            rest = &rest[op.len()..];
-        } else if c == '=' {
-            return Err("`=` alone is not a comparison; write `==`".to_owned());
-        } else if c == '%' {
-            return Err(
-                "`%` is not part of `equals`; a remainder of 0 is a `multiple_of` relation"
-                    .to_owned(),
-            );
-        } else {
-            return Err(format!(
-                "unexpected `{c}`; an `equals` holds integers, axes (`x.0`, `x.last`), int \
-                 options, `+ - * /`, parentheses and one `==`"
-            ));
+/// The `equals` language's operators and refusals.
+const EQUALS: Lexicon = Lexicon {
+    ops: &["==", "+", "-", "*", "/", "(", ")"],
+    max_int: MAX_INT,
+    too_large: |digits| {
+        format!(
+            "`{}` is more than {MAX_INT}, the largest size",
+            clip(digits, 24)
+        )
+    },
+    unexpected: |c| match c {
+        '=' => "`=` alone is not a comparison; write `==`".to_owned(),
+        '%' => {
+            "`%` is not part of `equals`; a remainder of 0 is a `multiple_of` relation".to_owned()
         }
-    }
-    Ok(out)
-}
+        _ => format!(
+            "unexpected `{c}`; an `equals` holds integers, axes (`x.0`, `x.last`), int \
+             options, `+ - * /`, parentheses and one `==`"
+        ),
+    },
+};
 
 struct Parser {
-    tokens: Vec<Token>,
-    at: usize,
+    cur: Cursor,
 }
 
 impl Parser {
-    fn peek(&self) -> Option<&Token> {
-        self.tokens.get(self.at)
-    }
-
-    fn eat(&mut self, op: &str) -> bool {
-        if matches!(self.peek(), Some(Token::Op(o)) if *o == op) {
-            self.at += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn found(&self) -> String {
-        match self.peek() {
-            None => "the end".to_owned(),
-            Some(Token::Name(n)) => format!("`{}`", clip(n, 40)),
-            Some(Token::Int(n)) => format!("`{n}`"),
-            Some(Token::Op(o)) => format!("`{o}`"),
-        }
-    }
-
     /// `term (('+' | '-') term)*`
     fn sum(&mut self, depth: usize) -> Result<Parsed, String> {
         let mut left = self.product(depth)?;
         loop {
-            let op = if self.eat("+") {
+            let op = if self.cur.eat("+") {
                 Op::Add
-            } else if self.eat("-") {
+            } else if self.cur.eat("-") {
                 Op::Sub
             } else {
                 return Ok(left);
@@ -205,9 +148,9 @@ impl Parser {
     fn product(&mut self, depth: usize) -> Result<Parsed, String> {
         let mut left = self.atom(depth)?;
         loop {
-            let op = if self.eat("*") {
+            let op = if self.cur.eat("*") {
                 Op::Mul
-            } else if self.eat("/") {
+            } else if self.cur.eat("/") {
                 Op::Div
             } else {
                 return Ok(left);
@@ -221,27 +164,27 @@ impl Parser {
     }
 
     fn atom(&mut self, depth: usize) -> Result<Parsed, String> {
-        if self.eat("(") {
+        if self.cur.eat("(") {
             if depth >= MAX_DEPTH {
                 return Err(format!("parentheses nested more than {MAX_DEPTH} deep"));
             }
             let inner = self.sum(depth + 1)?;
-            if !self.eat(")") {
-                return Err(format!("expected `)`, found {}", self.found()));
+            if !self.cur.eat(")") {
+                return Err(format!("expected `)`, found {}", self.cur.found()));
             }
             return Ok(inner);
         }
-        let atom = match self.peek() {
+        let atom = match self.cur.peek() {
             Some(Token::Int(n)) => Parsed::Int(*n),
             Some(Token::Name(n)) => Parsed::Name(n.clone()),
             _ => {
                 return Err(format!(
                     "expected an integer, an axis (`x.0`, `x.last`) or an int option, found {}",
-                    self.found()
+                    self.cur.found()
                 ));
             }
         };
-        self.at += 1;
+        self.cur.advance();
         Ok(atom)
     }
 }
@@ -251,7 +194,7 @@ pub(crate) fn parse(text: &str) -> Result<(Parsed, Parsed), String> {
     if text.len() > MAX_TEXT {
         return Err(format!("longer than {MAX_TEXT} bytes"));
     }
-    let tokens = tokens(text)?;
+    let tokens = EQUALS.tokens(text)?;
     if tokens.is_empty() {
         return Err(
             "empty; write two expressions and `==` between them, e.g. `q.last / heads == \
@@ -269,16 +212,21 @@ pub(crate) fn parse(text: &str) -> Result<(Parsed, Parsed), String> {
              heads == k.last / kv_heads`"
         ));
     }
-    let mut p = Parser { tokens, at: 0 };
+    let mut p = Parser {
+        cur: Cursor::new(tokens),
+    };
     let left = p.sum(0)?;
-    if !p.eat("==") {
-        return Err(format!("expected an operator or `==`, found {}", p.found()));
+    if !p.cur.eat("==") {
+        return Err(format!(
+            "expected an operator or `==`, found {}",
+            p.cur.found()
+        ));
     }
     let right = p.sum(0)?;
-    if p.peek().is_some() {
+    if p.cur.peek().is_some() {
         return Err(format!(
             "expected an operator or the end, found {}",
-            p.found()
+            p.cur.found()
         ));
     }
     Ok((left, right))

@@ -13,6 +13,7 @@ use super::{AxisKind, DimSize, Kernel, ParamKind};
 use crate::diag::{Pos, Sink, clip};
 use crate::names::{did_you_mean, variant_name_problem};
 use crate::spec::{KernelSpec, QUOTED, Sp, VariantSpec};
+use crate::tokens::{Cursor, Lexicon, Token};
 use crate::yaml::Value;
 
 /// What makes a checked kernel one variant of a kernel with `variants:`.
@@ -237,54 +238,22 @@ const MAX_DEPTH: usize = 32;
 /// Longest condition, in bytes.
 const MAX_CONDITION: usize = 1024;
 
-#[derive(Debug, Clone, PartialEq)]
-enum Token {
-    Name(String),
-    Int(u64),
-    Op(&'static str),
-}
-
-fn tokens(text: &str) -> Result<Vec<Token>, String> {
-    const OPS: [&str; 13] = [
-        "<=", ">=", "==", "!=", "&&", "||", "<", ">", "%", "!", "(", ")", "=",
-    ];
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(c) = rest.chars().next() {
-        if c.is_whitespace() {
-            rest = &rest[c.len_utf8()..];
-        } else if c.is_ascii_digit() {
-            let end = rest
-                .find(|c: char| !c.is_ascii_digit())
-                .unwrap_or(rest.len());
-            let n = rest[..end]
-                .parse::<u64>()
-                .map_err(|_| format!("`{}` is too large", clip(&rest[..end], QUOTED)))?;
-            out.push(Token::Int(n));
-            rest = &rest[end..];
-        } else if c.is_ascii_alphabetic() || c == '_' {
-            let end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
-                .unwrap_or(rest.len());
-            out.push(Token::Name(rest[..end].to_owned()));
-            rest = &rest[end..];
-        } else if let Some(op) = OPS.iter().find(|op| rest.starts_with(**op)) {
-            if *op == "=" {
-                return Err("`=` is not a comparison; write `==`".to_owned());
-            }
-            out.push(Token::Op(op));
-            rest = &rest[op.len()..];
-        } else {
-            return Err(format!("unexpected `{c}`"));
-        }
-    }
-    Ok(out)
-}
+/// The condition language's operators and refusals.
+const CONDITION: Lexicon = Lexicon {
+    ops: &[
+        "<=", ">=", "==", "!=", "&&", "||", "<", ">", "%", "!", "(", ")",
+    ],
+    max_int: u64::MAX,
+    too_large: |digits| format!("`{}` is too large", clip(digits, QUOTED)),
+    unexpected: |c| match c {
+        '=' => "`=` is not a comparison; write `==`".to_owned(),
+        _ => format!("unexpected `{c}`"),
+    },
+};
 
 /// Parses and checks one condition against a kernel's params and dims.
 struct Parser<'a> {
-    tokens: Vec<Token>,
-    at: usize,
+    cur: Cursor,
     kernel: &'a Kernel,
     /// Named dims whose marker this variant changes: not fixed in the
     /// wrapper even when fixed here.
@@ -292,31 +261,9 @@ struct Parser<'a> {
 }
 
 impl Parser<'_> {
-    fn peek(&self) -> Option<&Token> {
-        self.tokens.get(self.at)
-    }
-
-    fn eat(&mut self, op: &str) -> bool {
-        if matches!(self.peek(), Some(Token::Op(o)) if *o == op) {
-            self.at += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn found(&self) -> String {
-        match self.peek() {
-            None => "the end".to_owned(),
-            Some(Token::Name(n)) => format!("`{}`", clip(n, QUOTED)),
-            Some(Token::Int(n)) => format!("`{n}`"),
-            Some(Token::Op(o)) => format!("`{o}`"),
-        }
-    }
-
     fn or(&mut self, depth: usize) -> Result<Expr, String> {
         let mut left = self.and(depth)?;
-        while self.eat("||") {
+        while self.cur.eat("||") {
             left = Expr::Or(Box::new(left), Box::new(self.and(depth)?));
         }
         Ok(left)
@@ -324,7 +271,7 @@ impl Parser<'_> {
 
     fn and(&mut self, depth: usize) -> Result<Expr, String> {
         let mut left = self.unary(depth)?;
-        while self.eat("&&") {
+        while self.cur.eat("&&") {
             left = Expr::And(Box::new(left), Box::new(self.unary(depth)?));
         }
         Ok(left)
@@ -334,18 +281,18 @@ impl Parser<'_> {
         if depth >= MAX_DEPTH {
             return Err(format!("nested more than {MAX_DEPTH} deep"));
         }
-        if self.eat("!") {
+        if self.cur.eat("!") {
             return Ok(Expr::Not(Box::new(self.unary(depth + 1)?)));
         }
-        if self.eat("(") {
+        if self.cur.eat("(") {
             let inner = self.or(depth + 1)?;
-            if !self.eat(")") {
-                return Err(format!("expected `)`, found {}", self.found()));
+            if !self.cur.eat(")") {
+                return Err(format!("expected `)`, found {}", self.cur.found()));
             }
             return Ok(inner);
         }
         let left = self.term()?;
-        let op = match self.peek() {
+        let op = match self.cur.peek() {
             Some(Token::Op("<")) => Compare::Lt,
             Some(Token::Op("<=")) => Compare::Le,
             Some(Token::Op(">")) => Compare::Gt,
@@ -356,11 +303,11 @@ impl Parser<'_> {
                 return Err(format!(
                     "expected a comparison (`<`, `<=`, `>`, `>=`, `==` or `!=`) after `{left}`, \
                      found {}",
-                    self.found()
+                    self.cur.found()
                 ));
             }
         };
-        self.at += 1;
+        self.cur.advance();
         let right = self.term()?;
         if matches!(left.atom, Atom::Int(_)) && matches!(right.atom, Atom::Int(_)) {
             return Err(format!(
@@ -372,28 +319,28 @@ impl Parser<'_> {
     }
 
     fn term(&mut self) -> Result<Term, String> {
-        let atom = match self.peek().cloned() {
+        let atom = match self.cur.peek().cloned() {
             Some(Token::Int(n)) => Atom::Int(n),
             Some(Token::Name(name)) => self.size(&name)?,
             _ => {
                 return Err(format!(
                     "expected an axis (`x.0`), a named dim or an integer, found {}",
-                    self.found()
+                    self.cur.found()
                 ));
             }
         };
-        self.at += 1;
-        let modulo = if self.eat("%") {
-            match self.peek() {
+        self.cur.advance();
+        let modulo = if self.cur.eat("%") {
+            match self.cur.peek() {
                 Some(Token::Int(0)) => return Err("`% 0` divides by zero".to_owned()),
                 Some(&Token::Int(m)) => {
-                    self.at += 1;
+                    self.cur.advance();
                     Some(m)
                 }
                 _ => {
                     return Err(format!(
                         "expected an integer after `%`, found {}",
-                        self.found()
+                        self.cur.found()
                     ));
                 }
             }
@@ -491,7 +438,7 @@ pub(super) fn check_condition(
         fail(sink, format!("longer than {MAX_CONDITION} bytes"));
         return None;
     }
-    let tokens = match tokens(text) {
+    let tokens = match CONDITION.tokens(text) {
         Ok(t) if t.is_empty() => {
             fail(
                 sink,
@@ -506,18 +453,17 @@ pub(super) fn check_condition(
         }
     };
     let mut parser = Parser {
-        tokens,
-        at: 0,
+        cur: Cursor::new(tokens),
         kernel,
         overridden,
     };
     match parser.or(0) {
-        Ok(expr) if parser.at == parser.tokens.len() => Some(Condition {
+        Ok(expr) if parser.cur.peek().is_none() => Some(Condition {
             text: text.clone(),
             expr,
         }),
         Ok(_) => {
-            let found = parser.found();
+            let found = parser.cur.found();
             fail(sink, format!("unexpected {found} after a whole condition"));
             None
         }
