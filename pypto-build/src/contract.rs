@@ -29,9 +29,10 @@ pub(crate) mod equals;
 pub use equals::{Equation, Expr, Op};
 
 use crate::diag::{Diagnostic, Pos, Sink, clip, display_path};
+use crate::names::one_of;
 use crate::names::{did_you_mean, identifier_problem};
-use crate::spec::one_of;
-use crate::tables::DType;
+pub use crate::tables::CoreKind;
+use crate::tables::{DType, MAX_RANK};
 use crate::yaml::{self, Node, Value};
 
 /// What a param of a contract is.
@@ -98,28 +99,6 @@ pub enum Blocks {
     /// Exactly the product of the values of these integer options (a grid
     /// of cores, e.g. `[split_m, split_n]`), whatever the sizes; not capped.
     Grid { options: Vec<String> },
-}
-
-/// Which AI-core units a kernel runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CoreKind {
-    #[default]
-    /// Vector units only (the default).
-    Vector,
-    /// The cube unit only (matrix multiplication).
-    Cube,
-    /// Cube and vector parts in one kernel.
-    Mixed,
-}
-
-impl CoreKind {
-    /// The spec names of the core kinds, in declaration order.
-    pub(crate) const SPEC_NAMES: [&'static str; 3] = ["vector", "cube", "mixed"];
-
-    /// The word a template's contract uses for this kind (`vector`, `cube`, `mixed`).
-    pub fn spec_name(self) -> &'static str {
-        Self::SPEC_NAMES[self as usize]
-    }
 }
 
 /// A template option (`options:` in a spec), its type and default.
@@ -401,7 +380,7 @@ pub(crate) fn unclosed(text: &str) -> bool {
 }
 
 /// Most params a contract may declare (as many as a kernel may take).
-const MAX_PARAMS: usize = crate::model::MAX_PARAMS;
+const MAX_PARAMS: usize = crate::tables::MAX_PARAMS;
 const TOP_KEYS: &[&str] = &[
     "summary",
     "params",
@@ -771,12 +750,7 @@ impl Reader<'_, '_> {
                     None
                 }
                 Some(n) => self
-                    .int(
-                        n,
-                        &format!("{ctx}, `rank`"),
-                        1,
-                        crate::model::MAX_RANK as i128,
-                    )
+                    .int(n, &format!("{ctx}, `rank`"), 1, MAX_RANK as i128)
                     .map(|r| r as usize),
                 None => None,
             };
@@ -1066,13 +1040,13 @@ impl Reader<'_, '_> {
         let axis = match axis {
             "last" => AxisRef::Last,
             digits => match digits.parse::<usize>() {
-                Ok(i) if i < rank.unwrap_or(crate::model::MAX_RANK) => AxisRef::Index(i),
+                Ok(i) if i < rank.unwrap_or(MAX_RANK) => AxisRef::Index(i),
                 Ok(i) => {
                     self.error(
                         node.pos,
                         format!(
                             "{what}: `{param}` has {} axes; there is no axis {i}",
-                            rank.unwrap_or(crate::model::MAX_RANK)
+                            rank.unwrap_or(MAX_RANK)
                         ),
                     );
                     return None;
@@ -1222,7 +1196,7 @@ impl Reader<'_, '_> {
                     let need = if kind == "halved_last" {
                         2..=2
                     } else {
-                        2..=MAX_PARAMS * crate::model::MAX_RANK
+                        2..=MAX_PARAMS * MAX_RANK
                     };
                     if !need.contains(&items.len()) {
                         let n = if kind == "halved_last" {
@@ -1510,7 +1484,7 @@ impl Reader<'_, '_> {
                     .params
                     .as_ref()
                     .and_then(|ps| ps[param].rank)
-                    .unwrap_or(crate::model::MAX_RANK);
+                    .unwrap_or(MAX_RANK);
                 let axes = match get("axes") {
                     Some(n) => self.int(n, "`blocks`, `axes`", 1, rank as i128)? as usize,
                     None => 1,

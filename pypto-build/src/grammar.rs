@@ -6,8 +6,7 @@
 
 use serde_json::{Map, Value as Json, json};
 
-use crate::contract::CoreKind;
-use crate::model::{MAX_PARAMS, MAX_RANK, MAX_SIZE};
+use crate::tables::{CoreKind, MAX_PARAMS, MAX_RANK, MAX_SIZE, MAX_SPEC_BLOCKS};
 use crate::tables::{DType, Target};
 
 /// One key of a mapping with fixed keys.
@@ -162,7 +161,7 @@ pub(crate) const KERNEL: &[Field] = &[
         kind: Kind::AnyOf(&[
             Kind::Integer {
                 min: Some(1),
-                max: Some(crate::model::MAX_SPEC_BLOCKS as i64),
+                max: Some(MAX_SPEC_BLOCKS as i64),
             },
             Kind::Text,
         ]),

@@ -410,6 +410,18 @@ fn bounded_distance(
     Some(prev[b.len()]).filter(|&d| d <= bound)
 }
 
+/// `a, b or c`, for "expected one of" messages.
+pub(crate) fn one_of(words: &[&str]) -> String {
+    match words {
+        [] => String::new(),
+        [one] => format!("`{one}`"),
+        [init @ .., last] => {
+            let init: Vec<String> = init.iter().map(|w| format!("`{w}`")).collect();
+            format!("{} or `{last}`", init.join(", "))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

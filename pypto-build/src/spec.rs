@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use crate::diag::{Pos, Sink, clip};
 use crate::grammar::{self, Field, Kind};
 use crate::names::did_you_mean;
+pub(crate) use crate::names::one_of;
 use crate::yaml::{Node, Value};
 
 /// A value and where it was written.
@@ -692,17 +693,5 @@ fn scalar_word(node: &Node, what: &str, sink: &mut Sink<'_>) -> Option<Sp<String
             pos: node.pos,
         }),
         _ => string(node, what, sink),
-    }
-}
-
-/// `a, b or c`, for "expected one of" messages.
-pub(crate) fn one_of(words: &[&str]) -> String {
-    match words {
-        [] => String::new(),
-        [one] => format!("`{one}`"),
-        [init @ .., last] => {
-            let init: Vec<String> = init.iter().map(|w| format!("`{w}`")).collect();
-            format!("{} or `{last}`", init.join(", "))
-        }
     }
 }

@@ -5,6 +5,40 @@
 
 use std::fmt;
 
+/// Highest tensor rank a kernel may take.
+pub const MAX_RANK: usize = 8;
+/// Largest size of one axis: kernels receive each size as a `uint32_t`.
+pub const MAX_SIZE: u64 = u32::MAX as u64;
+/// Most params one kernel may take (tensors and scalars).
+pub const MAX_PARAMS: usize = 64;
+/// Most STATIC specialisations one kernel may build.
+pub const MAX_SPECIALISATIONS: usize = 64;
+/// Most blocks a spec may ask for: the NPU runtime's largest block
+/// dimension (pypto-rt's `MAX_LAUNCH_BLOCKS`).
+pub const MAX_SPEC_BLOCKS: u64 = 65535;
+
+/// Which AI-core units a kernel runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CoreKind {
+    #[default]
+    /// Vector units only (the default).
+    Vector,
+    /// The cube unit only (matrix multiplication).
+    Cube,
+    /// Cube and vector parts in one kernel.
+    Mixed,
+}
+
+impl CoreKind {
+    /// The spec names of the core kinds, in declaration order.
+    pub(crate) const SPEC_NAMES: [&'static str; 3] = ["vector", "cube", "mixed"];
+
+    /// The word a template's contract uses for this kind (`vector`, `cube`, `mixed`).
+    pub fn spec_name(self) -> &'static str {
+        Self::SPEC_NAMES[self as usize]
+    }
+}
+
 /// Element types, by PyPTO's names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DType {

@@ -23,27 +23,20 @@ use std::cell::OnceCell;
 use std::fmt;
 use std::path::PathBuf;
 
-pub use crate::contract::CoreKind;
 use crate::diag::{Location, Pos, Sink, clip, display_path};
 use crate::names::identifier_problem;
 use crate::spec::{KernelSpec, ParamSpec, QUOTED, SpecFile};
+pub use crate::tables::CoreKind;
 use dims::FileDims;
 pub use equals::{Equation, Step};
-pub use source::{Bound, MAX_SPEC_BLOCKS};
+pub use source::Bound;
 pub(crate) use source::{launches, quoted_headers};
 pub(crate) use template::{Templates, read_template};
 pub use variant::{
     Atom, Compare, Condition, Expr, Term, Variant, built_sizes, fixed_in_every_variant, size_label,
 };
 
-/// Highest tensor rank a kernel may take.
-pub const MAX_RANK: usize = 8;
-/// Largest size of one axis: kernels receive each size as a `uint32_t`.
-pub const MAX_SIZE: u64 = u32::MAX as u64;
-/// Most params one kernel may take (tensors and scalars).
-pub const MAX_PARAMS: usize = 64;
-/// Most STATIC specialisations one kernel may build.
-pub const MAX_SPECIALISATIONS: usize = 64;
+pub use crate::tables::{MAX_PARAMS, MAX_RANK, MAX_SIZE, MAX_SPEC_BLOCKS, MAX_SPECIALISATIONS};
 
 pub use crate::tables::{DType, Target};
 

@@ -10,15 +10,11 @@ use super::{
     BlockRule, DType, Draft, ParamKind, SizeOf, TemplateArg, TemplateRef, Tiling, TilingField,
     TilingValue,
 };
-use crate::contract::CoreKind;
 use crate::diag::{Diagnostic, Sink, clip, display_path};
 use crate::names::{c_identifier_problem, did_you_mean, generated_prefix, used_after_source};
 use crate::spec::{KernelSpec, QUOTED};
+use crate::tables::{CoreKind, MAX_SPEC_BLOCKS};
 use crate::yaml::Value;
-
-/// Most blocks a spec may ask for: the NPU runtime's largest block
-/// dimension (pypto-rt's `MAX_LAUNCH_BLOCKS`).
-pub const MAX_SPEC_BLOCKS: u64 = 65535;
 
 /// What a `source:` kernel declares beside its params.
 pub(super) struct SourceParts {
