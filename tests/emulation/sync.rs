@@ -288,7 +288,7 @@ fn broken_rules_are_errors_with_their_reason() {
 #[test]
 #[ignore = "a child process of printf_lines_carry_the_block_index"]
 fn child_scenario() {
-    pypto_tests::child::enter("child_scenario");
+    pypto_tests::child::enter("sync::child_scenario");
     let dev = Device::host();
     let x = dev.zeros((3, Const::<8>)).unwrap();
     let mut y = dev.zeros((3, Const::<8>)).unwrap();
@@ -302,14 +302,17 @@ fn child_scenario() {
 
 #[test]
 fn printf_lines_carry_the_block_index() {
-    let child = pypto_tests::child::run("child_scenario", &[]);
+    let child = pypto_tests::child::run("sync::child_scenario", &[]);
     assert!(child.passed(), "{child:#?}");
     let lines: Vec<&str> = child.stderr.lines().collect();
     let (first, rest) = lines.split_first().unwrap();
     let (last, printed) = rest.split_last().unwrap();
     assert_eq!(
         (*first, *last),
-        ("pypto-tests child: entered child_scenario", "child done"),
+        (
+            "pypto-tests child: entered sync::child_scenario",
+            "child done"
+        ),
         "{lines:#?}"
     );
     // One write per call: lines of blocks running at once do not mix, and
