@@ -1,17 +1,20 @@
 //! Golden files: the Rust wrappers and Ascend C sources that pypto-build
 //! generates for the example specs (`examples/kernels/`, which
-//! `examples/build.rs` builds, under `examples/`) and for a user template
-//! with a contract (`tests/kernels/user.yaml`, under `user/`) are compared whole with the files under
-//! `tests/golden/`, so that any change to generated code shows up in review
-//! as a diff of those files.
+//! `examples/build.rs` builds, under `examples/`), for a user template
+//! with a contract (`tests/kernels/user.yaml`, under `user/`) and for one
+//! kernel of every builtin (`tests/specs/builtins/NAME.yaml`, under
+//! `builtins/`) are compared whole with the files under `tests/golden/`, so
+//! that any change to generated code shows up in review as a diff of those
+//! files.
 //!
 //! The code is generated in-process with [`Builder::generate_for`]; nothing
 //! is compiled. It is generated twice: for the host backend (`host/`: the
 //! Rust in `host/kernels.rs`, one source per specialisation) and with the NPU
 //! architectures (`npu/`: the Rust that also dispatches to the NPU in
-//! `npu/kernels.rs`, and each source as compiled per architecture under
-//! `npu/<arch>/`; a host source of an NPU build is kept as `npu/<source>`
-//! only where it differs from `host/<source>`).
+//! `npu/kernels.rs`, and each source as compiled per architecture, stored
+//! as its unified diff from the host source, `npu/<arch>/<source>.diff`;
+//! a host source of an NPU build is kept as `npu/<source>` only where it
+//! differs from `host/<source>`).
 //!
 //! The goldens do not depend on the machine: specs are named relative to the
 //! repository root, any absolute path to the repository in the output is
@@ -40,10 +43,14 @@ const GOLDEN_DIR: &str = "tests/golden";
 
 /// The spec sets, as the build script names them, and their directories
 /// under [`GOLDEN_DIR`]: the examples, and a user template with a contract.
-const SETS: [(&str, &str); 2] = [
+const SETS: [(&str, &str); 3] = [
     ("examples", "examples/kernels"),
     ("user", "tests/kernels/user.yaml"),
+    ("builtins", BUILTIN_SPECS),
 ];
+
+/// One spec per builtin template, each a kernel named after its builtin.
+const BUILTIN_SPECS: &str = "tests/specs/builtins";
 
 /// How to rewrite the goldens; named in every failure.
 const BLESS: &str = "PYPTO_BLESS=1 cargo test -p pypto-tests --test golden";
@@ -98,14 +105,26 @@ fn generated() -> BTreeMap<String, String> {
                 source.text.clone(),
             );
         }
+        // An architecture's source is stored as its difference from the
+        // host source of the same name: a few lines, which show in review
+        // what the architecture changes.
         for npu_source in npu.npu_sources {
-            let path = format!(
-                "{set}/npu/{}/{}",
-                npu_source.arch.suffix(),
-                npu_source.source.file_name
-            );
+            let name = &npu_source.source.file_name;
+            let arch = npu_source.arch.suffix();
+            let (path, text) = match host.sources.iter().find(|s| &s.file_name == name) {
+                Some(host_source) => (
+                    format!("{set}/npu/{arch}/{name}.diff"),
+                    unified_diff(
+                        &format!("host/{name}"),
+                        &host_source.text,
+                        &format!("npu/{arch}/{name}"),
+                        &npu_source.source.text,
+                    ),
+                ),
+                None => (format!("{set}/npu/{arch}/{name}"), npu_source.source.text),
+            };
             assert!(
-                files.insert(path.clone(), npu_source.source.text).is_none(),
+                files.insert(path.clone(), text).is_none(),
                 "{path} generated twice"
             );
         }
@@ -136,6 +155,86 @@ fn files_under(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
     walk(dir, "", &mut out);
     out.sort();
+    out
+}
+
+/// Most lines a side of [`unified_diff`] may have: its table is the
+/// product of the two sides' lengths.
+const MAX_DIFF_LINES: usize = 20_000;
+
+/// `new` as a unified diff against `old` (three lines of context), from a
+/// longest common subsequence of their lines; empty when they are equal.
+fn unified_diff(old_name: &str, old: &str, new_name: &str, new: &str) -> String {
+    let a: Vec<&str> = old.split_inclusive('\n').collect();
+    let b: Vec<&str> = new.split_inclusive('\n').collect();
+    assert!(
+        a.len() <= MAX_DIFF_LINES && b.len() <= MAX_DIFF_LINES,
+        "{new_name}: too long to diff"
+    );
+    // lcs[i][j]: the longest common subsequence of a[i..] and b[j..].
+    let width = b.len() + 1;
+    let mut lcs = vec![0u32; (a.len() + 1) * width];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i * width + j] = if a[i] == b[j] {
+                lcs[(i + 1) * width + j + 1] + 1
+            } else {
+                lcs[(i + 1) * width + j].max(lcs[i * width + j + 1])
+            };
+        }
+    }
+    // The edit script: (mark, old line index, new line index, text).
+    let mut ops: Vec<(char, usize, usize, &str)> = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            ops.push((' ', i, j, a[i]));
+            (i, j) = (i + 1, j + 1);
+        } else if i < a.len()
+            && (j == b.len() || lcs[(i + 1) * width + j] >= lcs[i * width + j + 1])
+        {
+            // Deletions before insertions, as diff(1) prints them.
+            ops.push(('-', i, j, a[i]));
+            i += 1;
+        } else {
+            ops.push(('+', i, j, b[j]));
+            j += 1;
+        }
+    }
+    let changed: Vec<usize> = (0..ops.len()).filter(|&k| ops[k].0 != ' ').collect();
+    if changed.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("--- {old_name}\n+++ {new_name}\n");
+    // Hunks: changes closer than twice the context share one.
+    let mut k = 0;
+    while k < changed.len() {
+        let start = changed[k].saturating_sub(CONTEXT);
+        let mut end = changed[k];
+        while k < changed.len() && changed[k] <= end + 2 * CONTEXT {
+            end = changed[k];
+            k += 1;
+        }
+        let end = (end + CONTEXT + 1).min(ops.len());
+        let hunk = &ops[start..end];
+        let olds = hunk.iter().filter(|o| o.0 != '+').count();
+        let news = hunk.iter().filter(|o| o.0 != '-').count();
+        let _ = std::fmt::Write::write_fmt(
+            &mut out,
+            format_args!(
+                "@@ -{},{olds} +{},{news} @@\n",
+                hunk[0].1 + usize::from(olds > 0),
+                hunk[0].2 + usize::from(news > 0)
+            ),
+        );
+        for (mark, _, _, text) in hunk {
+            out.push(*mark);
+            out.push_str(text);
+            if !text.ends_with('\n') {
+                out.push_str("\n\\ No newline at end of file\n");
+            }
+        }
+    }
     out
 }
 
@@ -322,5 +421,42 @@ fn absolute_paths_into_the_repository_become_relative() {
     assert_eq!(
         machine_independent("// examples/kernels/add_bias.yaml"),
         "// examples/kernels/add_bias.yaml"
+    );
+}
+
+#[test]
+fn every_builtin_has_a_golden_kernel() {
+    let root = workspace_root();
+    let templates = files_under(&root.join("templates/builtin"));
+    let builtins: Vec<&str> = templates
+        .iter()
+        .filter_map(|f| f.strip_suffix(".hbs"))
+        .filter(|f| !f.contains('/'))
+        .collect();
+    let specs = files_under(&root.join(BUILTIN_SPECS));
+    let missing: Vec<&&str> = builtins
+        .iter()
+        .filter(|b| !specs.contains(&format!("{b}.yaml")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "builtins without a golden kernel (add {BUILTIN_SPECS}/NAME.yaml with one kernel \
+         named NAME, then `{BLESS}`): {missing:?}"
+    );
+    assert!(builtins.len() >= 27, "{builtins:?}");
+}
+
+#[test]
+fn a_unified_diff_holds_each_change_once_with_its_context() {
+    let old: String = (1..=20).map(|i| format!("{i}\n")).collect();
+    let new = old.replacen("1\n", "0\n1\n", 1).replace("15\n", "15b\n");
+    assert_eq!(
+        unified_diff("a", &old, "b", &new),
+        "--- a\n+++ b\n@@ -1,3 +1,4 @@\n+0\n 1\n 2\n 3\n@@ -12,7 +13,7 @@\n 12\n 13\n 14\n-15\n+15b\n 16\n 17\n 18\n"
+    );
+    assert_eq!(unified_diff("a", &old, "b", &old), "");
+    assert_eq!(
+        unified_diff("a", "x", "b", "y"),
+        "--- a\n+++ b\n@@ -1,1 +1,1 @@\n-x\n\\ No newline at end of file\n+y\n\\ No newline at end of file\n"
     );
 }
