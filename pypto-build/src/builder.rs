@@ -431,7 +431,7 @@ impl Builder {
                 None => npu_groups.push((key, vec![path])),
             }
         }
-        for arch in [cann::Arch::Dav2201, cann::Arch::Dav3510] {
+        for arch in cann::Arch::ALL {
             let dir = source_dir.join(format!("npu-{}", arch.suffix()));
             let keep: Vec<PathBuf> = npu_groups
                 .iter()

@@ -261,25 +261,44 @@ const TARGETS: [(Target, &str, Arch); 3] = [
     (Target::Ascend950PR, "950PR", Arch::Dav3510),
 ];
 
-/// Architecture: symbol suffix, `pypto_rt::NpuArch` variant, bisheng's
-/// `--npu-arch` name, the pre-8.5 `--cce-aicore-arch` family, description.
-const ARCHES: [(Arch, &str, &str, &str, &str, &str); 2] = [
-    (
-        Arch::Dav2201,
-        "dav2201",
-        "Dav2201",
-        "dav-2201",
-        "c220",
-        "dav-2201 (Atlas A2/A3)",
-    ),
-    (
-        Arch::Dav3510,
-        "dav3510",
-        "Dav3510",
-        "dav-3510",
-        "c310",
-        "dav-3510 (Ascend 950)",
-    ),
+/// One architecture's facts; adding an architecture is adding a row here
+/// (and its `pypto_rt::NpuArch` variant, and its cases in the emulation's
+/// headers under `host_define`).
+struct ArchRow {
+    arch: Arch,
+    /// The suffix of its symbols and directories.
+    suffix: &'static str,
+    /// The matching `pypto_rt::NpuArch` variant.
+    rust_variant: &'static str,
+    /// bisheng's `--npu-arch` value (CANN 8.5 and later).
+    npu_arch_flag: &'static str,
+    /// The pre-8.5 `--cce-aicore-arch=dav-<family>-vec|cube` family.
+    core_family: &'static str,
+    /// What the emulation's headers test to behave as this architecture
+    /// when a kernel is built for it alone; `None` for the default (A2/A3).
+    host_define: Option<&'static str>,
+    description: &'static str,
+}
+
+const ARCHES: [ArchRow; 2] = [
+    ArchRow {
+        arch: Arch::Dav2201,
+        suffix: "dav2201",
+        rust_variant: "Dav2201",
+        npu_arch_flag: "dav-2201",
+        core_family: "c220",
+        host_define: None,
+        description: "dav-2201 (Atlas A2/A3)",
+    },
+    ArchRow {
+        arch: Arch::Dav3510,
+        suffix: "dav3510",
+        rust_variant: "Dav3510",
+        npu_arch_flag: "dav-3510",
+        core_family: "c310",
+        host_define: Some("PYPTO_TARGET_950"),
+        description: "dav-3510 (Ascend 950)",
+    },
 ];
 
 impl Target {
@@ -311,30 +330,43 @@ impl fmt::Display for Target {
 }
 
 impl Arch {
+    /// Every architecture, in table order.
+    pub const ALL: [Arch; 2] = [ARCHES[0].arch, ARCHES[1].arch];
+
+    fn row(self) -> &'static ArchRow {
+        &ARCHES[self as usize]
+    }
+
     /// The suffix of this architecture's symbols and directories.
     pub fn suffix(self) -> &'static str {
-        ARCHES[self as usize].1
+        self.row().suffix
     }
 
     /// The matching `pypto_rt::NpuArch` variant.
     pub fn rust_variant(self) -> &'static str {
-        ARCHES[self as usize].2
+        self.row().rust_variant
     }
 
     /// The `--npu-arch` value of CANN 8.5 and later.
     pub fn npu_arch_flag(self) -> &'static str {
-        ARCHES[self as usize].3
+        self.row().npu_arch_flag
     }
 
     /// The core family of `--cce-aicore-arch=dav-<family>-vec|cube` before 8.5.
     pub fn core_family(self) -> &'static str {
-        ARCHES[self as usize].4
+        self.row().core_family
+    }
+
+    /// The macro the emulation's headers test for this architecture, when
+    /// it is not the default.
+    pub fn host_define(self) -> Option<&'static str> {
+        self.row().host_define
     }
 }
 
 impl fmt::Display for Arch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(ARCHES[*self as usize].5)
+        f.write_str(self.row().description)
     }
 }
 
@@ -360,7 +392,8 @@ mod tests {
             assert_eq!(t.0 as usize, i);
         }
         for (i, a) in ARCHES.iter().enumerate() {
-            assert_eq!(a.0 as usize, i);
+            assert_eq!(a.arch as usize, i);
+            assert_eq!(Arch::ALL[i], a.arch);
         }
     }
 }

@@ -15,7 +15,7 @@ use crate::diag::{Diagnostic, Pos, Sink, display_path};
 use crate::error::Error;
 use crate::library;
 use crate::model::{
-    CoreKind, DimSize, EntryArg, ParamKind, SizeOf, Target, TemplateArg, TemplateRef, TilingValue,
+    CoreKind, DimSize, EntryArg, ParamKind, SizeOf, TemplateArg, TemplateRef, TilingValue,
 };
 
 /// One rendered source file.
@@ -573,6 +573,20 @@ fn block_runner(plan: &Plan<'_>) -> &'static str {
 /// The spec's `defines:`, for the kernel's own code only: defined just
 /// before it and undefined after, so that neither the emulation's headers
 /// nor the shim see them.
+/// On the host, a kernel built for one architecture only is emulated as
+/// that architecture: the macro its row names, which the emulation's
+/// headers test.
+fn host_arch_define(out: &mut String, k: &crate::model::Kernel) {
+    if let [arch] = crate::tables::arches(&k.targets)[..]
+        && let Some(define) = arch.host_define()
+    {
+        let _ = writeln!(
+            out,
+            "#if defined(PYPTO_HOST_BACKEND)\n#define {define} 1\n#endif"
+        );
+    }
+}
+
 fn define_macros(out: &mut String, k: &crate::model::Kernel) {
     if k.defines.is_empty() {
         return;
@@ -621,9 +635,7 @@ fn assemble_source(plan: &Plan<'_>, index: usize, path: &Path, file_name: &str) 
          // Do not edit.",
         k.origin, k.name, k.template
     );
-    if k.targets == [Target::Ascend950PR] {
-        out.push_str("#if defined(PYPTO_HOST_BACKEND)\n#define PYPTO_TARGET_950 1\n#endif\n");
-    }
+    host_arch_define(&mut out, k);
     out.push_str("#include \"kernel_operator.h\"\n");
     if k.tiling.is_some() {
         // The `tiling:` checks' traits, on both backends.
@@ -1330,9 +1342,7 @@ fn assemble(
         k.template,
         plan.describe_specialisation(index)
     );
-    if k.targets == [Target::Ascend950PR] {
-        out.push_str("#if defined(PYPTO_HOST_BACKEND)\n#define PYPTO_TARGET_950 1\n#endif\n");
-    }
+    host_arch_define(&mut out, k);
     out.push_str("#include \"kernel_operator.h\"\n\n");
     tiling_preamble(&mut out, plan);
     define_macros(&mut out, k);
