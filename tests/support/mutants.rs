@@ -1,6 +1,6 @@
-//! Deliberately broken copies of the row, graph and serving builtins, each
-//! one edit away from its builtin's template: tests/rows.rs, tests/graph.rs
-//! and tests/serving.rs check that every one fails the checks the real
+//! Deliberately broken copies of the row, graph, serving and MoE builtins,
+//! each one edit away from its builtin's template: tests/rows.rs,
+//! tests/graph.rs, tests/serving.rs and tests/moe.rs check that every one fails the checks the real
 //! builtin passes. tests/build.rs writes them, as user
 //! templates with a spec, into `OUT_DIR/mutants/` from the builtins'
 //! templates in `templates/builtin/`, so that each stays the builtin with
@@ -231,6 +231,30 @@ pub const MUTANTS: &[Mutant] = &[
             "AscendC::Cast(h, a, AscendC::RoundMode::CAST_RINT, len);",
         )],
     },
+    Mutant {
+        name: "broken_moe_gating_topk_no_fallback_f32",
+        builtin: "moe_gating_topk",
+        dtype: "DT_FP32",
+        defect: "no fallback once only -inf is left: an expert already chosen is chosen again",
+        edits: &[("if (value == kMinusInf) {", "if (value != value) {")],
+    },
+    Mutant {
+        name: "broken_moe_init_routing_late_share_f32",
+        builtin: "moe_init_routing",
+        dtype: "DT_FP32",
+        defect: "off by one: no block places the first pair of its share",
+        edits: &[("if (f >= first_) {", "if (f > first_) {")],
+    },
+    Mutant {
+        name: "broken_moe_finalize_routing_first_weight_f32",
+        builtin: "moe_finalize_routing",
+        dtype: "DT_FP32",
+        defect: "the first choice's weight is dropped: its row is added with weight 1",
+        edits: &[(
+            "AscendC::Muls(acc, term, w, len);",
+            "AscendC::Muls(acc, term, 1.0f, len);",
+        )],
+    },
 ];
 
 /// The spec params of a mutant of `builtin`, as tests/kernels/rows.yaml
@@ -279,6 +303,26 @@ pub fn params(builtin: &str, dtype: &str) -> String {
             t("x", "[R, C]"),
             "q: { dtype: DT_INT8, shape: [R, C], output: true }".to_owned(),
             "scale: { dtype: DT_FP32, shape: [R], output: true }".to_owned(),
+        ],
+        // tests/kernels/moe.yaml's: R tokens choosing 2 of 8 experts, C
+        // values a token, N = 2·R expanded rows.
+        "moe_gating_topk" => vec![
+            t("logits", "[R, 8]"),
+            "expert_ids: { dtype: DT_INT32, shape: [R, 2], output: true }".to_owned(),
+            "weights: { dtype: DT_FP32, shape: [R, 2], output: true }".to_owned(),
+        ],
+        "moe_init_routing" => vec![
+            t("x", "[R, C]"),
+            "expert_ids: { dtype: DT_INT32, shape: [R, 2] }".to_owned(),
+            format!("expanded_x: {{ dtype: {dtype}, shape: [N, C], output: true }}"),
+            "expanded_row_idx: { dtype: DT_INT32, shape: [N], output: true }".to_owned(),
+            "expert_tokens: { dtype: DT_INT32, shape: [8], output: true }".to_owned(),
+        ],
+        "moe_finalize_routing" => vec![
+            t("y", "[N, C]"),
+            "expanded_row_idx: { dtype: DT_INT32, shape: [N] }".to_owned(),
+            "weights: { dtype: DT_FP32, shape: [R, 2] }".to_owned(),
+            out("[R, C]"),
         ],
         other => panic!("no mutant params for builtin/{other}"),
     };

@@ -12,6 +12,10 @@ const _: () = ::pypto_rt::__private::require_interface::<4>();
 // variants, need interface v5.
 const _: () = ::pypto_rt::__private::require_interface::<5>();
 
+// A kernel below checks `equals:` relations of its template at run time, which
+// needs interface v6.
+const _: () = ::pypto_rt::__private::require_interface::<6>();
+
 mod __pypto_ffi {
     #[link(name = "pypto_x6_golden_kernels", kind = "static")]
     #[cfg_attr(all(unix, not(any(target_vendor = "apple", target_os = "freebsd", target_os = "openbsd"))), link(name = "stdc++"))]
@@ -31,6 +35,9 @@ mod __pypto_ffi {
         pub fn pypto_x6_goldenk12_layer_5fnorm_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk6_matmul_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk13_matmul_5fint8_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk24_moe_5ffinalize_5frouting_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk19_moe_5fgating_5ftopk_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk20_moe_5finit_5frouting_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk3_mul_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk17_paged_5fattention_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk14_quant_5fmatmul_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
@@ -1276,6 +1283,305 @@ pub mod matmul_int8 {
             ::pypto_rt::__private::v5::DimSizes { label: "b.0", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+    };
+}
+
+/// Kernel `moe_finalize_routing` from `tests/specs/builtins/moe_finalize_routing.yaml:15:3` (template `builtin/moe_finalize_routing`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `y` | input | `DT_FP16` | `[TK, H]` |
+/// | `expanded_row_idx` | input | `DT_INT32` | `[TK]` |
+/// | `weights` | input | `DT_FP32` | `[T, 8]` |
+/// | `residual` | input | `DT_FP16` | `[T, H]` |
+/// | `out` | output | `DT_FP16` | `[T, H]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `y.0` | `TK` (DYNAMIC) | `TK` | expanded rows: tokens times experts per token |
+/// | `y.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+/// | `expanded_row_idx.0` | `TK` (DYNAMIC) | `TK` | expanded rows: tokens times experts per token |
+/// | `weights.0` | `T` (DYNAMIC) | `T` | tokens in the step |
+/// | `weights.1` | 8 | d3 |  |
+/// | `residual.0` | `T` (DYNAMIC) | `T` | tokens in the step |
+/// | `residual.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+/// | `out.0` | `T` (DYNAMIC) | `T` | tokens in the step |
+/// | `out.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+///
+/// Dims (axes that are one size):
+///
+/// - `y.0` = `expanded_row_idx.0` (`TK`): DYNAMIC: any size, checked to agree at run time — expanded rows: tokens times experts per token
+/// - `y.1` = `residual.1` = `out.1` (`H`): DYNAMIC: any size, checked to agree at run time — hidden size (values per token)
+/// - `weights.0` = `residual.0` = `out.0` (`T`): DYNAMIC: any size, checked to agree at run time — tokens in the step
+/// - `weights.1`: fixed at 8 by the types
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn moe_finalize_routing(
+    y: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    expanded_row_idx: impl ::pypto_rt::__private::v3::AsInput<i32, (usize,)>,
+    weights: impl ::pypto_rt::__private::v3::AsInput<f32, (usize, ::pypto_rt::__private::v3::Const<8>)>,
+    residual: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "moe_finalize_routing",
+        params: &["y", "expanded_row_idx", "weights", "residual", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (1, 0)], why: "they are the dim `TK`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (3, 1), (4, 1)], why: "they are the dim `H`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(2, 0), (3, 0), (4, 0)], why: "they are the dim `T`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 4 },
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_EQUATIONS: [::pypto_rt::__private::v6::Equation; 1] = [
+        ::pypto_rt::__private::v6::Equation {
+            left: &[::pypto_rt::__private::v6::Step::Size(0, 0)],
+            right: &[::pypto_rt::__private::v6::Step::Size(4, 0), ::pypto_rt::__private::v6::Step::Size(2, 1), ::pypto_rt::__private::v6::Step::Mul],
+            axes: &[(0, 0), (4, 0), (2, 1)],
+            why: "builtin/moe_finalize_routing needs `y.0 == out.0 * weights.last` (builtin/moe_finalize_routing.hbs:13:5)",
+        },
+    ];
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk24_moe_5ffinalize_5frouting_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk24_moe_5ffinalize_5frouting_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk24_moe_5ffinalize_5frouting_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    let __pypto_args = [::pypto_rt::__private::v3::input(&y), ::pypto_rt::__private::v3::input(&expanded_row_idx), ::pypto_rt::__private::v3::input(&weights), ::pypto_rt::__private::v3::input(&residual), ::pypto_rt::__private::v3::output(&mut out)];
+    ::pypto_rt::__private::v6::check_equations(&__PYPTO_DESC, &__pypto_args, &__PYPTO_EQUATIONS)?;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &__pypto_args,
+        )
+    }
+}
+
+/// What kernel [`moe_finalize_routing()`](fn@moe_finalize_routing) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod moe_finalize_routing {
+    /// The sizes [`moe_finalize_routing()`](fn@super::moe_finalize_routing) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "moe_finalize_routing",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "y", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "expanded_row_idx", index: 1, dims: &[0] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "weights", index: 2, dims: &[2, 3] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "residual", index: 3, dims: &[2, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 4, dims: &[2, 1] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "TK", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "weights.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(8), multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 4 },
+    };
+}
+
+/// Kernel `moe_gating_topk` from `tests/specs/builtins/moe_gating_topk.yaml:9:3` (template `builtin/moe_gating_topk`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `logits` | input | `DT_FP16` | `[T, 64]` |
+/// | `expert_ids` | output | `DT_INT32` | `[T, 8]` |
+/// | `weights` | output | `DT_FP32` | `[T, 8]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `logits.0` | `T` (DYNAMIC) | `T` | tokens in the step |
+/// | `logits.1` | 64 | d1 |  |
+/// | `expert_ids.0` | `T` (DYNAMIC) | `T` | tokens in the step |
+/// | `expert_ids.1` | 8 | d2 |  |
+/// | `weights.0` | `T` (DYNAMIC) | `T` | tokens in the step |
+/// | `weights.1` | 8 | d2 |  |
+///
+/// Dims (axes that are one size):
+///
+/// - `logits.0` = `expert_ids.0` = `weights.0` (`T`): DYNAMIC: any size, checked to agree at run time — tokens in the step
+/// - `logits.1`: fixed at 64 by the types
+/// - `expert_ids.1` = `weights.1`: fixed at 8 by the types
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn moe_gating_topk(
+    logits: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, ::pypto_rt::__private::v3::Const<64>)>,
+    mut expert_ids: impl ::pypto_rt::__private::v3::AsOutput<i32, (usize, ::pypto_rt::__private::v3::Const<8>)>,
+    mut weights: impl ::pypto_rt::__private::v3::AsOutput<f32, (usize, ::pypto_rt::__private::v3::Const<8>)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "moe_gating_topk",
+        params: &["logits", "expert_ids", "weights"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (1, 0), (2, 0)], why: "they are the dim `T`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 0 },
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk19_moe_5fgating_5ftopk_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk19_moe_5fgating_5ftopk_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk19_moe_5fgating_5ftopk_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&logits), ::pypto_rt::__private::v3::output(&mut expert_ids), ::pypto_rt::__private::v3::output(&mut weights)],
+        )
+    }
+}
+
+/// What kernel [`moe_gating_topk()`](fn@moe_gating_topk) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod moe_gating_topk {
+    /// The sizes [`moe_gating_topk()`](fn@super::moe_gating_topk) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "moe_gating_topk",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "logits", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "expert_ids", index: 1, dims: &[0, 2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "weights", index: 2, dims: &[0, 2] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "logits.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(64), multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "expert_ids.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(8), multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+    };
+}
+
+/// Kernel `moe_init_routing` from `tests/specs/builtins/moe_init_routing.yaml:15:3` (template `builtin/moe_init_routing`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `x` | input | `DT_FP16` | `[T, H]` |
+/// | `expert_ids` | input | `DT_INT32` | `[T, 8]` |
+/// | `expanded_x` | output | `DT_FP16` | `[TK, H]` |
+/// | `expanded_row_idx` | output | `DT_INT32` | `[TK]` |
+/// | `expert_tokens` | output | `DT_INT32` | `[64]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `x.0` | `T` (DYNAMIC) | `T` | tokens in the step |
+/// | `x.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+/// | `expert_ids.0` | `T` (DYNAMIC) | `T` | tokens in the step |
+/// | `expert_ids.1` | 8 | d2 |  |
+/// | `expanded_x.0` | `TK` (DYNAMIC) | `TK` | expanded rows: tokens times experts per token |
+/// | `expanded_x.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+/// | `expanded_row_idx.0` | `TK` (DYNAMIC) | `TK` | expanded rows: tokens times experts per token |
+/// | `expert_tokens.0` | 64 | d4 |  |
+///
+/// Dims (axes that are one size):
+///
+/// - `x.0` = `expert_ids.0` (`T`): DYNAMIC: any size, checked to agree at run time — tokens in the step
+/// - `x.1` = `expanded_x.1` (`H`): DYNAMIC: any size, checked to agree at run time — hidden size (values per token)
+/// - `expert_ids.1`: fixed at 8 by the types
+/// - `expanded_x.0` = `expanded_row_idx.0` (`TK`): DYNAMIC: any size, checked to agree at run time — expanded rows: tokens times experts per token
+/// - `expert_tokens.0`: fixed at 64 by the types
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn moe_init_routing(
+    x: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    expert_ids: impl ::pypto_rt::__private::v3::AsInput<i32, (usize, ::pypto_rt::__private::v3::Const<8>)>,
+    mut expanded_x: impl ::pypto_rt::__private::v3::AsOutput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    mut expanded_row_idx: impl ::pypto_rt::__private::v3::AsOutput<i32, (usize,)>,
+    mut expert_tokens: impl ::pypto_rt::__private::v3::AsOutput<i32, (::pypto_rt::__private::v3::Const<64>,)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "moe_init_routing",
+        params: &["x", "expert_ids", "expanded_x", "expanded_row_idx", "expert_tokens"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (1, 0)], why: "they are the dim `T`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (2, 1)], why: "they are the dim `H`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(2, 0), (3, 0)], why: "they are the dim `TK`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Leading { param: 1, axes: 1, factor: 1 },
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_EQUATIONS: [::pypto_rt::__private::v6::Equation; 1] = [
+        ::pypto_rt::__private::v6::Equation {
+            left: &[::pypto_rt::__private::v6::Step::Size(2, 0)],
+            right: &[::pypto_rt::__private::v6::Step::Size(0, 0), ::pypto_rt::__private::v6::Step::Size(1, 1), ::pypto_rt::__private::v6::Step::Mul],
+            axes: &[(2, 0), (0, 0), (1, 1)],
+            why: "builtin/moe_init_routing needs `expanded_x.0 == x.0 * expert_ids.last` (builtin/moe_init_routing.hbs:13:5)",
+        },
+    ];
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk20_moe_5finit_5frouting_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk20_moe_5finit_5frouting_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk20_moe_5finit_5frouting_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    let __pypto_args = [::pypto_rt::__private::v3::input(&x), ::pypto_rt::__private::v3::input(&expert_ids), ::pypto_rt::__private::v3::output(&mut expanded_x), ::pypto_rt::__private::v3::output(&mut expanded_row_idx), ::pypto_rt::__private::v3::output(&mut expert_tokens)];
+    ::pypto_rt::__private::v6::check_equations(&__PYPTO_DESC, &__pypto_args, &__PYPTO_EQUATIONS)?;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &__pypto_args,
+        )
+    }
+}
+
+/// What kernel [`moe_init_routing()`](fn@moe_init_routing) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod moe_init_routing {
+    /// The sizes [`moe_init_routing()`](fn@super::moe_init_routing) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "moe_init_routing",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "expert_ids", index: 1, dims: &[0, 2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "expanded_x", index: 2, dims: &[3, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "expanded_row_idx", index: 3, dims: &[3] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "expert_tokens", index: 4, dims: &[4] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "expert_ids.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(8), multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "TK", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "expert_tokens.0", kind: ::pypto_rt::__private::v5::DimKind::Fixed(64), multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Leading { param: 1, axes: 1, factor: 1 },
     };
 }
 
