@@ -1241,3 +1241,20 @@ fn quant_matmul_gives_the_same_bits_at_every_block_count() {
     });
     assert_eq!(bits_as_f64(&got), bits_as_f64(&want));
 }
+
+/// More rows than the workspace that hands the int32 tiles over could hold
+/// whole (24 blocks × two slots of 128 × 256 values: 6000 × 272 values is
+/// more): the cube writes only its slots, never the product's M × N.
+#[test]
+fn quant_matmul_takes_more_rows_than_its_workspace_holds() {
+    let m = 6000;
+    assert!(m * QMM_N > 24 * 2 * 128 * 256);
+    let (got, want) = run_qmm::<half::f16>(
+        |a, b, s, t, _, o| kernels::qmm_f16(a, b, s, t, o),
+        false,
+        m,
+        11,
+    )
+    .unwrap();
+    assert_eq!(bits_as_f64(&got), bits_as_f64(&want));
+}

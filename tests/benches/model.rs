@@ -5,7 +5,8 @@
 //! `fit` (the constants were chosen with it in view) or `held out`.
 //! Large shapes run timing-only (instructions costed, nothing computed).
 //!
-//! Run with `cargo bench -p pypto-tests --bench model`.
+//! Run with `cargo bench -p pypto-tests --bench model` (`-- serving`,
+//! `-- matmul`, `-- decode` or `-- attention` for one group of rows).
 
 use pypto_rt::{Const, Device, Error, ModelArch, Profile, Profiler};
 use pypto_tests::kernels;
@@ -344,6 +345,115 @@ fn builtin_attention(dev: &Device) {
     }
 }
 
+/// A row of the serving builtins (issue 28) against its bound: `bytes` at
+/// the chip's modelled HBM bandwidth, or `cycles` of the cube when given.
+fn serving_row(name: &str, bound: Bound, run: &mut dyn FnMut() -> Result<(), Error>) {
+    let arch = ModelArch::AtlasA3;
+    let started = std::time::Instant::now();
+    let (result, profile) = Profiler::new(arch).trace(false).timing_only(true).run(run);
+    result.unwrap_or_else(|e| panic!("{name}: {e}"));
+    let modelled = profile.micros();
+    let (target, what) = match bound {
+        Bound::Bytes(bytes) => (
+            arch.micros((bytes / arch.chip_hbm_bytes_per_cycle()).ceil() as u64),
+            "its bytes at the modelled HBM bandwidth",
+        ),
+        Bound::Cube(cycles) => (arch.micros(cycles), "its Mmad fractals on every cube core"),
+    };
+    println!(
+        "builtin {name}: modelled {modelled:.1} us, target {target:.1} us ({what}), ratio {:.3}, \
+         {:.0}% of the bound, bound {}  [{:.1} s to model]",
+        modelled / target,
+        target / modelled * 100.0,
+        profile.launches[0].bound(),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// What a serving row is held to.
+enum Bound {
+    /// Bytes every launch must move between HBM and the cores.
+    Bytes(f64),
+    /// Cycles of the cube at one fractal product a cycle on every core.
+    Cube(u64),
+}
+
+/// Issue 28's serving builtins, modelled on an A3: writing a prefill's keys
+/// and values into the paged cache, RoPE on a prefill's query heads,
+/// greedy sampling over a large vocabulary, per-token quantisation, and
+/// the w8a8 matmul at a decode shape (weight-bound) and a prefill shape
+/// (cube-bound).
+fn serving_builtins(dev: &Device) -> Result<(), Error> {
+    use half::f16;
+    // reshape_and_cache: 4096 tokens, 8 KV heads of 128, into 64 blocks of
+    // 128 slots, every other slot (a stride coprime to the cache).
+    let (t, w, nb) = (4096usize, 1024usize, 64usize);
+    let k = dev.zeros::<f16, _>((t, w))?;
+    let v = dev.zeros::<f16, _>((t, w))?;
+    let slots: Vec<i32> = (0..t).map(|i| ((i * 2 + 1) % (nb * 128)) as i32).collect();
+    let slots = dev.tensor_from(&slots, (t,))?;
+    let mut k_cache = dev.zeros::<f16, _>((nb, Const::<128>, w))?;
+    let mut v_cache = dev.zeros::<f16, _>((nb, Const::<128>, w))?;
+    let kv = (t * w * 2) as f64;
+    serving_row(
+        "reshape_and_cache 4096x1024 fp16",
+        Bound::Bytes(4.0 * kv + (t * 4) as f64),
+        &mut || kernels::cache_f16(&k, &v, &slots, &mut k_cache, &mut v_cache),
+    );
+    // rope: 4096 tokens of 32 heads of 128, the first 64 dims rotated.
+    let hd = 32 * 128;
+    let x = dev.zeros::<f16, _>((t, hd))?;
+    let positions: Vec<i32> = (0..t as i32).collect();
+    let positions = dev.tensor_from(&positions, (t,))?;
+    let table = dev.zeros::<f16, _>((8192, Const::<64>))?;
+    let mut rotated = dev.zeros::<f16, _>((t, hd))?;
+    serving_row(
+        "rope 4096x4096 fp16 (rotary 64 of 128)",
+        Bound::Bytes((2 * t * hd * 2 + t * 64 * 2 + t * 4) as f64),
+        &mut || kernels::rope_f16_partial(&x, &positions, &table, &mut rotated),
+    );
+    // argmax: 64 requests over a vocabulary of 128000.
+    let (b, vocab) = (64usize, 128_000usize);
+    let logits = dev.zeros::<f16, _>((b, vocab))?;
+    let mut ids = dev.zeros::<i32, _>((b,))?;
+    serving_row(
+        "argmax 64x128000 fp16",
+        Bound::Bytes((b * vocab * 2 + b * 4) as f64),
+        &mut || kernels::argmax_f16(&logits, &mut ids),
+    );
+    // dynamic_quant: [16384, 4096] fp16 to int8 and a scale per row.
+    let (rows, cols) = (16384usize, 4096usize);
+    let x = dev.zeros::<f16, _>((rows, cols))?;
+    let mut q = dev.zeros::<i8, _>((rows, cols))?;
+    let mut scale = dev.zeros::<f32, _>((rows,))?;
+    serving_row(
+        "dynamic_quant 16384x4096 fp16",
+        Bound::Bytes((rows * cols * 3 + rows * 4) as f64),
+        &mut || kernels::quant_f16(&x, &mut q, &mut scale),
+    );
+    // quant_matmul: decode (16 tokens; the int8 weight streamed once) and
+    // prefill (4096 tokens; int8 fractals are 16 x 32 x 16).
+    for (m, kk, n) in [(16usize, 4096usize, 11008usize), (4096, 4096, 4096)] {
+        let a = dev.zeros::<i8, _>((m, kk))?;
+        let wq = dev.zeros::<i8, _>((n, kk))?;
+        let a_scale = dev.zeros::<f32, _>((m,))?;
+        let b_scale = dev.zeros::<f32, _>((n,))?;
+        let mut out = dev.zeros::<f16, _>((m, n))?;
+        let bound = if m <= 16 {
+            Bound::Bytes((kk * n + m * kk + m * n * 2) as f64)
+        } else {
+            let fractals = m.div_ceil(16) * n.div_ceil(16) * kk.div_ceil(32);
+            Bound::Cube(fractals.div_ceil(ModelArch::AtlasA3.ai_cores() as usize) as u64)
+        };
+        serving_row(
+            &format!("quant_matmul {m}x{kk}x{n} w8a8"),
+            bound,
+            &mut || kernels::builtin_quant_matmul_f16(&a, &wq, &a_scale, &b_scale, &mut out),
+        );
+    }
+    Ok(())
+}
+
 fn main() {
     let dev = Device::host();
     // `cargo bench --bench model -- attention`: the attention rows alone.
@@ -359,6 +469,11 @@ fn main() {
     }
     if std::env::args().any(|a| a == "decode") {
         builtin_matmul_decode(&dev);
+        return;
+    }
+    // `-- serving`: issue 28's serving builtins alone.
+    if std::env::args().any(|a| a == "serving") {
+        serving_builtins(&dev).expect("serving rows");
         return;
     }
     let mut worst_fit: f64 = 1.0;
@@ -411,6 +526,7 @@ fn main() {
     builtin_matmul(&dev);
     vector_builtins(&dev);
     builtin_attention(&dev);
+    serving_builtins(&dev).expect("serving rows");
 
     let mut worst_fit: f64 = 1.0;
     let mut worst_held: f64 = 1.0;

@@ -327,10 +327,12 @@ public:
         kSlabs_ = (k + base_.slab - 1) / base_.slab;
         aGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(a), batch * m * k);
         bGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(b), batch * k * n);
-        outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ OutT*>(out), batch * m * n);
         if constexpr (kHandoff) {
-            // `out` is the workspace: two slots per block.
+            // `out` is the workspace: two slots per block (never the
+            // product's M x N values, which may be more than it holds).
             outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ OutT*>(out) + block * 2 * kSlotValues, 2 * kSlotValues);
+        } else {
+            outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ OutT*>(out), batch * m * n);
         }
         if constexpr (kBias) {
             biasGm_.SetGlobalBuffer(reinterpret_cast<__gm__ AccT*>(bias), n);
@@ -567,7 +569,7 @@ extern "C" __global__ __cube__ void pypto_x6_goldenk13_matmul_5fint8_s0(GM_ADDR 
                   "matmul_int8: a and b must be DT_INT8");
     static_assert(AscendC::IsSameType<int32_t, int32_t>::value, "matmul_int8: out must be DT_INT32");
     PyptoTiling pypto_tiling;
-#line 571 "matmul_int8_s0.cpp"
+#line 573 "matmul_int8_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
 #line 35 "builtin/matmul_int8.hbs"
     CubeMatmulKernel op;
@@ -575,7 +577,7 @@ extern "C" __global__ __cube__ void pypto_x6_goldenk13_matmul_5fint8_s0(GM_ADDR 
             pypto_tiling.dim[2]);
     op.Process();
 }
-#line 579 "matmul_int8_s0.cpp"
+#line 581 "matmul_int8_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)

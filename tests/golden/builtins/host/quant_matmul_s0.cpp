@@ -338,10 +338,12 @@ public:
         kSlabs_ = (k + base_.slab - 1) / base_.slab;
         aGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(a), batch * m * k);
         bGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(b), batch * k * n);
-        outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ OutT*>(out), batch * m * n);
         if constexpr (kHandoff) {
-            // `out` is the workspace: two slots per block.
+            // `out` is the workspace: two slots per block (never the
+            // product's M x N values, which may be more than it holds).
             outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ OutT*>(out) + block * 2 * kSlotValues, 2 * kSlotValues);
+        } else {
+            outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ OutT*>(out), batch * m * n);
         }
         if constexpr (kBias) {
             biasGm_.SetGlobalBuffer(reinterpret_cast<__gm__ AccT*>(bias), n);
@@ -687,7 +689,7 @@ private:
 extern "C" __global__ __aicore__ void pypto_x6_goldenk14_quant_5fmatmul_s0(GM_ADDR a, GM_ADDR b, GM_ADDR a_scale, GM_ADDR b_scale, GM_ADDR out, GM_ADDR pypto_workspace, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 691 "quant_matmul_s0.cpp"
+#line 693 "quant_matmul_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
 #line 166 "builtin/quant_matmul.hbs"
     uint64_t m = pypto_tiling.dim[0];
@@ -711,14 +713,14 @@ extern "C" __global__ __aicore__ void pypto_x6_goldenk14_quant_5fmatmul_s0(GM_AD
         }
         QuantDequant op;
         op.Init(pypto_workspace, a_scale, b_scale,
-#line 715 "quant_matmul_s0.cpp"
+#line 717 "quant_matmul_s0.cpp"
                 nullptr, out, m, k, n, block,
 #line 188 "builtin/quant_matmul.hbs"
                 blocks);
         op.Process();
     }
 }
-#line 722 "quant_matmul_s0.cpp"
+#line 724 "quant_matmul_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)

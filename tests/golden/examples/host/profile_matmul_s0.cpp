@@ -322,10 +322,12 @@ public:
         kSlabs_ = (k + base_.slab - 1) / base_.slab;
         aGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(a), batch * m * k);
         bGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(b), batch * k * n);
-        outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ OutT*>(out), batch * m * n);
         if constexpr (kHandoff) {
-            // `out` is the workspace: two slots per block.
+            // `out` is the workspace: two slots per block (never the
+            // product's M x N values, which may be more than it holds).
             outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ OutT*>(out) + block * 2 * kSlotValues, 2 * kSlotValues);
+        } else {
+            outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ OutT*>(out), batch * m * n);
         }
         if constexpr (kBias) {
             biasGm_.SetGlobalBuffer(reinterpret_cast<__gm__ AccT*>(bias), n);
@@ -558,7 +560,7 @@ private:
 extern "C" __global__ __cube__ void pypto_x6_goldenk16_profile_5fmatmul_s0(GM_ADDR a, GM_ADDR b, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 562 "profile_matmul_s0.cpp"
+#line 564 "profile_matmul_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
 #line 40 "builtin/matmul.hbs"
     CubeMatmulKernel op;
@@ -566,7 +568,7 @@ extern "C" __global__ __cube__ void pypto_x6_goldenk16_profile_5fmatmul_s0(GM_AD
             pypto_tiling.dim[2]);
     op.Process();
 }
-#line 570 "profile_matmul_s0.cpp"
+#line 572 "profile_matmul_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)
