@@ -770,7 +770,8 @@ fn broken_builtins_fail_the_checks() {
     });
     assert_eq!(off.unwrap_err().sets(), fails_all);
     // The graph builtins' mutants are tests/graph.rs's, the serving
-    // builtins' tests/serving.rs's, the MoE builtins' tests/moe.rs's.
+    // builtins' tests/serving.rs's, the MoE builtins' tests/moe.rs's,
+    // topk_topp_sample's tests/sample.rs's.
     let graph = [
         "gather_rows",
         "scatter_add",
@@ -782,6 +783,7 @@ fn broken_builtins_fail_the_checks() {
         "moe_gating_topk",
         "moe_init_routing",
         "moe_finalize_routing",
+        "topk_topp_sample",
     ];
     let mut all: Vec<&str> = pypto_tests::mutants::MUTANTS
         .iter()

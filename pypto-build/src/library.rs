@@ -76,6 +76,7 @@ pub const BUILTIN_TEMPLATES: &[(&str, &str)] = embed![
     "silu" => "builtin/silu.hbs",
     "softmax" => "builtin/softmax.hbs",
     "swiglu" => "builtin/swiglu.hbs",
+    "topk_topp_sample" => "builtin/topk_topp_sample.hbs",
 ];
 
 /// Partials the builtin templates share (`{{> NAME}}`).

@@ -1,6 +1,6 @@
-//! Deliberately broken copies of the row, graph, serving and MoE builtins,
-//! each one edit away from its builtin's template: tests/rows.rs,
-//! tests/graph.rs, tests/serving.rs and tests/moe.rs check that every one fails the checks the real
+//! Deliberately broken copies of the row, graph, serving, MoE and sampling
+//! builtins, each one edit away from its builtin's template: tests/rows.rs,
+//! tests/graph.rs, tests/serving.rs, tests/moe.rs and tests/sample.rs check that every one fails the checks the real
 //! builtin passes. tests/build.rs writes them, as user
 //! templates with a spec, into `OUT_DIR/mutants/` from the builtins'
 //! templates in `templates/builtin/`, so that each stays the builtin with
@@ -255,6 +255,13 @@ pub const MUTANTS: &[Mutant] = &[
             "AscendC::Muls(acc, term, 1.0f, len);",
         )],
     },
+    Mutant {
+        name: "broken_topk_topp_sample_short_nucleus_f32",
+        builtin: "topk_topp_sample",
+        dtype: "DT_FP32",
+        defect: "the nucleus leaves out its last candidate (unless it is the only one)",
+        edits: &[("n = j + 1;", "n = j > 0 ? j : 1;")],
+    },
 ];
 
 /// The spec params of a mutant of `builtin`, as tests/kernels/rows.yaml
@@ -323,6 +330,15 @@ pub fn params(builtin: &str, dtype: &str) -> String {
             "expanded_row_idx: { dtype: DT_INT32, shape: [N] }".to_owned(),
             "weights: { dtype: DT_FP32, shape: [R, 2] }".to_owned(),
             out("[R, C]"),
+        ],
+        // tests/kernels/sample.yaml's: R requests, a vocabulary of C.
+        "topk_topp_sample" => vec![
+            t("logits", "[R, C]"),
+            "temperature: { dtype: DT_FP32, shape: [R] }".to_owned(),
+            "top_k: { dtype: DT_INT32, shape: [R] }".to_owned(),
+            "top_p: { dtype: DT_FP32, shape: [R] }".to_owned(),
+            "seed: { dtype: DT_INT64, shape: [R] }".to_owned(),
+            "out: { dtype: DT_INT32, shape: [R], output: true }".to_owned(),
         ],
         other => panic!("no mutant params for builtin/{other}"),
     };

@@ -51,6 +51,7 @@ mod __pypto_ffi {
         pub fn pypto_x6_goldenk4_silu_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk7_softmax_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk6_swiglu_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk20_topk_5ftopp_5fsample_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
     }
 }
 
@@ -2704,6 +2705,99 @@ pub mod swiglu {
             ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
             ::pypto_rt::__private::v5::DimSizes { label: "x.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(1024), multiple_of: 1, twice: None },
             ::pypto_rt::__private::v5::DimSizes { label: "out.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(512), multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+    };
+}
+
+/// Kernel `topk_topp_sample` from `tests/specs/builtins/topk_topp_sample.yaml:12:3` (template `builtin/topk_topp_sample`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `logits` | input | `DT_FP16` | `[B, V]` |
+/// | `temperature` | input | `DT_FP32` | `[B]` |
+/// | `top_k` | input | `DT_INT32` | `[B]` |
+/// | `top_p` | input | `DT_FP32` | `[B]` |
+/// | `seed` | input | `DT_INT64` | `[B]` |
+/// | `next` | output | `DT_INT32` | `[B]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `logits.0` | `B` (DYNAMIC) | `B` | requests (rows of logits) |
+/// | `logits.1` | `V` (DYNAMIC) | `V` | vocabulary size (logits per request) |
+/// | `temperature.0` | `B` (DYNAMIC) | `B` | requests (rows of logits) |
+/// | `top_k.0` | `B` (DYNAMIC) | `B` | requests (rows of logits) |
+/// | `top_p.0` | `B` (DYNAMIC) | `B` | requests (rows of logits) |
+/// | `seed.0` | `B` (DYNAMIC) | `B` | requests (rows of logits) |
+/// | `next.0` | `B` (DYNAMIC) | `B` | requests (rows of logits) |
+///
+/// Dims (axes that are one size):
+///
+/// - `logits.0` = `temperature.0` = `top_k.0` = `top_p.0` = `seed.0` = `next.0` (`B`): DYNAMIC: any size, checked to agree at run time — requests (rows of logits)
+/// - `logits.1` (`V`): DYNAMIC: any size, checked to agree at run time — vocabulary size (logits per request)
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn topk_topp_sample(
+    logits: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    temperature: impl ::pypto_rt::__private::v3::AsInput<f32, (usize,)>,
+    top_k: impl ::pypto_rt::__private::v3::AsInput<i32, (usize,)>,
+    top_p: impl ::pypto_rt::__private::v3::AsInput<f32, (usize,)>,
+    seed: impl ::pypto_rt::__private::v3::AsInput<i64, (usize,)>,
+    mut next: impl ::pypto_rt::__private::v3::AsOutput<i32, (usize,)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "topk_topp_sample",
+        params: &["logits", "temperature", "top_k", "top_p", "seed", "next"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (1, 0), (2, 0), (3, 0), (4, 0), (5, 0)], why: "they are the dim `B`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1)], why: "they are the dim `V`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 0 },
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk20_topk_5ftopp_5fsample_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk20_topk_5ftopp_5fsample_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk20_topk_5ftopp_5fsample_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&logits), ::pypto_rt::__private::v3::input(&temperature), ::pypto_rt::__private::v3::input(&top_k), ::pypto_rt::__private::v3::input(&top_p), ::pypto_rt::__private::v3::input(&seed), ::pypto_rt::__private::v3::output(&mut next)],
+        )
+    }
+}
+
+/// What kernel [`topk_topp_sample()`](fn@topk_topp_sample) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod topk_topp_sample {
+    /// The sizes [`topk_topp_sample()`](fn@super::topk_topp_sample) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "topk_topp_sample",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "logits", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "temperature", index: 1, dims: &[0] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "top_k", index: 2, dims: &[0] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "top_p", index: 3, dims: &[0] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "seed", index: 4, dims: &[0] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "next", index: 5, dims: &[0] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "B", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "V", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
     };
