@@ -244,6 +244,17 @@ fn gating_ties_go_to_the_lower_expert_and_minus_infinity_comes_last() {
     let sum: f32 = w.iter().sum();
     assert!((sum - 1.0).abs() < 1e-6, "{sum}");
     assert_eq!(w, gate_reference(&x, 8, 8, true).1);
+    // A NaN logit is chosen first (as argmax counts it) and makes its
+    // row's weights NaN; the next row is unaffected.
+    let mut x = vec![0.25f32; 16];
+    x[3] = f32::NAN;
+    x[5] = 2.0;
+    x[8 + 6] = 1.0;
+    let (ids, w) =
+        run_gate::<f32, 8, 2>(|a, b, c| kernels::moe_gate_f32_e8_k2(a, b, c), &x).unwrap();
+    assert_eq!(ids, [3, 5, 6, 0]);
+    assert!(w[0].is_nan() && w[1].is_nan(), "{w:?}");
+    assert_eq!(w[2..], gate_reference(&x[8..], 8, 2, true).1[..]);
 }
 
 #[test]
