@@ -51,6 +51,7 @@ impl Default for Builder {
 
 /// What [`Builder::generate`] produces, before anything is written.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Generated {
     /// The checked kernels the code was generated from.
     pub model: Model,
@@ -67,15 +68,19 @@ pub struct Generated {
 
 /// A rendered source as compiled for one NPU architecture.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct NpuSource {
+    /// The architecture it is compiled for.
     pub arch: cann::Arch,
     /// Whether the kernel runs on the cube core.
     pub cube: bool,
+    /// The source, its kernel's symbols renamed for `arch`.
     pub source: Source,
 }
 
 /// What [`Builder::build`] did.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Built {
     /// What was generated: the model, the Rust wrappers, the sources.
     pub generated: Generated,

@@ -41,7 +41,8 @@ use unstable::{codegen, dump, toolchain};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub use builder::{Builder, Built, Generated, write_if_changed};
+pub use builder::{Builder, Built, Generated, NpuSource, write_if_changed};
+pub use codegen::ascendc::Source;
 pub use diag::{Diagnostic, Diagnostics, Location, Pos, Snippet, display_path};
 pub use error::Error;
 pub use model::{Kernel, Model};

@@ -38,7 +38,7 @@ fn relu(x_shape: &str, y_shape: &str, extra: &str) -> String {
 fn axis_kinds(m: &Model, param: usize) -> Vec<AxisKind> {
     match &m.kernels[0].params[param].kind {
         ParamKind::Tensor { axes, .. } => axes.iter().map(|a| a.kind).collect(),
-        ParamKind::Scalar(_) => panic!("scalar"),
+        _ => panic!("not a tensor"),
     }
 }
 

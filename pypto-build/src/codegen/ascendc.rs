@@ -20,12 +20,16 @@ use crate::model::{
 
 /// One rendered source file.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Source {
+    /// The kernel it implements.
     pub kernel: String,
+    /// Which of the kernel's STATIC specialisations (0 when it has none).
     pub specialisation: usize,
     /// File name under the sources directory, e.g. `add_bias_s0.cpp`;
     /// unique within a build even on case-insensitive file systems.
     pub file_name: String,
+    /// The Ascend C source.
     pub text: String,
 }
 

@@ -15,6 +15,7 @@ use crate::spec::KernelSpec;
 /// One step of a side of an equation, in postfix order: sizes and
 /// integers push a value, operators pop two and push one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Step {
     /// The size of axis `axis` of tensor param `param`.
     Size {
@@ -37,6 +38,7 @@ pub enum Step {
 
 /// An `equals:` relation of a kernel, its options filled in.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Equation {
     /// The left side, in postfix order.
     pub left: Vec<Step>,
@@ -50,6 +52,7 @@ pub struct Equation {
 
 /// How sizes break an equation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Broken {
     /// The sides' values differ.
     Unequal(i128, i128),

@@ -38,10 +38,11 @@ pub use variant::{
 
 pub use crate::tables::{MAX_PARAMS, MAX_RANK, MAX_SIZE, MAX_SPEC_BLOCKS, MAX_SPECIALISATIONS};
 
-pub use crate::tables::{DType, Target};
+pub use crate::tables::{Arch, DType, Target};
 
 /// Where a kernel's template comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TemplateRef {
     /// `builtin/NAME`: one of the library's templates.
     Builtin(String),
@@ -85,6 +86,7 @@ impl fmt::Display for AxisKind {
 
 /// One axis of a tensor param.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Axis {
     /// The marker as written (`DYNAMIC`, `128`, `HIDDEN`, `...`).
     pub written: String,
@@ -101,6 +103,7 @@ pub struct Axis {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 /// What a kernel param is.
+#[non_exhaustive]
 pub enum ParamKind {
     /// A scalar of this dtype, passed by value.
     Scalar(DType),
@@ -117,6 +120,7 @@ pub enum ParamKind {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 /// One param of a kernel, in call order.
+#[non_exhaustive]
 pub struct Param {
     /// The name the spec gives it (and the wrapper's argument name).
     pub name: String,
@@ -141,6 +145,7 @@ pub enum DimSize {
 /// A set of axes that must have the same size: axes sharing a name, or axes a
 /// template ties together.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Dim {
     /// The module-level name, when the dim has one.
     pub name: Option<String>,
@@ -160,6 +165,7 @@ pub struct Specialisation(pub Vec<(usize, u64)>);
 
 /// Every checked kernel of a set of spec files, in file then declaration order.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Model {
     /// The kernels, in file then declaration order.
     pub kernels: Vec<Kernel>,
@@ -190,6 +196,7 @@ impl Model {
 
 /// A checked kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Kernel {
     /// The kernel's name (the wrapper function's name).
     pub name: String,
@@ -281,6 +288,7 @@ impl Kernel {
 
 /// One argument of a `source:` kernel's entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum EntryArg {
     /// A param, by index.
     Param(usize),
@@ -291,6 +299,7 @@ pub enum EntryArg {
 /// A struct a `source:` kernel's launch builds field by field and passes
 /// to the entry by value (`tiling:`): a vendor kernel's tiling data.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Tiling {
     /// The struct's name, as the source spells it.
     pub struct_name: String,
@@ -314,6 +323,7 @@ impl Tiling {
 
 /// One field of a [`Tiling`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TilingField {
     /// The field's name in the struct.
     pub name: String,
@@ -325,6 +335,7 @@ pub struct TilingField {
 
 /// A tiling field's value.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub enum TilingValue {
     /// An integer literal, within the range of `i64` or `u64`.
     Int(i128),
@@ -385,6 +396,7 @@ pub fn require_dim_docs(model: &Model) -> Result<(), crate::Diagnostics> {
 
 /// A size of a call's tensors (the runtime's `SizeOf`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SizeOf {
     /// The element count of a tensor param.
     Numel(usize),
@@ -394,6 +406,7 @@ pub enum SizeOf {
 
 /// One argument of a templated entry (`template_args:`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TemplateArg {
     /// A dtype, passed as its C++ type.
     Type(DType),
@@ -407,6 +420,7 @@ pub enum TemplateArg {
 /// How a launch is split into blocks, with option values filled in (the
 /// runtime's `BlockRule`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BlockRule {
     /// One block per row of a param: the product of all but its last axis.
     Rows {
@@ -437,6 +451,7 @@ pub enum BlockRule {
 
 /// A run-time check: axis `axis` of param `param` is a multiple of `of`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Multiple {
     /// The param's index.
     pub param: usize,
@@ -450,6 +465,7 @@ pub struct Multiple {
 
 /// A run-time check: the `big` (param, axis) is twice the `small` one.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Halves {
     /// (param index, axis) of the larger axis.
     pub big: (usize, usize),
@@ -461,6 +477,7 @@ pub struct Halves {
 
 /// The value of a template option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum OptionValue {
     /// An integer option.
     Int(i64),

@@ -25,6 +25,7 @@ pub(super) struct SourceParts {
 
 /// A scalar param whose value is a size of the call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Bound {
     /// The scalar param's index.
     pub param: usize,

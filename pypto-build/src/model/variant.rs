@@ -18,6 +18,7 @@ use crate::yaml::Value;
 
 /// What makes a checked kernel one variant of a kernel with `variants:`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Variant {
     /// The kernel the variant belongs to: the name of the one wrapper that
     /// chooses among its variants.
@@ -40,6 +41,7 @@ pub struct Variant {
 
 /// A checked `when:`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Condition {
     /// As written.
     pub text: String,
@@ -49,6 +51,7 @@ pub struct Condition {
 
 /// A condition's syntax tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Expr {
     /// `a || b`.
     Or(Box<Expr>, Box<Expr>),
@@ -62,6 +65,7 @@ pub enum Expr {
 
 /// A value in a comparison: a size or an integer, optionally `% m`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Term {
     /// The value.
     pub atom: Atom,
@@ -71,6 +75,7 @@ pub struct Term {
 
 /// A size or an integer.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Atom {
     /// The size of a tensor's axis, as the condition named it (`x.0`, `M`).
     Size {
@@ -87,6 +92,7 @@ pub enum Atom {
 
 /// A comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Compare {
     /// `<`
     Lt,
