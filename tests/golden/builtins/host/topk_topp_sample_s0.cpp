@@ -39,9 +39,8 @@ __aicore__ inline T pypto_scalar(uint64_t bits)
 // 1. Greedy when t is not above 0 (0, negative or NaN) or k == 1: out[b] =
 //    the index of the largest x, ties to the lowest index, a NaN counts as
 //    the largest (builtin/argmax's rule).
-// 2. Candidates: the K largest logits c_0, c_1, ... (descending, equal
-//    logits to the lower index, -inf ones last lowest index first; k rounds
-//    of ReduceMax with its index, each winner then set to -inf), with
+// 2. Candidates: the K largest logits c_0, c_1, ... in the order "a NaN
+//    first, then descending, equal values (-0 and +0 too) by index", with
 //    K = k when 1 <= k <= V, else V (k <= 0 turns top-k off), and K at most
 //    256 (kMaxCandidates): with top-k off or above 256, top-p chooses among
 //    the 256 most likely tokens.
@@ -62,9 +61,16 @@ __aicore__ inline T pypto_scalar(uint64_t bits)
 // the same seed (engines advance each request's seed every step). A row of
 // only -inf or with a NaN logit gives a token, but not a meaningful one.
 //
-// Rows are split evenly over the blocks; each row is read once into the
-// Unified Buffer whole (V <= 32768, else Error::Kernel), in tiles of 4096
-// widened to fp32. V = 0 is Error::NoBlocks.
+// Rows are split evenly over the blocks; a row is read once, in tiles of
+// 4096 widened to fp32, so V has no limit. The candidates are a sorted
+// list on the scalar unit (K = 1 when greedy) that each tile is merged
+// into: rounds of ReduceMax with its index over the tile (the vector
+// unit's rule: the first index wins a tie, a NaN beats every number), each
+// winner then set to -inf in the tile (once only -inf is left, the tile's
+// lowest index not yet taken), until the tile's best no longer comes
+// before the full list's last; a later tile's value equal to a listed one
+// comes after it, so the order is the whole row's. V = 0 is
+// Error::NoBlocks.
 #line 1 "builtin/partials/common.hbs"
 // Helpers shared by the builtin templates. Each takes its caller's line
 // (PYPTO_CALLER), so that the emulation reports the line of the template
@@ -148,12 +154,11 @@ __aicore__ inline void CopyToGlobal(const AscendC::GlobalTensor<T>& dst, const A
 
 } // namespace
 
-#line 56 "builtin/topk_topp_sample.hbs"
+#line 62 "builtin/topk_topp_sample.hbs"
 namespace {
 
 using DataT = half;
 using SeedT = int64_t;
-constexpr uint32_t kMaxVocab = 32768;
 constexpr uint32_t kTile = 4096;
 constexpr uint32_t kMaxCandidates = 256;
 constexpr uint32_t kOutRows = 1024;
@@ -184,15 +189,9 @@ __aicore__ inline uint64_t Mix(uint64_t z)
 
 class Sample {
 public:
-    __aicore__ inline bool Init(GM_ADDR x, GM_ADDR temperature, GM_ADDR topK, GM_ADDR topP, GM_ADDR seed,
+    __aicore__ inline void Init(GM_ADDR x, GM_ADDR temperature, GM_ADDR topK, GM_ADDR topP, GM_ADDR seed,
                                 GM_ADDR out, uint64_t rows, uint32_t cols)
     {
-        bool fits = cols <= kMaxVocab;
-        ascendc_assert(fits, "topk_topp_sample: a vocabulary of %u, more than the 32768 logits one row of "
-                             "logits may hold", cols);
-        if (!fits) {
-            return false;
-        }
         uint64_t blocks = AscendC::GetBlockNum();
         uint64_t block = AscendC::GetBlockIdx();
         uint64_t share = rows / blocks;
@@ -207,13 +206,13 @@ public:
         seedGm_.SetGlobalBuffer(reinterpret_cast<__gm__ SeedT*>(seed) + first_, count_);
         outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(out) + first_, count_);
         pipe_.InitBuffer(in_, kTile * sizeof(DataT));
-        pipe_.InitBuffer(values_, Aligned(cols, sizeof(float)) * sizeof(float));
-        pipe_.InitBuffer(work_, 2048 * sizeof(float)); // ReduceMax of 32768 values with the index: 1040
+        pipe_.InitBuffer(values_, kTile * sizeof(float));
+        pipe_.InitBuffer(work_, 256 * sizeof(float)); // ReduceMax of 4096 values with the index: 144
+        pipe_.InitBuffer(taken_, kMaxCandidates * sizeof(int32_t));
         pipe_.InitBuffer(best_, 8 * sizeof(float));
         pipe_.InitBuffer(cand_, kMaxCandidates * sizeof(int32_t));
         pipe_.InitBuffer(weights_, kMaxCandidates * sizeof(float));
         pipe_.InitBuffer(ids_, kOutRows * sizeof(int32_t));
-        return true;
     }
 
     __aicore__ inline void Process()
@@ -232,67 +231,108 @@ public:
     }
 
 private:
-    // The largest value left in the row and its index.
-    __aicore__ inline float Largest(uint32_t& index)
+    // Does (a, ia) come before (b, ib): a NaN first, then descending, equal
+    // values by index?
+    __aicore__ static inline bool Before(float a, uint32_t ia, float b, uint32_t ib)
+    {
+        bool aNan = a != a;
+        bool bNan = b != b;
+        if (aNan != bNan) {
+            return aNan;
+        }
+        if (!aNan && a != b) {
+            return a > b;
+        }
+        return ia < ib;
+    }
+
+    // The largest value left in the tile of `len` and its index there.
+    __aicore__ inline float Largest(uint32_t len, uint32_t& index)
     {
         AscendC::LocalTensor<float> best = best_.Get<float>();
-        AscendC::ReduceMax(best, values_.Get<float>(), work_.Get<float>(), static_cast<int32_t>(cols_), true);
+        AscendC::ReduceMax(best, values_.Get<float>(), work_.Get<float>(), static_cast<int32_t>(len), true);
         VectorToScalar();
         index = best.ReinterpretCast<uint32_t>().GetValue(1);
         return best.GetValue(0);
     }
 
-    // The lowest index not among cand[0..j).
-    __aicore__ inline uint32_t LowestLeft(const AscendC::LocalTensor<int32_t>& cand, uint32_t j)
+    // The lowest index of the tile not among its `taken` first picks.
+    __aicore__ inline uint32_t LowestLeft(uint32_t len, uint32_t taken)
     {
-        for (uint32_t id = 0; id < cols_; ++id) {
-            bool taken = false;
-            for (uint32_t i = 0; i < j && !taken; ++i) {
-                taken = static_cast<uint32_t>(cand.GetValue(i)) == id;
+        AscendC::LocalTensor<int32_t> picks = taken_.Get<int32_t>();
+        for (uint32_t id = 0; id < len; ++id) {
+            bool seen = false;
+            for (uint32_t i = 0; i < taken && !seen; ++i) {
+                seen = static_cast<uint32_t>(picks.GetValue(i)) == id;
             }
-            if (!taken) {
+            if (!seen) {
                 return id;
             }
         }
         return 0;
     }
 
-    __aicore__ inline int32_t Row(uint64_t r)
+    // Merges the tile at `begin` (in values_) into the sorted list of
+    // `count` of at most `room` candidates.
+    __aicore__ inline void Merge(uint32_t begin, uint32_t len, uint32_t room, uint32_t& count)
     {
         AscendC::LocalTensor<float> v = values_.Get<float>();
-        for (uint32_t begin = 0; begin < cols_; begin += kTile) {
-            uint32_t len = static_cast<uint32_t>(PyptoMin(kTile, cols_ - begin));
-            AscendC::LocalTensor<DataT> in = in_.Get<DataT>();
-            AscendC::PipeBarrier<AscendC::PIPE_ALL>(); // the last tile's cast has read `in`
-            CopyToLocal(in, xGm_[r * cols_ + begin], len);
-            AscendC::PipeBarrier<AscendC::PIPE_ALL>();
-            ToFloat(v[begin], in, len);
-        }
-        AscendC::PipeBarrier<AscendC::PIPE_V>();
-        float temperature = temperatureGm_.GetValue(r);
-        int32_t topK = topKGm_.GetValue(r);
-        uint32_t index = 0;
-        float max = Largest(index);
-        if (!(temperature > 0.0f) || topK == 1) {
-            return static_cast<int32_t>(index);
-        }
-        uint32_t count = (topK <= 0 || static_cast<uint32_t>(topK) > cols_) ? cols_ : static_cast<uint32_t>(topK);
-        count = count < kMaxCandidates ? count : kMaxCandidates;
         AscendC::LocalTensor<int32_t> cand = cand_.Get<int32_t>();
-        AscendC::LocalTensor<float> e = weights_.Get<float>();
-        for (uint32_t j = 0; j < count; ++j) {
-            float value = max;
-            if (j > 0) {
-                value = Largest(index);
-                if (value == kMinusInf) {
-                    index = LowestLeft(cand, j);
-                }
+        AscendC::LocalTensor<float> vals = weights_.Get<float>();
+        AscendC::LocalTensor<int32_t> picks = taken_.Get<int32_t>();
+        uint32_t rounds = room < len ? room : len;
+        for (uint32_t round = 0; round < rounds; ++round) {
+            uint32_t index = 0;
+            float value = Largest(len, index);
+            if (round > 0 && value == kMinusInf) {
+                index = LowestLeft(len, round);
             }
-            cand.SetValue(j, static_cast<int32_t>(index));
-            e.SetValue(j, value);
+            uint32_t id = begin + index;
+            if (count == room &&
+                !Before(value, id, vals.GetValue(room - 1), static_cast<uint32_t>(cand.GetValue(room - 1)))) {
+                return; // nothing left in the tile comes before the list's last
+            }
+            uint32_t at = count < room ? count : room - 1;
+            while (at > 0 && Before(value, id, vals.GetValue(at - 1), static_cast<uint32_t>(cand.GetValue(at - 1)))) {
+                vals.SetValue(at, vals.GetValue(at - 1));
+                cand.SetValue(at, cand.GetValue(at - 1));
+                --at;
+            }
+            vals.SetValue(at, value);
+            cand.SetValue(at, static_cast<int32_t>(id));
+            count = count < room ? count + 1 : room;
+            picks.SetValue(round, static_cast<int32_t>(index));
             v.SetValue(index, kMinusInf);
             AscendC::PipeBarrier<AscendC::PIPE_ALL>(); // the scalar's writes, then the vector unit
         }
+    }
+
+    __aicore__ inline int32_t Row(uint64_t r)
+    {
+        float temperature = temperatureGm_.GetValue(r);
+        int32_t topK = topKGm_.GetValue(r);
+        bool greedy = !(temperature > 0.0f) || topK == 1;
+        uint32_t room = (topK <= 0 || static_cast<uint32_t>(topK) > cols_) ? cols_ : static_cast<uint32_t>(topK);
+        room = greedy ? 1 : (room < kMaxCandidates ? room : kMaxCandidates);
+        AscendC::LocalTensor<float> v = values_.Get<float>();
+        uint32_t count = 0;
+        for (uint32_t begin = 0; begin < cols_; begin += kTile) {
+            uint32_t len = static_cast<uint32_t>(PyptoMin(kTile, cols_ - begin));
+            AscendC::LocalTensor<DataT> in = in_.Get<DataT>();
+            AscendC::PipeBarrier<AscendC::PIPE_ALL>(); // the last tile is done with
+            CopyToLocal(in, xGm_[r * cols_ + begin], len);
+            AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+            ToFloat(v, in, len);
+            AscendC::PipeBarrier<AscendC::PIPE_V>();
+            Merge(begin, len, room, count);
+        }
+        AscendC::LocalTensor<int32_t> cand = cand_.Get<int32_t>();
+        if (greedy) {
+            return cand.GetValue(0);
+        }
+        AscendC::LocalTensor<float> e = weights_.Get<float>();
+        float max = e.GetValue(0);
+        AscendC::PipeBarrier<AscendC::PIPE_ALL>(); // the scalar's writes, then the vector unit
         AscendC::Adds(e, e, -max, count);
         AscendC::PipeBarrier<AscendC::PIPE_V>();
         AscendC::Muls(e, e, 1.0f / temperature, count);
@@ -337,6 +377,7 @@ private:
     AscendC::TBuf<AscendC::TPosition::VECCALC> work_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> best_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> cand_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> taken_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> weights_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> ids_;
     AscendC::GlobalTensor<DataT> xGm_;
@@ -355,16 +396,15 @@ private:
 extern "C" __global__ __aicore__ void pypto_x6_goldenk20_topk_5ftopp_5fsample_s0(GM_ADDR logits, GM_ADDR temperature, GM_ADDR top_k, GM_ADDR top_p, GM_ADDR seed, GM_ADDR next, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 359 "topk_topp_sample_s0.cpp"
+#line 400 "topk_topp_sample_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
-#line 262 "builtin/topk_topp_sample.hbs"
+#line 303 "builtin/topk_topp_sample.hbs"
     Sample op;
-    if (op.Init(logits, temperature, top_k, top_p,
-                seed, next, (static_cast<uint64_t>(pypto_tiling.dim[0])), pypto_tiling.dim[1])) {
-        op.Process();
-    }
+    op.Init(logits, temperature, top_k, top_p,
+            seed, next, (static_cast<uint64_t>(pypto_tiling.dim[0])), pypto_tiling.dim[1]);
+    op.Process();
 }
-#line 368 "topk_topp_sample_s0.cpp"
+#line 408 "topk_topp_sample_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)
