@@ -211,6 +211,30 @@ fn write_kernel(out: &mut String, k: &Kernel) -> std::fmt::Result {
             }
         }
     }
+    // What the wrapper checks at run time beyond the dims agreeing: the
+    // template's divisibility, halving and `equals:` relations.
+    if !(k.multiples.is_empty() && k.halves.is_empty() && k.equations.is_empty()) {
+        writeln!(out, "  checks")?;
+        for m in &k.multiples {
+            let axis = k.axis_label(m.param, m.axis);
+            writeln!(
+                out,
+                "    {axis} % {} == 0  ({})",
+                m.of,
+                m.why.escape_debug()
+            )?;
+        }
+        for h in &k.halves {
+            let (big, small) = (
+                k.axis_label(h.big.0, h.big.1),
+                k.axis_label(h.small.0, h.small.1),
+            );
+            writeln!(out, "    {big} == 2 * {small}  ({})", h.why.escape_debug())?;
+        }
+        for e in &k.equations {
+            writeln!(out, "    {}", e.why.escape_debug())?;
+        }
+    }
     writeln!(out, "  specialisations {}", k.specialisations.len())?;
     for s in &k.specialisations {
         if s.0.is_empty() {
