@@ -283,6 +283,8 @@ fn gating_errors_name_the_kernel_and_the_sizes() {
         let mut w = dev.zeros((3, Const::<2>)).unwrap();
         kernels::moe_gate_any_experts(&x, &mut ids, &mut w)
     };
+    // No expert at all: no block has work, and the outputs are not empty.
+    assert!(matches!(run(0), Err(Error::NoBlocks { .. })));
     // Any E from 2 to 4096 works.
     run(2).unwrap();
     run(4096).unwrap();

@@ -53,7 +53,7 @@ __aicore__ inline T pypto_scalar(uint64_t bits)
 //
 // Rows are split evenly over the blocks; each row is read once, whole
 // (E <= 4096 experts). E > 4096 or k > E stops the launch (ascendc_assert)
-// with an error naming the kernel; E = 0 with T > 0 too.
+// with an error naming the kernel; E = 0 with T > 0 is Error::NoBlocks.
 #line 1 "builtin/partials/common.hbs"
 // Helpers shared by the builtin templates. Each takes its caller's line
 // (PYPTO_CALLER), so that the emulation reports the line of the template
