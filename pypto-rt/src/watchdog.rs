@@ -79,16 +79,63 @@ fn timeout() -> Result<Option<Duration>, Error> {
         .map_err(Error::Backend)
 }
 
-/// One launch, as the watchdog and the blocks share it.
+/// One launch, as the watchdog and the blocks share it: a thread's
+/// [`Slot`] holds one for each of its launches in turn; a launch made while
+/// another runs on the same thread gets its own.
 struct Launch {
-    kernel: &'static str,
-    timeout: Duration,
+    /// The kernel and timeout of the launch that runs, written when it
+    /// starts, under this lock; the watchdog cancels under it too, so that
+    /// a launch that starts cannot be cancelled for the one before it.
+    current: Mutex<Current>,
     /// Read by the emulation (`HostLaunch::cancel`).
     cancel: AtomicU32,
     /// Bit `b` set while block `b` runs.
     running: AtomicU64,
 }
 
+#[derive(Clone, Copy)]
+struct Current {
+    kernel: &'static str,
+    timeout: Duration,
+}
+
+impl Launch {
+    fn new(kernel: &'static str, timeout: Duration) -> Launch {
+        Launch {
+            current: Mutex::new(Current { kernel, timeout }),
+            cancel: AtomicU32::new(0),
+            running: AtomicU64::new(0),
+        }
+    }
+
+    fn current(&self) -> Current {
+        *self.current.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A launching thread's record, reused by each of its launches, so that a
+/// launch registers with stores to memory the watchdog reads rather than
+/// with a lock and an allocation.
+struct Slot {
+    launch: Launch,
+    /// Odd while one of the thread's launches runs: each launch adds one
+    /// when it starts and one when it ends, so the watchdog tells one
+    /// launch from the next by the number.
+    epoch: AtomicU64,
+}
+
+/// What the watchdog knows of a slot.
+struct Watched {
+    slot: Arc<Slot>,
+    /// The odd epoch it last saw running, since when, and whether (when)
+    /// it cancelled that launch.
+    epoch: u64,
+    since: Instant,
+    cancelled_at: Option<Instant>,
+}
+
+/// A launch made while another ran on its thread (not expected: a kernel
+/// cannot launch one; kept so that such a launch is still watched).
 struct Entry {
     id: u64,
     deadline: Instant,
@@ -103,17 +150,20 @@ struct Watchdog {
 
 /// What the watchdog and the launches share, under its mutex.
 struct State {
+    slots: Vec<Watched>,
     entries: Vec<Entry>,
-    /// When the waiting watchdog next wakes by itself: `None` while it is
-    /// parked (no deadline) or has not waited yet. A launch whose deadline
-    /// comes first wakes it; others leave it alone, since waking it on
-    /// every launch would cost a context switch per call.
-    sleeps_until: Option<Instant>,
 }
 
-/// How long an idle watchdog keeps ticking before it parks, and the longest
-/// it sleeps between checks while launches run.
+/// The longest the watchdog sleeps between checks while launches run; it
+/// checks at least eight times per timeout of the launches it has seen.
 const TICK: Duration = Duration::from_secs(1);
+
+/// Milliseconds within which the watchdog next looks at every slot
+/// (`u64::MAX` while it is parked); a launch whose timeout is shorter than
+/// eight of these wakes it. Written with `SeqCst` before the watchdog
+/// rechecks the slots, read with `SeqCst` after a launch marks its slot, so
+/// that one of the two always sees the other.
+static LOOKS_WITHIN_MS: AtomicU64 = AtomicU64::new(u64::MAX);
 
 /// The watchdog, started once; `None` when no thread could be started (the
 /// timeout is then not enforced, and that is said once on stderr).
@@ -122,8 +172,8 @@ fn watchdog() -> Option<&'static Watchdog> {
     *DOG.get_or_init(|| {
         let dog: &'static Watchdog = Box::leak(Box::new(Watchdog {
             state: Mutex::new(State {
+                slots: Vec::new(),
                 entries: Vec::new(),
-                sleeps_until: None,
             }),
             wake: Condvar::new(),
         }));
@@ -140,34 +190,96 @@ fn watchdog() -> Option<&'static Watchdog> {
     })
 }
 
+/// Cancels `launch` (under its lock) if `still_running` holds there.
+fn cancel(launch: &Launch, still_running: impl FnOnce() -> bool) {
+    let _current = launch.current.lock().unwrap_or_else(|e| e.into_inner());
+    if still_running() {
+        launch.cancel.store(1, Ordering::Relaxed);
+    }
+}
+
+/// One look at every launch: cancels those past their timeout, ends the
+/// process for those past their grace; returns when to look next (`None`:
+/// nothing runs) and the shortest timeout seen.
+fn look(state: &mut State, now: Instant) -> (Option<Instant>, Option<Duration>) {
+    let mut next: Option<Instant> = None;
+    let mut shortest: Option<Duration> = None;
+    let mut at = |t: Instant| next = Some(next.map_or(t, |n| n.min(t)));
+    for w in state.slots.iter_mut() {
+        let epoch = w.slot.epoch.load(Ordering::SeqCst);
+        if epoch % 2 == 0 {
+            continue;
+        }
+        if epoch != w.epoch {
+            // A launch it has not seen: it started at `now` or before.
+            (w.epoch, w.since, w.cancelled_at) = (epoch, now, None);
+        }
+        let current = w.slot.launch.current();
+        shortest = Some(shortest.map_or(current.timeout, |s| s.min(current.timeout)));
+        match w.cancelled_at {
+            None if now >= w.since + current.timeout => {
+                let slot = &w.slot;
+                cancel(&slot.launch, || slot.epoch.load(Ordering::SeqCst) == epoch);
+                w.cancelled_at = Some(now);
+                at(now + GRACE);
+            }
+            None => at(w.since + current.timeout),
+            Some(c) if now >= c + GRACE => give_up(&w.slot.launch),
+            Some(c) => at(c + GRACE),
+        }
+    }
+    for entry in state.entries.iter_mut() {
+        let timeout = entry.launch.current().timeout;
+        shortest = Some(shortest.map_or(timeout, |s| s.min(timeout)));
+        match entry.cancelled_at {
+            None if now >= entry.deadline => {
+                cancel(&entry.launch, || true);
+                entry.cancelled_at = Some(now);
+                at(now + GRACE);
+            }
+            None => at(entry.deadline),
+            Some(c) if now >= c + GRACE => give_up(&entry.launch),
+            Some(c) => at(c + GRACE),
+        }
+    }
+    (next, shortest)
+}
+
 fn watch_forever(dog: &Watchdog) {
     let mut state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
     let mut idle_ticks = 0u32;
     loop {
         let now = Instant::now();
-        let mut next: Option<Instant> = None;
-        for entry in state.entries.iter_mut() {
-            let wake_at = match entry.cancelled_at {
-                None if now >= entry.deadline => {
-                    entry.launch.cancel.store(1, Ordering::Relaxed);
-                    entry.cancelled_at = Some(now);
-                    now + GRACE
-                }
-                None => entry.deadline,
-                Some(at) if now >= at + GRACE => give_up(&entry.launch),
-                Some(at) => at + GRACE,
-            };
-            next = Some(next.map_or(wake_at, |n| n.min(wake_at)));
+        let (next, shortest) = look(&mut state, now);
+        let tick = shortest.map_or(TICK, |s| (s / 8).clamp(Duration::from_millis(1), TICK));
+        let wake_at = match next {
+            Some(n) => {
+                idle_ticks = 0;
+                Some(n.min(now + tick))
+            }
+            // Idle: tick once more (launches often come back to back),
+            // then park.
+            None if idle_ticks == 0 => {
+                idle_ticks = 1;
+                Some(now + TICK)
+            }
+            None => None,
+        };
+        let within = wake_at.map_or(u64::MAX, |at| {
+            u64::try_from(at.saturating_duration_since(now).as_millis()).unwrap_or(u64::MAX)
+        });
+        LOOKS_WITHIN_MS.store(within, Ordering::SeqCst);
+        // A launch that marked its slot before the store above is seen
+        // here; one after it reads the store and wakes this thread if it
+        // needs to (under the state lock, which is held until the wait).
+        let missed = state.slots.iter().any(|w| {
+            let epoch = w.slot.epoch.load(Ordering::SeqCst);
+            epoch % 2 == 1 && epoch != w.epoch
+        });
+        if missed {
+            continue;
         }
-        // Idle: tick once more (launches often come back to back), then park.
-        if next.is_none() && idle_ticks == 0 {
-            idle_ticks = 1;
-            next = Some(now + TICK);
-        } else if next.is_some() {
-            idle_ticks = 0;
-        }
-        state.sleeps_until = next;
-        state = match next {
+        state = match wake_at {
             None => {
                 let guard = dog.wake.wait(state).unwrap_or_else(|e| e.into_inner());
                 idle_ticks = 0;
@@ -180,7 +292,7 @@ fn watch_forever(dog: &Watchdog) {
                     .0
             }
         };
-        state.sleeps_until = None;
+        LOOKS_WITHIN_MS.store(0, Ordering::SeqCst);
     }
 }
 
@@ -188,6 +300,7 @@ fn watch_forever(dog: &Watchdog) {
 /// memory its caller may free the moment the launch returns.
 fn give_up(launch: &Launch) -> ! {
     let running = launch.running.load(Ordering::Relaxed);
+    let current = launch.current();
     let blocks: Vec<String> = (0..64)
         .filter(|b| running & (1u64 << b) != 0)
         .map(|b: u32| b.to_string())
@@ -195,8 +308,8 @@ fn give_up(launch: &Launch) -> ! {
     eprintln!(
         "pypto-rt: kernel `{}` did not finish within {} ({TIMEOUT_VAR}); block{} {} did not \
          stop when asked, so {} no Ascend C API call (an endless loop?); ending the process",
-        launch.kernel,
-        describe(launch.timeout),
+        current.kernel,
+        describe(current.timeout),
         if blocks.len() == 1 { "" } else { "s" },
         if blocks.is_empty() {
             "?".to_owned()
@@ -212,10 +325,37 @@ fn give_up(launch: &Launch) -> ! {
     std::process::abort()
 }
 
+/// This thread's slot, registered with the watchdog on first use and
+/// unregistered when the thread ends.
+struct SlotHandle(Arc<Slot>);
+
+impl Drop for SlotHandle {
+    fn drop(&mut self) {
+        if let Some(dog) = watchdog() {
+            let mut state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.slots.retain(|w| !Arc::ptr_eq(&w.slot, &self.0));
+        }
+    }
+}
+
+thread_local! {
+    static SLOT: std::cell::OnceCell<SlotHandle> = const { std::cell::OnceCell::new() };
+}
+
 /// A launch's registration; dropping it ends the watch.
 pub(crate) struct Watch {
-    launch: Arc<Launch>,
-    id: Option<u64>,
+    how: How,
+    /// The launch's timeout (0: none), for the emulation's messages.
+    timeout_ms: u64,
+}
+
+enum How {
+    /// No limit, or no watchdog: a launch record nobody watches.
+    Unwatched(Launch),
+    /// The thread's slot, its epoch made odd.
+    Slot(Arc<Slot>),
+    /// A launch nested in another on its thread: an entry of its own.
+    Entry(Arc<Launch>, u64),
 }
 
 /// Registers a launch of `kernel` with the watchdog.
@@ -226,56 +366,108 @@ pub(crate) fn watch(kernel: &'static str) -> Result<Watch, Error> {
 /// Registers a launch of `kernel` that may run for `timeout` (`None`: no
 /// limit).
 fn watch_for(kernel: &'static str, timeout: Option<Duration>) -> Watch {
-    static IDS: AtomicU64 = AtomicU64::new(0);
-    let launch = Arc::new(Launch {
-        kernel,
-        timeout: timeout.unwrap_or(Duration::ZERO),
-        cancel: AtomicU32::new(0),
-        running: AtomicU64::new(0),
-    });
-    let mut id = None;
-    if let Some(timeout) = timeout
-        && let Some(dog) = watchdog()
-    {
-        let entry_id = IDS.fetch_add(1, Ordering::Relaxed);
-        let deadline = Instant::now() + timeout;
-        let mut state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.entries.push(Entry {
-            id: entry_id,
-            deadline,
-            cancelled_at: None,
-            launch: launch.clone(),
+    let (Some(timeout), Some(dog)) = (timeout, watchdog()) else {
+        return Watch {
+            how: How::Unwatched(Launch::new(kernel, timeout.unwrap_or(Duration::ZERO))),
+            timeout_ms: timeout.map_or(0, millis),
+        };
+    };
+    let slot = SLOT.with(|cell| {
+        let handle = cell.get_or_init(|| {
+            let slot = Arc::new(Slot {
+                launch: Launch::new(kernel, timeout),
+                epoch: AtomicU64::new(0),
+            });
+            let mut state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.slots.push(Watched {
+                slot: slot.clone(),
+                epoch: 0,
+                since: Instant::now(),
+                cancelled_at: None,
+            });
+            SlotHandle(slot)
         });
-        // A watchdog that would sleep past this deadline (parked, or in its
-        // idle tick of a second while the timeout is shorter) is woken; one
-        // that wakes before it rechecks every entry then. It waits under
-        // this lock, so it cannot miss the entry.
-        if state.sleeps_until.is_none_or(|at| deadline < at) {
-            dog.wake.notify_one();
-        }
-        id = Some(entry_id);
+        handle.0.clone()
+    });
+    let epoch = slot.epoch.load(Ordering::Relaxed);
+    if epoch % 2 == 1 {
+        return nested(dog, kernel, timeout);
     }
-    Watch { launch, id }
+    {
+        let mut current = slot
+            .launch
+            .current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *current = Current { kernel, timeout };
+        slot.launch.cancel.store(0, Ordering::Relaxed);
+        slot.launch.running.store(0, Ordering::Relaxed);
+        slot.epoch.store(epoch + 1, Ordering::SeqCst);
+    }
+    // A watchdog that would not look again within an eighth of this
+    // timeout (parked, or ticking for longer timeouts) is woken.
+    let within = LOOKS_WITHIN_MS.load(Ordering::SeqCst);
+    if u128::from(within) > timeout.as_millis() / 8 {
+        let _state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
+        dog.wake.notify_one();
+    }
+    Watch {
+        how: How::Slot(slot),
+        timeout_ms: millis(timeout),
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Registers a launch made while another runs on the same thread.
+fn nested(dog: &Watchdog, kernel: &'static str, timeout: Duration) -> Watch {
+    static IDS: AtomicU64 = AtomicU64::new(0);
+    let launch = Arc::new(Launch::new(kernel, timeout));
+    let id = IDS.fetch_add(1, Ordering::Relaxed);
+    let mut state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
+    state.entries.push(Entry {
+        id,
+        deadline: Instant::now() + timeout,
+        cancelled_at: None,
+        launch: launch.clone(),
+    });
+    dog.wake.notify_one();
+    Watch {
+        how: How::Entry(launch, id),
+        timeout_ms: millis(timeout),
+    }
 }
 
 impl Watch {
+    fn launch(&self) -> &Launch {
+        match &self.how {
+            How::Unwatched(launch) => launch,
+            How::Slot(slot) => &slot.launch,
+            How::Entry(launch, _) => launch,
+        }
+    }
+
     pub(crate) fn cancel_flag(&self) -> *const AtomicU32 {
-        &self.launch.cancel
+        &self.launch().cancel
     }
 
     pub(crate) fn timeout_ms(&self) -> u64 {
-        u64::try_from(self.launch.timeout.as_millis()).unwrap_or(u64::MAX)
+        self.timeout_ms
     }
 
     pub(crate) fn block_started(&self, block: u32) {
         if block < 64 {
-            self.launch.running.fetch_or(1 << block, Ordering::Relaxed);
+            self.launch()
+                .running
+                .fetch_or(1 << block, Ordering::Relaxed);
         }
     }
 
     pub(crate) fn block_finished(&self, block: u32) {
         if block < 64 {
-            self.launch
+            self.launch()
                 .running
                 .fetch_and(!(1 << block), Ordering::Relaxed);
         }
@@ -284,12 +476,19 @@ impl Watch {
 
 impl Drop for Watch {
     fn drop(&mut self) {
-        let (Some(id), Some(dog)) = (self.id, watchdog()) else {
-            return;
-        };
-        let mut state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = state.entries.iter().position(|e| e.id == id) {
-            state.entries.swap_remove(i);
+        match &self.how {
+            How::Unwatched(_) => {}
+            How::Slot(slot) => {
+                slot.epoch.fetch_add(1, Ordering::SeqCst);
+            }
+            How::Entry(_, id) => {
+                if let Some(dog) = watchdog() {
+                    let mut state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
+                    if let Some(i) = state.entries.iter().position(|e| e.id == *id) {
+                        state.entries.swap_remove(i);
+                    }
+                }
+            }
         }
     }
 }
@@ -367,7 +566,7 @@ mod tests {
             }
             let start = Instant::now();
             let watch = watch_for("short", Some(timeout));
-            while watch.launch.cancel.load(Ordering::Relaxed) == 0 {
+            while watch.launch().cancel.load(Ordering::Relaxed) == 0 {
                 assert!(
                     start.elapsed() < Duration::from_secs(5),
                     "round {round}: not cancelled after 5 s"
@@ -386,7 +585,64 @@ mod tests {
         }
         // No limit: never registered, never cancelled.
         let free = watch_for("free", None);
-        assert!(free.id.is_none());
+        assert!(matches!(free.how, How::Unwatched(_)));
         assert_eq!(free.timeout_ms(), 0);
+    }
+
+    /// Waits until `watch` is cancelled; panics after 5 s.
+    fn until_cancelled(watch: &Watch) -> Duration {
+        let start = Instant::now();
+        while watch.launch().cancel.load(Ordering::Relaxed) == 0 {
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "not cancelled after 5 s"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        start.elapsed()
+    }
+
+    /// A thread's launches share its slot: the one after a cancelled launch
+    /// starts uncancelled and is not cancelled for its predecessor, and a
+    /// launch nested in another is watched on its own.
+    #[test]
+    fn each_launch_on_a_thread_is_watched_for_itself() {
+        let short = Duration::from_millis(60);
+        let first = watch_for("first", Some(short));
+        assert!(matches!(first.how, How::Slot(_)));
+        assert!(until_cancelled(&first) >= short);
+        drop(first);
+        let second = watch_for("second", Some(Duration::from_secs(30)));
+        std::thread::sleep(short * 3);
+        assert_eq!(second.launch().cancel.load(Ordering::Relaxed), 0);
+        assert_eq!(second.timeout_ms(), 30_000);
+        let nested = watch_for("nested", Some(short));
+        assert!(matches!(nested.how, How::Entry(..)));
+        assert!(until_cancelled(&nested) >= short);
+        assert_eq!(second.launch().cancel.load(Ordering::Relaxed), 0);
+        drop(nested);
+        drop(second);
+    }
+
+    /// A thread's slot leaves the watchdog's list when the thread ends.
+    #[test]
+    fn a_finished_threads_slot_is_unregistered() {
+        let listed = |slot: &Arc<Slot>| {
+            let dog = watchdog().expect("a watchdog thread");
+            let state = dog.state.lock().unwrap();
+            state.slots.iter().any(|w| Arc::ptr_eq(&w.slot, slot))
+        };
+        let slot = std::thread::spawn(move || {
+            let watch = watch_for("thread", Some(Duration::from_secs(30)));
+            let How::Slot(slot) = &watch.how else {
+                panic!("not the thread's slot");
+            };
+            let slot = slot.clone();
+            assert!(listed(&slot));
+            slot
+        })
+        .join()
+        .unwrap();
+        assert!(!listed(&slot));
     }
 }
