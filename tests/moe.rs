@@ -745,7 +745,8 @@ fn finalize_routing_sums_in_choice_order_and_rounds_once() {
 
 #[test]
 fn finalize_routing_gives_the_same_bits_at_every_block_count() {
-    let (t, h) = (53, 40);
+    // 53 tokens of 400 values: 6 blocks of work units (a token each).
+    let (t, h) = (53, 400);
     let y: Vec<half::f16> = data(t * 8 * h, 60)
         .into_iter()
         .map(half::f16::from_f32)

@@ -42,9 +42,11 @@ __aicore__ inline T pypto_scalar(uint64_t bits)
 //   acc = acc + residual[t]                (with the option)
 //   out[t] = acc rounded once to out's dtype (nearest, ties to even)
 // where rj = expanded_row_idx[t·k + j] and every product and sum is an
-// fp32 vector op (Muls, Add: rounded each, never fused). Rows are split
-// evenly over the blocks; each reads its tokens' k rows of y in column
-// tiles of 4096.
+// fp32 vector op (Muls, Add: rounded each, never fused). The work is
+// (token, column tile of 4096) units, split evenly over the blocks (one
+// block per 4096 values of out, at most 48); a unit reads its token's k
+// rows of y through a queue of two, so that the next row loads while this
+// one is added.
 //
 // A row index outside [0, T·k) stops the launch (ascendc_assert) with an
 // error naming the kernel, the token, the choice and the index.
@@ -131,7 +133,7 @@ __aicore__ inline void CopyToGlobal(const AscendC::GlobalTensor<T>& dst, const A
 
 } // namespace
 
-#line 40 "builtin/moe_finalize_routing.hbs"
+#line 42 "builtin/moe_finalize_routing.hbs"
 namespace {
 
 using DataT = half;
@@ -143,16 +145,17 @@ public:
     __aicore__ inline void Init(GM_ADDR y, GM_ADDR rowIdx, GM_ADDR weights, GM_ADDR residual, GM_ADDR out,
                                 uint64_t rows, uint32_t k, uint32_t cols)
     {
+        tiles_ = (cols + kTile - 1) / kTile;
+        uint64_t units = rows * tiles_;
         uint64_t blocks = AscendC::GetBlockNum();
         uint64_t block = AscendC::GetBlockIdx();
-        uint64_t share = rows / blocks;
-        uint64_t extra = rows % blocks;
+        uint64_t share = units / blocks;
+        uint64_t extra = units % blocks;
         first_ = block * share + PyptoMin(block, extra);
         count_ = share + (block < extra ? 1 : 0);
         k_ = k;
         cols_ = cols;
         pairs_ = rows * k;
-        tile_ = static_cast<uint32_t>(PyptoMin(cols, kTile));
         yGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(y), pairs_ * cols);
         rowIdxGm_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(rowIdx), pairs_);
         weightsGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(weights), pairs_);
@@ -160,34 +163,31 @@ public:
             residualGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(residual), rows * cols);
         }
         outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ DataT*>(out), rows * cols);
-        pipe_.InitBuffer(in_, Aligned(kTile, sizeof(DataT)) * sizeof(DataT));
+        pipe_.InitBuffer(inQue_, 2, Aligned(kTile, sizeof(DataT)) * sizeof(DataT));
         pipe_.InitBuffer(acc_, kTile * sizeof(float));
         pipe_.InitBuffer(term_, kTile * sizeof(float));
-        pipe_.InitBuffer(outBuf_, Aligned(kTile, sizeof(DataT)) * sizeof(DataT));
+        pipe_.InitBuffer(outQue_, 2, Aligned(kTile, sizeof(DataT)) * sizeof(DataT));
     }
 
     __aicore__ inline void Process()
     {
-        for (uint64_t t = first_; t < first_ + count_; ++t) {
-            for (uint32_t begin = 0; begin < cols_; begin += tile_) {
-                uint32_t len = static_cast<uint32_t>(PyptoMin(tile_, cols_ - begin));
-                if (!Tile(t, begin, len)) {
-                    return;
-                }
+        for (uint64_t u = first_; u < first_ + count_; ++u) {
+            uint64_t t = u / tiles_;
+            uint32_t begin = static_cast<uint32_t>(u % tiles_) * kTile;
+            uint32_t len = static_cast<uint32_t>(PyptoMin(kTile, cols_ - begin));
+            if (!Tile(t, begin, len)) {
+                return;
             }
         }
     }
 
 private:
-    __aicore__ inline bool Tile(uint64_t t, uint32_t begin, uint32_t len)
+    // Starts loading input `j` of token t's tile: y's row of choice j for
+    // j < k, the residual for j == k. False for a row index outside y.
+    __aicore__ inline bool Issue(uint64_t t, uint32_t j, uint32_t begin, uint32_t len)
     {
-        AscendC::LocalTensor<DataT> in = in_.Get<DataT>();
-        AscendC::LocalTensor<float> acc = acc_.Get<float>();
-        AscendC::LocalTensor<float> term = term_.Get<float>();
-        if (k_ == 0) {
-            AscendC::Duplicate(acc, 0.0f, len); // no expert chosen: out = 0 (+ residual)
-        }
-        for (uint32_t j = 0; j < k_; ++j) {
+        uint64_t first = t * cols_;
+        if (j < k_) {
             uint64_t pair = t * k_ + j;
             int32_t row = rowIdxGm_.GetValue(pair);
             bool inside = row >= 0 && static_cast<uint64_t>(row) < pairs_;
@@ -198,43 +198,68 @@ private:
             if (!inside) {
                 return false;
             }
-            float w = weightsGm_.GetValue(pair);
-            AscendC::PipeBarrier<AscendC::PIPE_ALL>(); // the vector unit has read the last row
+            AscendC::LocalTensor<DataT> in = inQue_.AllocTensor<DataT>();
             CopyToLocal(in, yGm_[static_cast<uint64_t>(row) * cols_ + begin], len);
-            AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+            inQue_.EnQue(in);
+        } else {
+            AscendC::LocalTensor<DataT> in = inQue_.AllocTensor<DataT>();
+            CopyToLocal(in, residualGm_[first + begin], len);
+            inQue_.EnQue(in);
+        }
+        return true;
+    }
+
+    // One tile of token t's output: its k rows (and the residual) come in
+    // through a queue of two, the next load issued before this one is
+    // added, so loads overlap the vector work.
+    __aicore__ inline bool Tile(uint64_t t, uint32_t begin, uint32_t len)
+    {
+        AscendC::LocalTensor<float> acc = acc_.Get<float>();
+        AscendC::LocalTensor<float> term = term_.Get<float>();
+        uint32_t inputs = k_ + (kResidual ? 1 : 0);
+        if (k_ == 0) {
+            AscendC::Duplicate(acc, 0.0f, len); // no expert chosen: out = 0 (+ residual)
+            AscendC::PipeBarrier<AscendC::PIPE_V>();
+        }
+        if (inputs > 0 && !Issue(t, 0, begin, len)) {
+            return false;
+        }
+        for (uint32_t j = 0; j < inputs; ++j) {
+            if (j + 1 < inputs && !Issue(t, j + 1, begin, len)) {
+                return false;
+            }
+            AscendC::LocalTensor<DataT> in = inQue_.DeQue<DataT>();
             Widen(term, in, len);
             AscendC::PipeBarrier<AscendC::PIPE_V>();
-            if (j == 0) {
-                AscendC::Muls(acc, term, w, len);
+            inQue_.FreeTensor(in);
+            if (j < k_) {
+                float w = weightsGm_.GetValue(t * k_ + j);
+                if (j == 0) {
+                    AscendC::Muls(acc, term, w, len);
+                } else {
+                    AscendC::Muls(term, term, w, len);
+                    AscendC::PipeBarrier<AscendC::PIPE_V>();
+                    AscendC::Add(acc, acc, term, len);
+                }
             } else {
-                AscendC::Muls(term, term, w, len);
-                AscendC::PipeBarrier<AscendC::PIPE_V>();
-                AscendC::Add(acc, acc, term, len);
+                AscendC::Add(acc, acc, term, len); // the residual, last
             }
             AscendC::PipeBarrier<AscendC::PIPE_V>();
         }
-        if constexpr (kResidual) {
-            AscendC::PipeBarrier<AscendC::PIPE_ALL>();
-            CopyToLocal(in, residualGm_[t * cols_ + begin], len);
-            AscendC::PipeBarrier<AscendC::PIPE_ALL>();
-            Widen(term, in, len);
-            AscendC::PipeBarrier<AscendC::PIPE_V>();
-            AscendC::Add(acc, acc, term, len);
-            AscendC::PipeBarrier<AscendC::PIPE_V>();
-        }
-        AscendC::LocalTensor<DataT> out = outBuf_.Get<DataT>();
+        AscendC::LocalTensor<DataT> out = outQue_.AllocTensor<DataT>();
         Narrow(out, acc, len);
-        AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+        outQue_.EnQue(out);
+        out = outQue_.DeQue<DataT>();
         CopyToGlobal(outGm_[t * cols_ + begin], out, len);
-        AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+        outQue_.FreeTensor(out);
         return true;
     }
 
     AscendC::TPipe pipe_;
-    AscendC::TBuf<AscendC::TPosition::VECCALC> in_;
+    AscendC::TQue<AscendC::TPosition::VECIN, 2> inQue_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> acc_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> term_;
-    AscendC::TBuf<AscendC::TPosition::VECCALC> outBuf_;
+    AscendC::TQue<AscendC::TPosition::VECOUT, 2> outQue_;
     AscendC::GlobalTensor<DataT> yGm_;
     AscendC::GlobalTensor<int32_t> rowIdxGm_;
     AscendC::GlobalTensor<float> weightsGm_;
@@ -245,7 +270,7 @@ private:
     uint64_t pairs_ = 0;
     uint32_t k_ = 0;
     uint32_t cols_ = 0;
-    uint32_t tile_ = 0;
+    uint64_t tiles_ = 0;
 };
 
 } // namespace
@@ -253,16 +278,16 @@ private:
 extern "C" __global__ __aicore__ void pypto_x6_goldenk24_moe_5ffinalize_5frouting_s0(GM_ADDR y, GM_ADDR expanded_row_idx, GM_ADDR weights, GM_ADDR residual, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 257 "moe_finalize_routing_s0.cpp"
+#line 282 "moe_finalize_routing_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
-#line 161 "builtin/moe_finalize_routing.hbs"
+#line 186 "builtin/moe_finalize_routing.hbs"
     FinalizeRouting op;
     op.Init(y, expanded_row_idx, weights,
             residual, out,
             pypto_tiling.dim[2], 8u, pypto_tiling.dim[1]);
     op.Process();
 }
-#line 266 "moe_finalize_routing_s0.cpp"
+#line 291 "moe_finalize_routing_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)

@@ -1338,7 +1338,7 @@ pub fn moe_finalize_routing(
             ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (3, 1), (4, 1)], why: "they are the dim `H`" },
             ::pypto_rt::__private::v3::DimDesc { axes: &[(2, 0), (3, 0), (4, 0)], why: "they are the dim `T`" },
         ],
-        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 4 },
+        blocks: ::pypto_rt::__private::v3::BlockRule::Elements { param: 4, per_block: 4096 },
         multiples: &[],
         halves: &[],
     };
@@ -1390,7 +1390,7 @@ pub mod moe_finalize_routing {
             ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
             ::pypto_rt::__private::v5::DimSizes { label: "weights.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(8), multiple_of: 1, twice: None },
         ],
-        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 4 },
+        blocks: ::pypto_rt::__private::v5::BlockRule::Elements { param: 4, per_block: 4096 },
     };
 }
 
