@@ -77,7 +77,7 @@ pub use launch::{
 pub use model::{ModelArch, PROFILE_ARCH_VAR, PROFILE_VAR, Profile, Profiler, profile};
 pub use npu_lib::LIB_DIR_VAR;
 pub use sanitize::{SANITIZE_VAR, Sanitize, with_sanitize};
-pub use shape::{Shape, Sizes};
+pub use shape::{MAX_RANK, Shape, Sizes};
 pub use stream::{Event, LAUNCH_BLOCKING_VAR, Stream, with_stream};
 pub use tensor::{AsInput, AsOutput, Tensor, TensorView, TensorViewMut};
 pub use watchdog::TIMEOUT_VAR;
