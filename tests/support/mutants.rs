@@ -242,8 +242,8 @@ pub const MUTANTS: &[Mutant] = &[
         name: "broken_moe_init_routing_late_share_f32",
         builtin: "moe_init_routing",
         dtype: "DT_FP32",
-        defect: "off by one: no block places the first pair of its share",
-        edits: &[("if (f >= first_) {", "if (f > first_) {")],
+        defect: "off by one: a block notes the counts before its share one pair late",
+        edits: &[("if (f == first_) {", "if (f == first_ + 1) {")],
     },
     Mutant {
         name: "broken_moe_finalize_routing_first_weight_f32",

@@ -45,10 +45,12 @@ __aicore__ inline T pypto_scalar(uint64_t bits)
 // before e.
 //
 // A counting sort, race-free without atomics: every block reads all of
-// expert_ids (4 bytes a pair) to count the pairs per expert and turn the
-// counts into each expert's first row, then walks the pairs in order up to
-// the end of its own even share of them (pairs, not tokens), placing each;
-// it copies the rows and writes the row indices of its share only. Block 0 writes
+// expert_ids (4 bytes a pair) once to count the pairs per expert, noting
+// the counts reached where its own even share of the pairs (pairs, not
+// tokens) begins; each expert's rows for the share then start at the
+// counts of the experts before it plus its own pairs before the share.
+// The block places its share's pairs in order, copying their rows and
+// writing their row indices. Block 0 writes
 // expert_tokens. E is at most 16384.
 //
 // An id outside [0, E) stops the launch (ascendc_assert) with an error
@@ -139,7 +141,7 @@ __aicore__ inline void CopyToGlobal(const AscendC::GlobalTensor<T>& dst, const A
 
 } // namespace
 
-#line 45 "builtin/moe_init_routing.hbs"
+#line 47 "builtin/moe_init_routing.hbs"
 namespace {
 
 using DataT = half;
@@ -178,6 +180,7 @@ public:
         pipe_.InitBuffer(que_, 2, kTileBytes);
         pipe_.InitBuffer(ids_, kIdsChunk * sizeof(int32_t));
         pipe_.InitBuffer(counts_, Aligned(PyptoMin(experts, kMaxExperts) + 1, sizeof(int32_t)) * sizeof(int32_t));
+        pipe_.InitBuffer(before_, Aligned(PyptoMin(experts, kMaxExperts) + 1, sizeof(int32_t)) * sizeof(int32_t));
         pipe_.InitBuffer(rowIdx_, kIdsChunk * sizeof(int32_t));
         return true;
     }
@@ -185,20 +188,28 @@ public:
     __aicore__ inline void Process()
     {
         AscendC::LocalTensor<int32_t> counts = counts_.Get<int32_t>();
+        AscendC::LocalTensor<int32_t> before = before_.Get<int32_t>();
         for (uint32_t e = 0; e < experts_; ++e) {
             counts.SetValue(e, 0);
         }
-        // Count the pairs per expert, checking every id.
+        // Count the pairs per expert, checking every id; `before` takes the
+        // counts of the pairs before this block's share.
         for (uint64_t c = 0; c < pairs_; c += kIdsChunk) {
             AscendC::LocalTensor<int32_t> ids = LoadIds(c);
             uint32_t n = static_cast<uint32_t>(PyptoMin(kIdsChunk, pairs_ - c));
             for (uint32_t i = 0; i < n; ++i) {
+                uint64_t f = c + i;
+                if (f == first_) {
+                    for (uint32_t e = 0; e < experts_; ++e) {
+                        before.SetValue(e, counts.GetValue(e));
+                    }
+                }
                 int32_t id = ids.GetValue(i);
                 bool inside = id >= 0 && static_cast<uint32_t>(id) < experts_;
                 ascendc_assert(inside,
                                "moe_init_routing: token %lu: expert_ids[%lu][%lu] = %d is outside the %u "
                                "experts of expert_tokens",
-                               (c + i) / k_, (c + i) / k_, (c + i) % k_, id, experts_);
+                               f / k_, f / k_, f % k_, id, experts_);
                 if (!inside) {
                     return;
                 }
@@ -208,38 +219,35 @@ public:
         if (AscendC::GetBlockIdx() == 0 && experts_ > 0) {
             AscendC::PipeBarrier<AscendC::PIPE_ALL>(); // the scalar writes, then MTE3 reads them
             CopyToGlobal(tokensGm_, counts, experts_);
-            AscendC::PipeBarrier<AscendC::PIPE_ALL>(); // MTE3 has read them before they become offsets
+            AscendC::PipeBarrier<AscendC::PIPE_ALL>(); // MTE3 has read them before they become cursors
         }
-        // Each expert's next row: the counts before it, summed.
+        if (count_ == 0) {
+            return;
+        }
+        // Each expert's next row for this block: the counts of the experts
+        // before it, plus its own pairs before the share.
         int32_t next = 0;
         for (uint32_t e = 0; e < experts_; ++e) {
             int32_t n = counts.GetValue(e);
-            counts.SetValue(e, next);
+            counts.SetValue(e, next + before.GetValue(e));
             next += n;
         }
-        // Walk the pairs up to the end of this block's share, placing each.
+        // Place this block's share of the pairs, in order.
         AscendC::LocalTensor<int32_t> rowIdx = rowIdx_.Get<int32_t>();
         uint64_t end = first_ + count_;
-        for (uint64_t c = 0; c < end; c += kIdsChunk) {
+        for (uint64_t c = first_; c < end; c += kIdsChunk) {
             AscendC::LocalTensor<int32_t> ids = LoadIds(c);
             uint32_t n = static_cast<uint32_t>(PyptoMin(kIdsChunk, end - c));
-            uint32_t written = 0;
             for (uint32_t i = 0; i < n; ++i) {
                 uint32_t id = static_cast<uint32_t>(ids.GetValue(i));
                 int32_t row = counts.GetValue(id);
                 counts.SetValue(id, row + 1);
-                uint64_t f = c + i;
-                if (f >= first_) {
-                    CopyRow(f / k_, static_cast<uint64_t>(row));
-                    rowIdx.SetValue(written, row);
-                    ++written;
-                }
+                CopyRow((c + i) / k_, static_cast<uint64_t>(row));
+                rowIdx.SetValue(i, row);
             }
-            if (written > 0) {
-                AscendC::PipeBarrier<AscendC::PIPE_ALL>(); // the scalar writes, then MTE3 reads them
-                CopyToGlobal(rowIdxGm_[c + n - written], rowIdx, written);
-                AscendC::PipeBarrier<AscendC::PIPE_ALL>(); // MTE3 has read them before the next writes
-            }
+            AscendC::PipeBarrier<AscendC::PIPE_ALL>(); // the scalar writes, then MTE3 reads them
+            CopyToGlobal(rowIdxGm_[c], rowIdx, n);
+            AscendC::PipeBarrier<AscendC::PIPE_ALL>(); // MTE3 has read them before the next writes
         }
     }
 
@@ -275,6 +283,7 @@ private:
     AscendC::TQueBind<AscendC::TPosition::VECIN, AscendC::TPosition::VECOUT, 2> que_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> ids_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> counts_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> before_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> rowIdx_;
     AscendC::GlobalTensor<DataT> xGm_;
     AscendC::GlobalTensor<int32_t> idsGm_;
@@ -296,9 +305,9 @@ private:
 extern "C" __global__ __aicore__ void pypto_x6_goldenk20_moe_5finit_5frouting_s0(GM_ADDR x, GM_ADDR expert_ids, GM_ADDR expanded_x, GM_ADDR expanded_row_idx, GM_ADDR expert_tokens, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 300 "moe_init_routing_s0.cpp"
+#line 309 "moe_init_routing_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
-#line 201 "builtin/moe_init_routing.hbs"
+#line 210 "builtin/moe_init_routing.hbs"
     InitRouting op;
     if (op.Init(x, expert_ids, expanded_x, expanded_row_idx,
                 expert_tokens, pypto_tiling.dim[0], 8u, pypto_tiling.dim[1],
@@ -306,7 +315,7 @@ extern "C" __global__ __aicore__ void pypto_x6_goldenk20_moe_5finit_5frouting_s0
         op.Process();
     }
 }
-#line 310 "moe_init_routing_s0.cpp"
+#line 319 "moe_init_routing_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)
