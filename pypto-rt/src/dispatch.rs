@@ -4,8 +4,9 @@
 //! for the sizes of its STATIC dims, and launches the first that accepts
 //! the call. These are the pieces it calls; the choice itself is generated.
 
+use crate::abi::{Arg, DimDesc, KernelDesc};
 use crate::error::Error;
-use crate::launch::{Arg, DimDesc, KernelDesc, axis_size, note_last_variant};
+use crate::launch::{axis_size, note_last_variant};
 
 /// The size of axis `axis` of tensor param `param` in a call; 0 for a
 /// scalar (conditions name tensor axes only).

@@ -3,8 +3,9 @@
 //! filled in by pypto-build): the wrapper passes them here before it
 //! launches, and a call that breaks one is [`Error::NotEqual`].
 
+use crate::abi::{Arg, KernelDesc};
 use crate::error::{AxisSize, Error};
-use crate::launch::{Arg, KernelDesc, check_call};
+use crate::launch::check_call;
 
 /// One step of a side of an equation, in postfix order: sizes and
 /// integers push a value, operators pop two and push one.

@@ -46,6 +46,7 @@
 
 #![warn(missing_docs)]
 
+mod abi;
 mod acl;
 pub mod device;
 pub mod dim;
@@ -64,6 +65,7 @@ pub mod tensor;
 pub mod testing;
 mod watchdog;
 
+pub use abi::{MAX_BLOCKS, MAX_LAUNCH_BLOCKS};
 pub use acl::LIBRARY_VAR;
 pub use device::{DEVICE_VAR, Device, NpuArch};
 pub use dim::{Const, Dim};
@@ -71,9 +73,7 @@ pub use dtype::{DType, Fp8E4M3, Fp8E5M2};
 pub use error::{AxisSize, Error};
 pub use half::{bf16, f16};
 pub use host_mem::READONLY_INPUTS_VAR;
-pub use launch::{
-    BLOCKS_VAR, LaunchStats, MAX_BLOCKS, MAX_LAUNCH_BLOCKS, last_launch, with_host_blocks,
-};
+pub use launch::{BLOCKS_VAR, LaunchStats, last_launch, with_host_blocks};
 pub use model::{ModelArch, PROFILE_ARCH_VAR, PROFILE_VAR, Profile, Profiler, profile};
 pub use npu_lib::LIB_DIR_VAR;
 pub use sanitize::{SANITIZE_VAR, Sanitize, with_sanitize};
@@ -121,10 +121,10 @@ pub mod __private {
 
     /// Interface version 1: every item generated wrappers name.
     pub mod v1 {
-        pub use crate::launch::{
+        pub use crate::abi::{
             Arg, BlockRule, DimDesc, Entries, Halves, HostLaunch, KernelDesc, Multiple, SizeOf,
-            launch,
         };
+        pub use crate::launch::launch;
         pub use crate::npu_lib::{NpuLibrary, NpuStub};
         pub use crate::{Const, DType, Error, Fp8E4M3, Fp8E5M2, NpuArch, Tensor, bf16, f16};
 

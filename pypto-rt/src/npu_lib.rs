@@ -21,13 +21,12 @@
 //! each place and why. The handle is kept for the life of the process, and
 //! each launch stub is looked up once.
 
-use std::ffi::{CStr, OsString};
+use std::ffi::{CStr, OsString, c_void};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::device::NpuArch;
 use crate::error::Error;
-use crate::launch::NpuEntry;
 
 /// A shared library of NPU kernels for one architecture, embedded in the
 /// binary by generated code.
@@ -287,6 +286,14 @@ fn dlopen(path: &Path, name: &str) -> Result<libloading::os::unix::Library, Stri
     unsafe { Library::open(Some(path), RTLD_NOW | RTLD_LOCAL) }
         .map_err(|e| e.to_string().replace(&*path.to_string_lossy(), name))
 }
+
+/// The NPU launch stub of one compiled specialisation for one architecture
+/// (compiled by bisheng): enqueues `kernel<<<block_num, nullptr, stream>>>`
+/// with `args` (each tensor's device address, then the tiling's, then the
+/// tiling's host copy, from which stubs of `source:` kernels take the
+/// scalars they pass by value); returns 0.
+pub type NpuEntry =
+    unsafe extern "C" fn(block_num: u32, stream: *mut c_void, args: *mut *mut c_void) -> i32;
 
 /// One launch stub in an [`NpuLibrary`], looked up on first use.
 pub struct NpuStub {

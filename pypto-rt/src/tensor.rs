@@ -13,12 +13,12 @@ use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
+use crate::abi::{Arg, Memory};
 use crate::acl::CopyKind;
 use crate::device::{Device, Npu};
 use crate::dtype::DType;
 use crate::error::Error;
 use crate::host_mem::HostBuffer;
-use crate::launch::{Arg, Memory};
 use crate::shape::{Shape, Sizes};
 use crate::stream::Uses;
 

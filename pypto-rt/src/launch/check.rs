@@ -1,0 +1,455 @@
+//! The checks a launch makes of a call before anything runs (one device,
+//! dims whose axes agree, halvings and multiples, the block count its rule
+//! gives, sizes bound to scalars that fit their type, outputs that some
+//! block writes), the tiling words the kernel reads, and the phrases its
+//! errors describe a kernel's sizes and block rule with.
+
+use crate::abi::{Arg, BlockRule, KernelDesc, MAX_BLOCKS, MAX_LAUNCH_BLOCKS, MemoryKind, SizeOf};
+use crate::device::Device;
+use crate::error::{AxisSize, Error};
+use crate::shape::Sizes;
+
+use super::Small;
+
+/// What a launch checks of a call before anything else, in this order:
+/// one device, the dims' axes agree, then the template's halvings and
+/// multiples. Returns the device and the dims' sizes.
+pub(crate) fn check_call<'a>(
+    desc: &KernelDesc,
+    args: &[Arg<'a>],
+) -> Result<(&'a Device, Small<u32>), Error> {
+    let device = one_device(desc, args)?;
+    let dims = agreed_dims(desc, args)?;
+    for h in desc.halves {
+        let (big, small) = (axis_size(desc, args, h.big), axis_size(desc, args, h.small));
+        if Some(big.size) != small.size.checked_mul(2) {
+            return Err(Error::NotTwice {
+                kernel: desc.name,
+                big,
+                small,
+                why: h.why.to_owned(),
+            });
+        }
+    }
+    for m in desc.multiples {
+        let axis = axis_size(desc, args, m.axis);
+        if !axis.size.is_multiple_of(m.of as usize) {
+            return Err(Error::NotMultiple {
+                kernel: desc.name,
+                axis,
+                of: m.of,
+                why: m.why.to_owned(),
+            });
+        }
+    }
+    Ok((device, dims))
+}
+
+pub(super) fn one_device<'a>(desc: &KernelDesc, args: &[Arg<'a>]) -> Result<&'a Device, Error> {
+    let mut first: Option<&Device> = None;
+    for (i, arg) in args.iter().enumerate() {
+        if let Arg::Tensor { device, .. } = arg {
+            match first {
+                None => first = Some(device),
+                Some(d) if d != *device => {
+                    return Err(Error::WrongDevice {
+                        kernel: desc.name,
+                        param: desc.params[i],
+                        expected: d.to_string(),
+                        actual: device.to_string(),
+                    });
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    first.ok_or_else(|| Error::Backend(format!("kernel `{}` has no tensor arguments", desc.name)))
+}
+
+pub(crate) fn axis_size(desc: &KernelDesc, args: &[Arg<'_>], (param, axis): (u8, u8)) -> AxisSize {
+    let size = match &args[usize::from(param)] {
+        Arg::Tensor { sizes, .. } => sizes[usize::from(axis)],
+        Arg::Scalar(_) | Arg::Sized { .. } => 0,
+    };
+    AxisSize {
+        param: desc.params[usize::from(param)],
+        axis: usize::from(axis),
+        size,
+    }
+}
+
+/// The size of every dim, after checking that its axes agree and that it
+/// fits the `uint32_t` the kernel receives.
+fn agreed_dims(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<Small<u32>, Error> {
+    desc.dims
+        .iter()
+        .map(|dim| {
+            let first = axis_size(desc, args, dim.axes[0]);
+            for &axis in &dim.axes[1..] {
+                let other = axis_size(desc, args, axis);
+                if other.size != first.size {
+                    return Err(Error::DimDisagreement {
+                        kernel: desc.name,
+                        why: dim.why.to_owned(),
+                        first,
+                        second: other,
+                    });
+                }
+            }
+            u32::try_from(first.size).map_err(|_| Error::SizeOverflow {
+                kernel: Some(desc.name),
+                detail: format!(
+                    "{first}, more than the {} a kernel's `uint32_t` size argument carries",
+                    u32::MAX
+                ),
+            })
+        })
+        .collect()
+}
+
+/// The sizes of tensor param `param` (none for a scalar).
+fn sizes_of(args: &[Arg<'_>], param: u8) -> Sizes {
+    match args.get(usize::from(param)) {
+        Some(Arg::Tensor { sizes, .. }) => *sizes,
+        _ => Sizes::new(&[]).expect("empty sizes"),
+    }
+}
+
+/// The value of a size expression for this call. Element counts already
+/// passed the check made when their tensors were created, so they fit
+/// `usize`.
+fn size_of(args: &[Arg<'_>], of: SizeOf) -> u64 {
+    match of {
+        SizeOf::Numel { param } => sizes_of(args, param).iter().product::<usize>() as u64,
+        SizeOf::Axis { param, axis } => sizes_of(args, param)
+            .get(usize::from(axis))
+            .map_or(0, |&n| n as u64),
+    }
+}
+
+/// `x.numel` or `x.1`, as the spec wrote it.
+fn describe_size(desc: &KernelDesc, of: SizeOf) -> String {
+    match of {
+        SizeOf::Numel { param } => format!("{}.numel", desc.params[usize::from(param)]),
+        SizeOf::Axis { param, axis } => format!("{}.{axis}", desc.params[usize::from(param)]),
+    }
+}
+
+/// The product of `sizes`, or `None` when it overflows `u64`.
+fn product(sizes: &[usize]) -> Option<u64> {
+    sizes
+        .iter()
+        .try_fold(1u64, |acc, &s| acc.checked_mul(s as u64))
+}
+
+/// The kernel's block rule, as a phrase for messages.
+fn describe_rule(desc: &KernelDesc) -> String {
+    let name = |param: u8| desc.params.get(usize::from(param)).copied().unwrap_or("?");
+    match desc.blocks {
+        BlockRule::Rows { param } => format!("one block per row of `{}`", name(param)),
+        BlockRule::Elements { param, per_block } => {
+            format!("one block per {per_block} elements of `{}`", name(param))
+        }
+        BlockRule::Leading {
+            param,
+            axes,
+            factor,
+        } => {
+            let axes = if axes == 1 {
+                "axis".to_owned()
+            } else {
+                format!("{axes} axes")
+            };
+            let times = if factor == 1 {
+                String::new()
+            } else {
+                format!(", times {factor}")
+            };
+            format!(
+                "one block per index of the leading {axes} of `{}`{times}",
+                name(param)
+            )
+        }
+        BlockRule::Count(n) => format!("`blocks: {n}`"),
+        BlockRule::Size(of) => format!("`blocks: {}`", describe_size(desc, of)),
+    }
+}
+
+/// The launch's block count from its rule, capped at [`MAX_BLOCKS`] (or,
+/// for `blocks:` of a spec, at [`MAX_LAUNCH_BLOCKS`]); 0 when the rule's
+/// param has no elements. Every product is checked: a count that would
+/// overflow is an error naming the kernel and its rule, in every build.
+pub(super) fn block_count(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<u32, Error> {
+    let sizes = |param: u8| sizes_of(args, param);
+    let too_many = |what: String| Error::SizeOverflow {
+        kernel: Some(desc.name),
+        detail: format!(
+            "its block rule ({}) asks for {what} blocks, more than a launch can count",
+            describe_rule(desc)
+        ),
+    };
+    let work: u64 = match desc.blocks {
+        BlockRule::Rows { param } => {
+            let s = sizes(param);
+            match s.split_last() {
+                Some((_, rows)) if !s.contains(&0) => {
+                    product(rows).ok_or_else(|| too_many(format!("the product of {rows:?}")))?
+                }
+                _ => 0,
+            }
+        }
+        BlockRule::Elements { param, per_block } => {
+            if per_block == 0 {
+                return Err(Error::Backend(format!(
+                    "kernel `{}`: its block rule ({}) divides by 0",
+                    desc.name,
+                    describe_rule(desc)
+                )));
+            }
+            let s = sizes(param);
+            product(&s)
+                .ok_or_else(|| too_many(format!("the product of {:?} / {per_block}", &*s)))?
+                .div_ceil(u64::from(per_block))
+        }
+        BlockRule::Leading {
+            param,
+            axes,
+            factor,
+        } => {
+            let s = sizes(param);
+            let Some(leading) = s.get(..usize::from(axes)) else {
+                return Err(Error::Backend(format!(
+                    "kernel `{}`: its block rule ({}) names more axes than `{}` has ({})",
+                    desc.name,
+                    describe_rule(desc),
+                    desc.params[usize::from(param)],
+                    s.len()
+                )));
+            };
+            if s.contains(&0) {
+                0
+            } else {
+                product(leading)
+                    .and_then(|lead| lead.checked_mul(u64::from(factor)))
+                    .ok_or_else(|| too_many(format!("{} × {factor}", leading_text(leading))))?
+            }
+        }
+        BlockRule::Count(n) => return Ok(n),
+        BlockRule::Size(of) => {
+            let n = size_of(args, of);
+            return u32::try_from(n)
+                .ok()
+                .filter(|&n| n <= MAX_LAUNCH_BLOCKS)
+                .ok_or_else(|| Error::SizeOverflow {
+                    kernel: Some(desc.name),
+                    detail: format!(
+                        "`blocks: {}` asks for {n} blocks; a launch has at most \
+                         {MAX_LAUNCH_BLOCKS}",
+                        describe_size(desc, of)
+                    ),
+                });
+        }
+    };
+    Ok(u32::try_from(work).unwrap_or(u32::MAX).min(MAX_BLOCKS))
+}
+
+/// Leading sizes as a product for messages: `8589934592` or `4 × 3`.
+fn leading_text(leading: &[usize]) -> String {
+    match product(leading) {
+        Some(n) if leading.len() == 1 => n.to_string(),
+        _ => leading
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(" × "),
+    }
+}
+
+/// A launch with no blocks writes no output: refused when an output has
+/// elements, which would come back unwritten.
+pub(super) fn check_outputs_written(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<(), Error> {
+    for (i, arg) in args.iter().enumerate() {
+        let Arg::Tensor { sizes, memory, .. } = arg else {
+            continue;
+        };
+        let output = matches!(
+            memory.0,
+            MemoryKind::HostOutput { .. } | MemoryKind::Raw { writable: true, .. }
+        );
+        let elements = sizes.num_elements().unwrap_or(usize::MAX);
+        if output && elements > 0 {
+            return Err(Error::NoBlocks {
+                kernel: desc.name,
+                rule: describe_rule(desc),
+                output: desc.params[i],
+                elements,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Every scalar argument's bits, in param order; sizes bound to scalars
+/// are computed here and must fit their type.
+pub(super) fn scalar_words(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<Small<u64>, Error> {
+    let mut words = Small::new();
+    for (i, arg) in args.iter().enumerate() {
+        match *arg {
+            Arg::Tensor { .. } => {}
+            Arg::Scalar(bits) => words.push(bits),
+            Arg::Sized { of, max, dtype } => {
+                let value = size_of(args, of);
+                if value > max {
+                    return Err(Error::SizeOverflow {
+                        kernel: Some(desc.name),
+                        detail: format!(
+                            "`{}` = `{}` = {value}, more than its {dtype} holds ({max})",
+                            desc.params[i],
+                            describe_size(desc, of)
+                        ),
+                    });
+                }
+                words.push(value);
+            }
+        }
+    }
+    Ok(words)
+}
+
+/// The tiling data a kernel reads: `uint32_t dim[N]` then, 8-aligned,
+/// `uint64_t scalar[M]`, native-endian, as the generated C++ struct lays it
+/// out. Held in `u64` words so that the kernel's reads are aligned.
+pub(super) fn tiling_words(dims: &[u32], scalars: &[u64]) -> Small<u64> {
+    let mut words: Small<u64> = dims
+        .chunks(2)
+        .map(|pair| {
+            let mut bytes = [0u8; 8];
+            for (i, d) in pair.iter().enumerate() {
+                bytes[4 * i..4 * i + 4].copy_from_slice(&d.to_ne_bytes());
+            }
+            u64::from_ne_bytes(bytes)
+        })
+        .collect();
+    words.extend_from_slice(scalars);
+    words
+}
+
+/// The size of the C++ tiling struct: no padding after the dims when there
+/// are no scalars.
+pub(super) fn tiling_len(dims: &[u32], scalars: &[u64]) -> u64 {
+    let dim_bytes = 4 * dims.len() as u64;
+    if scalars.is_empty() {
+        dim_bytes
+    } else {
+        dim_bytes.next_multiple_of(8) + 8 * scalars.len() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::Memory;
+    use crate::launch::launch;
+    use crate::launch::tests::{RAN, entries, spread, unread};
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn sizes_bound_to_scalars_must_fit_their_type() {
+        let host = Device::host();
+        let tensor = |sizes: &[usize]| Arg::Tensor {
+            sizes: Sizes::new(sizes).unwrap(),
+            memory: Memory::raw(std::ptr::null_mut(), 0, false, |_| None, None),
+            device: &host,
+        };
+        let desc = KernelDesc {
+            name: "k",
+            params: &["x", "n", "s"],
+            dims: &[],
+            blocks: BlockRule::Size(SizeOf::Axis { param: 0, axis: 1 }),
+            multiples: &[],
+            halves: &[],
+        };
+        let sized = |max| Arg::Sized {
+            of: SizeOf::Numel { param: 0 },
+            max,
+            dtype: "DT_UINT8",
+        };
+        let args = [tensor(&[3, 85]), sized(255), Arg::Scalar(7)];
+        assert_eq!(scalar_words(&desc, &args).unwrap().as_slice(), &[255, 7]);
+        assert_eq!(block_count(&desc, &args), Ok(85));
+        let args = [tensor(&[4, 64]), sized(255), Arg::Scalar(7)];
+        assert_eq!(
+            scalar_words(&desc, &args).unwrap_err().to_string(),
+            "kernel `k`: size overflow: `n` = `x.numel` = 256, more than its DT_UINT8 holds (255)"
+        );
+    }
+    // Plain assertions on the counts: nothing here relies on a debug
+    // build's overflow panic, so release builds check the same.
+    #[test]
+    fn block_rules_that_overflow_are_errors_in_every_build() {
+        let host = Device::host();
+        let times_max = spread(BlockRule::Leading {
+            param: 0,
+            axes: 1,
+            factor: u32::MAX,
+        });
+        // 2^33 × (2^32 - 1) wraps to 2^64 - 2^33 unchecked (48 blocks).
+        let args = [
+            unread(&host, &[1 << 33, 1], false),
+            unread(&host, &[4], true),
+        ];
+        assert_eq!(
+            block_count(&times_max, &args).unwrap_err().to_string(),
+            "kernel `spread`: size overflow: its block rule (one block per index of the leading \
+             axis of `x`, times 4294967295) asks for 8589934592 × 4294967295 blocks, more than a \
+             launch can count"
+        );
+        // 2^17 · 2^17 × 2^30 wraps to exactly 0 unchecked: a launch of no
+        // blocks that returned Ok with `out` never written.
+        let wraps = spread(BlockRule::Leading {
+            param: 0,
+            axes: 2,
+            factor: 1 << 30,
+        });
+        let args = [
+            unread(&host, &[1 << 17, 1 << 17, 3], false),
+            unread(&host, &[4], true),
+        ];
+        assert_eq!(
+            block_count(&wraps, &args).unwrap_err(),
+            Error::SizeOverflow {
+                kernel: Some("spread"),
+                detail: "its block rule (one block per index of the leading 2 axes of `x`, \
+                         times 1073741824) asks for 131072 × 131072 × 1073741824 blocks, more \
+                         than a launch can count"
+                    .to_owned()
+            }
+        );
+        // The launch reports it before anything runs.
+        // SAFETY: the call fails before any memory is used.
+        let err = unsafe { launch(&wraps, entries(), &args) }.unwrap_err();
+        assert!(matches!(err, Error::SizeOverflow { .. }), "{err:?}");
+        assert!(!RAN.load(Ordering::SeqCst));
+        // Counts that fit: capped at the cores, 0 for an empty param.
+        let small =
+            |sizes: &[usize], rule| block_count(&spread(rule), &[unread(&host, sizes, false)]);
+        let leading = |axes, factor| BlockRule::Leading {
+            param: 0,
+            axes,
+            factor,
+        };
+        assert_eq!(small(&[5, 1], leading(1, u32::MAX)), Ok(MAX_BLOCKS));
+        assert_eq!(small(&[2, 7], leading(1, 3)), Ok(6));
+        assert_eq!(small(&[2, 7, 1], leading(2, 3)), Ok(42));
+        assert_eq!(small(&[1 << 33, 0], leading(1, u32::MAX)), Ok(0));
+        let rows = BlockRule::Rows { param: 0 };
+        assert_eq!(small(&[3, 5, 7], rows), Ok(15));
+        assert_eq!(small(&[3, 0], rows), Ok(0));
+        let per_4 = BlockRule::Elements {
+            param: 0,
+            per_block: 4,
+        };
+        assert_eq!(small(&[3, 3], per_4), Ok(3));
+        assert_eq!(small(&[usize::MAX, 0], per_4), Ok(0));
+    }
+}

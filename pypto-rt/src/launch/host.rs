@@ -1,0 +1,429 @@
+//! The host backend: a launch's blocks run as calls of the kernel's host
+//! entry (compiled with the Ascend C emulation) on a pool of host threads,
+//! with inputs read-only meanwhile, and the checks after it (guard bytes,
+//! `bool` values, a tiling left as it was).
+
+use std::sync::Mutex;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use crate::abi::{Arg, HostArg, HostEntry, HostLaunch, KernelDesc, MemoryKind};
+use crate::error::Error;
+use crate::host_mem::{HostBuffer, ReadOnly};
+use crate::watchdog;
+
+use super::{Small, Tensors};
+
+/// What every block of one host launch shares besides the tensors.
+struct HostCall<'a> {
+    tensors: &'a Tensors<'a>,
+    /// The launch's own copy of the tiling, lent to its blocks through
+    /// this pointer (and nothing else) for the launch.
+    tiling: *mut u64,
+    info: &'a [HostArg],
+    kernel: &'static str,
+    launch_id: u64,
+    watch: &'a watchdog::Watch,
+    sanitize: crate::Sanitize,
+    /// The modelled NPU's sink when a profile is active (else null).
+    model: *const crate::model::ModelSink,
+}
+
+// SAFETY: the pointers are only dereferenced by the kernel, whose blocks
+// write disjoint parts of the outputs (the kernel's contract); the tensors
+// they point into are borrowed for the whole launch.
+unsafe impl Sync for HostCall<'_> {}
+
+/// Runs block `block` of `blocks`; returns the kernel's message if it
+/// failed, and the block's Unified Buffer high-water mark.
+///
+/// # Safety
+/// As for [`launch`](super::launch).
+unsafe fn run_block(
+    entry: HostEntry,
+    block: u32,
+    blocks: u32,
+    call: &HostCall<'_>,
+) -> (Option<(u32, String)>, u64) {
+    // Written by the entry only on failure, so it is not zeroed per launch.
+    let mut message = std::mem::MaybeUninit::<[u8; 1024]>::uninit();
+    let tensors = call.tensors;
+    let mut record = HostLaunch {
+        block_idx: block,
+        block_num: blocks,
+        args: tensors.pointers.as_ptr(),
+        arg_bytes: tensors.bytes.as_ptr(),
+        num_args: tensors.pointers.len() as u32,
+        tiling: call.tiling.cast_const().cast(),
+        tiling_bytes: tensors.tiling_bytes,
+        err: message.as_mut_ptr().cast(),
+        err_len: 1024,
+        ub_peak: 0,
+        arg_info: call.info.as_ptr(),
+        kernel: call.kernel.as_ptr(),
+        kernel_len: call.kernel.len() as u64,
+        launch_id: call.launch_id,
+        cancel: call.watch.cancel_flag(),
+        timeout_ms: call.watch.timeout_ms(),
+        sanitize: call.sanitize.bits(),
+        fail_block: 0,
+        model: call.model,
+    };
+    call.watch.block_started(block);
+    // SAFETY: `entry` is the compiled kernel for these arguments (the
+    // caller's contract); the record's pointers are valid for the lengths
+    // it states.
+    let status = unsafe { entry(&mut record) };
+    call.watch.block_finished(block);
+    if status == 0 {
+        return (None, record.ub_peak);
+    }
+    // SAFETY: a failing entry writes a NUL-terminated message of at most
+    // `err_len` bytes (pypto_emu::write_message).
+    let text = unsafe { std::ffi::CStr::from_ptr(message.as_ptr().cast()) };
+    let owner = record.fail_block.checked_sub(1).unwrap_or(block);
+    (
+        Some((owner, text.to_string_lossy().into_owned())),
+        record.ub_peak,
+    )
+}
+
+/// The host's hardware threads, asked once: the standard library reads
+/// cgroup files to answer, which costs microseconds per call.
+fn host_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Launch ids: every launch of the process gets its own, from 1.
+static LAUNCHES: AtomicU64 = AtomicU64::new(1);
+
+/// Runs every block on a pool of host threads; returns the result and the
+/// largest Unified Buffer high-water mark of any block. Inputs are
+/// read-only while it runs; afterwards, every tensor's front guard bytes
+/// and every `bool` output's values are checked.
+///
+/// # Safety
+/// As for [`launch`](super::launch).
+pub(super) unsafe fn run_on_host(
+    desc: &KernelDesc,
+    entry: HostEntry,
+    blocks: u32,
+    tensors: &Tensors<'_>,
+    args: &[Arg<'_>],
+) -> (Result<(), Error>, u64) {
+    let sanitize = match crate::sanitize::current() {
+        // A timing-only profile computes nothing for the checks to watch.
+        Ok(_) if crate::model::timing_only() => crate::Sanitize::OFF,
+        Ok(checks) => checks,
+        Err(e) => return (Err(e), 0),
+    };
+    let watch = match watchdog::watch(desc.name) {
+        Ok(watch) => watch,
+        Err(e) => return (Err(e), 0),
+    };
+    let mut info: Small<HostArg> = Small::new();
+    let mut read_only: Small<ReadOnly<'_>> = Small::new();
+    // The inputs' bytes: the modelled NPU reads them from HBM the first time.
+    let mut input_bytes = 0u64;
+    for (i, arg) in args.iter().enumerate() {
+        let Arg::Tensor { memory, .. } = arg else {
+            continue;
+        };
+        let name = desc.params[i];
+        let (buffer, writable) = match &memory.0 {
+            MemoryKind::HostInput {
+                buffer,
+                offset,
+                bytes,
+                ..
+            } => {
+                read_only.push(buffer.read_only(*offset, *bytes));
+                input_bytes = input_bytes.saturating_add(*bytes as u64);
+                (Some(*buffer), 0)
+            }
+            MemoryKind::HostOutput { buffer, .. } => (Some(*buffer), 1),
+            MemoryKind::Raw {
+                writable, bytes, ..
+            } => {
+                if !*writable {
+                    input_bytes = input_bytes.saturating_add(*bytes);
+                }
+                (None, u32::from(*writable))
+            }
+        };
+        let (map_begin, map_end) = buffer.map_or((0, 0), HostBuffer::mapping);
+        info.push(HostArg {
+            map_begin: map_begin as u64,
+            map_end: map_end as u64,
+            name: name.as_ptr(),
+            name_len: name.len() as u64,
+            writable,
+            reserved: 0,
+        });
+    }
+    // The blocks read a copy of the tiling made for this launch: one that
+    // writes it (a raw `GM_ADDR` store) is found when the launch is over.
+    let mut tiling: Small<u64> = tensors.tiling.iter().copied().collect();
+    let model = match crate::model::begin(blocks, input_bytes) {
+        Ok(model) => model,
+        Err(e) => return (Err(e), 0),
+    };
+    let call = HostCall {
+        tensors,
+        tiling: tiling.as_mut_ptr(),
+        info: &info,
+        kernel: desc.name,
+        launch_id: LAUNCHES.fetch_add(1, Ordering::Relaxed),
+        watch: &watch,
+        sanitize,
+        model: model.as_ref().map_or(std::ptr::null(), |m| m.sink()),
+    };
+    // SAFETY: forwarded from this function's contract.
+    let (mut result, peak) = unsafe { run_blocks(desc.name, entry, blocks, &call) };
+    if let Some(model) = model
+        && result.is_ok()
+        && let Err(e) = crate::model::finish(model, desc.name, blocks)
+    {
+        result = Err(e);
+    }
+    drop(read_only);
+    drop(watch);
+    if result.is_ok() && tiling[..] != *tensors.tiling {
+        result = Err(Error::TilingWritten { kernel: desc.name });
+    }
+    // What no guard page could stop: writes just before a tensor's start,
+    // and bytes that are not a `bool` in a bool tensor (an output, or an
+    // input the kernel wrote all the same). Checked even after a failed
+    // launch, so that no tensor is left holding them.
+    for (i, arg) in args.iter().enumerate() {
+        let Arg::Tensor { memory, .. } = arg else {
+            continue;
+        };
+        let param = desc.params[i];
+        let (buffer, offset, bytes, first_invalid) = match &memory.0 {
+            MemoryKind::HostInput {
+                buffer,
+                offset,
+                bytes,
+                first_invalid,
+            }
+            | MemoryKind::HostOutput {
+                buffer,
+                offset,
+                bytes,
+                first_invalid,
+            } => (*buffer, *offset, *bytes, Some(*first_invalid)),
+            MemoryKind::Raw {
+                ptr,
+                bytes,
+                first_invalid,
+                ..
+            } => {
+                // Adopted host memory: no guard pages, but no invalid
+                // `bool` either.
+                let bytes = *bytes as usize;
+                if bytes == 0 {
+                    continue;
+                }
+                // SAFETY: host memory of `bytes` lent to this launch, which
+                // has ended; an output is held exclusively, and an input's
+                // bytes are changed only when the kernel already changed
+                // them during the launch (the check reads, and writes only
+                // invalid `bool`s back to `false`).
+                unsafe {
+                    check_output_bytes(*ptr, bytes, *first_invalid, desc, param, &mut result)
+                };
+                continue;
+            }
+        };
+        // The front slack lies before the buffer's first byte: only a view
+        // that starts there borders it.
+        if offset == 0
+            && let Some(before) = buffer.slack_damage()
+        {
+            buffer.repair_slack();
+            if result.is_ok() {
+                result = Err(Error::OutOfBounds {
+                    kernel: desc.name,
+                    param,
+                    before,
+                });
+            }
+        }
+        if let Some(check) = first_invalid {
+            // SAFETY: the argument's bytes lie inside the buffer and were
+            // lent to this launch, which has ended: an output's exclusively
+            // (other views of the buffer hold other bytes); an input's are
+            // written only when the kernel wrote invalid `bool`s into them
+            // during the launch, and then back to `false`.
+            unsafe {
+                check_output_bytes(
+                    buffer.as_ptr().add(offset),
+                    bytes,
+                    check,
+                    desc,
+                    param,
+                    &mut result,
+                )
+            };
+        }
+    }
+    (result, peak)
+}
+
+/// After a host launch: a tensor's bytes that are not a valid value of its
+/// dtype (a `bool` other than 0 or 1) are zeroed, and the first one found
+/// becomes the launch's error unless it already has one.
+///
+/// # Safety
+/// `ptr` is valid for reads and writes of `bytes` bytes, and nothing else
+/// reads or writes them meanwhile.
+unsafe fn check_output_bytes(
+    ptr: *mut u8,
+    bytes: usize,
+    first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
+    desc: &KernelDesc,
+    param: &'static str,
+    result: &mut Result<(), Error>,
+) {
+    // SAFETY: this function's contract.
+    let own = unsafe { std::slice::from_raw_parts(ptr, bytes) };
+    if let Some((index, value)) = first_invalid(own) {
+        // SAFETY: as above; zero bytes are `false`.
+        unsafe { std::ptr::write_bytes(ptr, 0, bytes) };
+        if result.is_ok() {
+            *result = Err(Error::InvalidBool {
+                kernel: Some(desc.name),
+                param,
+                index,
+                value,
+            });
+        }
+    }
+}
+
+/// The blocks of one launch, on the calling thread and as many pool
+/// threads as help (fewer when the process cannot start threads).
+///
+/// # Safety
+/// As for [`launch`](super::launch).
+unsafe fn run_blocks(
+    kernel: &'static str,
+    entry: HostEntry,
+    blocks: u32,
+    call: &HostCall<'_>,
+) -> (Result<(), Error>, u64) {
+    let next = AtomicU32::new(0);
+    let failures: Mutex<Small<(u32, String)>> = Mutex::new(Small::new());
+    let peak = AtomicU64::new(0);
+    let workers = host_threads().min(blocks as usize);
+    let work = || {
+        loop {
+            let block = next.fetch_add(1, Ordering::Relaxed);
+            if block >= blocks {
+                break;
+            }
+            // SAFETY: forwarded from this function's contract.
+            let (message, ub_peak) = unsafe { run_block(entry, block, blocks, call) };
+            peak.fetch_max(ub_peak, Ordering::Relaxed);
+            if let Some(failure) = message {
+                failures
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(failure);
+            }
+        }
+    };
+    if workers <= 1 {
+        work();
+    } else {
+        std::thread::scope(|s| {
+            // The calling thread is one of the workers. A thread that cannot
+            // be started (a process at its thread limit) leaves its blocks
+            // to the others.
+            for _ in 1..workers {
+                if std::thread::Builder::new().spawn_scoped(s, work).is_err() {
+                    break;
+                }
+            }
+            work();
+        });
+    }
+    let mut failures = failures.into_inner().unwrap_or_else(|e| e.into_inner());
+    // Report the lowest failing block, so a failure reads the same each run.
+    failures.sort();
+    let result = match failures.into_iter().next() {
+        None => Ok(()),
+        Some((block, message)) => Err(Error::Kernel {
+            kernel,
+            block,
+            message,
+        }),
+    };
+    (result, peak.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Device;
+    use crate::abi::{Arg, BlockRule, DimDesc, Entries, HostLaunch, KernelDesc, Memory};
+    use crate::launch::launch;
+    use crate::shape::Sizes;
+
+    /// A host entry that writes 0 over the first word of its tiling.
+    unsafe extern "C" fn writes_its_tiling(launch: *mut HostLaunch) -> i32 {
+        // SAFETY: pypto-rt passes a record whose tiling holds
+        // `tiling_bytes` bytes, lent to the blocks of this launch.
+        unsafe {
+            if (*launch).tiling_bytes >= 4 {
+                (*launch).tiling.cast_mut().cast::<u32>().write(0);
+            }
+        }
+        0
+    }
+
+    #[test]
+    fn a_host_kernel_that_writes_its_tiling_is_an_error() {
+        let host = Device::host();
+        let mut out = [0.0f32; 3];
+        let desc = KernelDesc {
+            name: "scribbler",
+            params: &["out"],
+            dims: &[DimDesc {
+                axes: &[(0, 0)],
+                why: "the dim `N`",
+            }],
+            blocks: BlockRule::Count(1),
+            multiples: &[],
+            halves: &[],
+        };
+        let args = [Arg::Tensor {
+            sizes: Sizes::new(&[3]).unwrap(),
+            memory: Memory::raw(out.as_mut_ptr().cast(), 12, true, |_| None, None),
+            device: &host,
+        }];
+        let scribbler = Entries {
+            host: writes_its_tiling,
+            npu: &[],
+        };
+        // SAFETY: the entry writes only its tiling; `out` is 3 floats.
+        let err = unsafe { launch(&desc, scribbler, &args) }.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "kernel `scribbler`: it wrote its tiling (the sizes and scalars pypto-rt passes it), \
+             which a kernel may only read; on an NPU that write would change the tiling of its \
+             later launches with the same sizes"
+        );
+        // A kernel that leaves it alone runs clean.
+        unsafe extern "C" fn does_nothing(_: *mut HostLaunch) -> i32 {
+            0
+        }
+        let quiet = Entries {
+            host: does_nothing,
+            npu: &[],
+        };
+        // SAFETY: the entry touches nothing.
+        assert_eq!(unsafe { launch(&desc, quiet, &args) }, Ok(()));
+    }
+}

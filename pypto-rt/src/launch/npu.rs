@@ -1,0 +1,213 @@
+//! The NPU path: a launch's stub for the device's architecture, the stream
+//! it goes to, its tiling's device copy, and the launch queued on the
+//! stream after the work on other streams that uses the same tensors.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use crate::abi::{Entries, KernelDesc, NpuEntry};
+use crate::acl::CopyKind;
+use crate::device::MAX_TILINGS;
+use crate::device::{Device, Npu};
+use crate::error::Error;
+use crate::stream::{StreamState, Uses};
+
+use super::{Small, Tensors};
+
+/// What a launch stub returns when a value of a `source:` kernel's
+/// `tiling:` struct does not fit its field (pypto-build writes the same
+/// number into the stub).
+const TILING_RANGE_STATUS: u32 = 0x7074_0001;
+
+/// The stub compiled for the architecture of `npu`.
+pub(super) fn npu_entry(
+    desc: &KernelDesc,
+    entries: Entries,
+    device: &Device,
+    npu: &Npu,
+) -> Result<NpuEntry, Error> {
+    let not_built = |reason: String| Error::NotBuiltFor {
+        kernel: desc.name,
+        device: device.to_string(),
+        reason,
+    };
+    let Some(arch) = npu.arch else {
+        return Err(not_built(format!(
+            "pypto-rs does not know the architecture of SoC `{}`",
+            npu.soc
+        )));
+    };
+    let stub = entries
+        .npu
+        .iter()
+        .find(|stub| stub.arch() == arch)
+        .ok_or_else(|| {
+            // Named only on failure: a launch should not format strings.
+            let built: Vec<String> = entries.npu.iter().map(|s| s.arch().to_string()).collect();
+            not_built(if built.is_empty() {
+                "the crate was built without a CANN toolkit (host backend only); use \
+                 `Device::host()` or set PYPTO_DEVICE=host"
+                    .to_owned()
+            } else {
+                format!(
+                    "its device is {arch}, and it was built for {}",
+                    built.join(", ")
+                )
+            })
+        })?;
+    // The runtime the library links against is loaded: `npu` is open.
+    stub.entry(desc.name)
+}
+
+/// The stream a launch on `device` goes to: the one [`crate::with_stream`]
+/// set on this thread, else the device's default stream.
+pub(super) fn launch_stream(
+    desc: &KernelDesc,
+    device: &Device,
+    npu: &Npu,
+) -> Result<Arc<StreamState>, Error> {
+    let Some(stream) = crate::stream::current() else {
+        return Ok(npu.default_stream.clone());
+    };
+    match stream.state() {
+        Some(state) if state.device == npu.index => Ok(state.clone()),
+        _ => Err(wrong_stream(desc, device, &stream)),
+    }
+}
+
+/// A call on `device` inside `with_stream` of a stream of another device.
+pub(super) fn wrong_stream(desc: &KernelDesc, device: &Device, stream: &crate::Stream) -> Error {
+    Error::WrongStream {
+        what: format!("kernel `{}`", desc.name),
+        actual: device.to_string(),
+        stream: stream.device().to_string(),
+    }
+}
+
+/// The device copy of `tiling` for the kernel whose launch stub is
+/// `entry`: from the device's cache when this kernel was launched with
+/// these words before, else copied once and kept. Copies are per kernel, so
+/// a kernel that writes its tiling changes no other kernel's (see
+/// `TilingCache`). Past [`MAX_TILINGS`] copies, a copy for this launch
+/// alone, to be freed by `stream` when it has passed the launch (the
+/// second value).
+fn device_tiling(
+    npu: &Npu,
+    entry: NpuEntry,
+    tiling: &[u64],
+    bytes: usize,
+) -> Result<(*mut c_void, bool), Error> {
+    let kernel = entry as usize;
+    let mut cache = npu.tilings.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&ptr) = cache.entries.get(&kernel).and_then(|k| k.get(tiling)) {
+        return Ok((ptr as *mut c_void, false));
+    }
+    let ptr = npu.acl.malloc(bytes)?;
+    if !tiling.is_empty() {
+        // SAFETY: `ptr` holds `bytes` of fresh device memory, at least the
+        // size of the words copied; no queued work uses it yet.
+        let copied = unsafe {
+            npu.acl.memcpy(
+                ptr,
+                tiling.as_ptr().cast(),
+                std::mem::size_of_val(tiling),
+                CopyKind::HostToDevice,
+            )
+        };
+        if let Err(e) = copied {
+            // SAFETY: allocated just above and used by nothing.
+            let _ = unsafe { npu.acl.free(ptr) };
+            return Err(e);
+        }
+    }
+    if cache.count >= MAX_TILINGS {
+        return Ok((ptr, true));
+    }
+    let mut key = Vec::new();
+    if key.try_reserve_exact(tiling.len()).is_ok() {
+        key.extend_from_slice(tiling);
+        cache
+            .entries
+            .entry(kernel)
+            .or_default()
+            .insert(key.into_boxed_slice(), ptr as usize);
+        cache.count += 1;
+        Ok((ptr, false))
+    } else {
+        Ok((ptr, true))
+    }
+}
+
+/// Queues the kernel on `stream` and returns: the tiling comes from the
+/// device's cache, the stream waits (through events) for work on other
+/// streams that uses the same tensors, and each tensor notes the launch.
+///
+/// # Safety
+/// As for [`launch`](super::launch), with device addresses on `npu`.
+pub(super) unsafe fn run_on_npu(
+    npu: &Npu,
+    stream: &Arc<StreamState>,
+    entry: NpuEntry,
+    blocks: u32,
+    tensors: &Tensors<'_>,
+    uses: &[&Uses],
+) -> Result<(), Error> {
+    npu.enter()?;
+    // A launch with no dims and no scalars still passes a (1-word) tiling.
+    let tiling_bytes = std::mem::size_of_val(tensors.tiling).max(8);
+    let (tiling, own_tiling) = device_tiling(npu, entry, tensors.tiling, tiling_bytes)?;
+    // One event per other stream with queued work on these tensors.
+    let mut others = Vec::new();
+    for u in uses {
+        u.pending_elsewhere(stream, &mut others);
+    }
+    let waits = others
+        .iter()
+        .map(|other| other.record())
+        .collect::<Result<Vec<_>, Error>>()?;
+    let mut args: Small<*mut c_void> = tensors.pointers.iter().copied().collect();
+    args.push(tiling);
+    // Read by the stub on the host, before it returns.
+    args.push(tensors.tiling.as_ptr().cast_mut().cast());
+    let queued = stream.submit(waits, |raw| {
+        // SAFETY: `entry` is the stub compiled for this kernel and this
+        // device's architecture (the caller's contract); `args` holds one
+        // device address per tensor param, then the tiling's; the memory
+        // stays allocated until the stream has passed the launch (each
+        // tensor notes it below, and the tiling is cached or freed later).
+        let status = unsafe { entry(blocks, raw, args.as_mut_ptr()) };
+        if status != 0 {
+            let message = if status as u32 == TILING_RANGE_STATUS {
+                "a `tiling:` field's value does not fit its type in the struct (the host \
+                 backend's error names the field)"
+            } else {
+                ""
+            };
+            return Err(Error::Acl {
+                call: "kernel launch",
+                code: status,
+                message: message.to_owned(),
+            });
+        }
+        Ok(())
+    });
+    let seq = match queued {
+        Ok(seq) => seq,
+        Err(e) => {
+            if own_tiling {
+                // SAFETY: not queued, so nothing uses it.
+                let _ = unsafe { npu.acl.free(tiling) };
+            }
+            return Err(e);
+        }
+    };
+    for u in uses {
+        u.used_by(stream, seq);
+    }
+    if own_tiling {
+        let once = Uses::default();
+        once.used_by(stream, seq);
+        once.free_when_idle(tiling);
+    }
+    Ok(())
+}
