@@ -663,14 +663,25 @@ impl<T: Act> Proj<T> {
     }
 }
 
-/// A w8a8 layer: `x` quantised per token, then int8 × int8 on the cube.
-pub fn w8a8(x: &Mat<f16>, w: &Mat<i8>, scale: &Row<f32>, out: &mut Mat<f16>) -> Result<()> {
+/// Activations quantised per token: int8 values and a scale per row.
+struct Quantised {
+    q: Mat<i8>,
+    scale: Row<f32>,
+}
+
+fn quantise(x: &Mat<f16>) -> Result<Quantised> {
     let dev = x.device();
     let (t, k) = (x.sizes()[0], x.sizes()[1]);
     let mut q = dev.zeros((t, k))?;
-    let mut q_scale = dev.zeros((t,))?;
-    kernels::ld_quant(x, &mut q, &mut q_scale).context("dynamic_quant")?;
-    kernels::ld_quant_matmul(&q, w, &q_scale, scale, out).context("quant_matmul")?;
+    let mut scale = dev.zeros((t,))?;
+    kernels::ld_quant(x, &mut q, &mut scale).context("dynamic_quant")?;
+    Ok(Quantised { q, scale })
+}
+
+/// A w8a8 layer: `x` quantised per token, then int8 × int8 on the cube.
+pub fn w8a8(x: &Mat<f16>, w: &Mat<i8>, scale: &Row<f32>, out: &mut Mat<f16>) -> Result<()> {
+    let x = quantise(x)?;
+    kernels::ld_quant_matmul(&x.q, w, &x.scale, scale, out).context("quant_matmul")?;
     Ok(())
 }
 
@@ -757,13 +768,29 @@ impl<A: Act> DeviceModel<A> {
     }
 
     /// `x` through a projection whose output the attention takes (fp16).
-    fn to_f16(&self, x: &Mat<A>, p: &Proj<A>) -> Result<Mat<f16>> {
-        let mut out = self.dev.zeros((x.sizes()[0], p.out_features()))?;
-        match p {
-            Proj::Dense(w) => A::matmul_to_f16(x, w, &mut out).context("matmul")?,
-            Proj::Quant { w, scale } => w8a8(A::as_f16(x).context(W8A8_FP16)?, w, scale, &mut out)?,
+    /// `x` through projections whose outputs the attention takes (fp16);
+    /// w8a8 ones share one quantisation of `x`.
+    fn to_f16<const N: usize>(&self, x: &Mat<A>, projs: [&Proj<A>; N]) -> Result<[Mat<f16>; N]> {
+        let mut quantised: Option<Quantised> = None;
+        let mut outs = Vec::with_capacity(N);
+        for p in projs {
+            let mut out = self.dev.zeros((x.sizes()[0], p.out_features()))?;
+            match p {
+                Proj::Dense(w) => A::matmul_to_f16(x, w, &mut out).context("matmul")?,
+                Proj::Quant { w, scale } => {
+                    if quantised.is_none() {
+                        quantised = Some(quantise(A::as_f16(x).context(W8A8_FP16)?)?);
+                    }
+                    let x = quantised.as_ref().expect("quantised");
+                    kernels::ld_quant_matmul(&x.q, w, &x.scale, scale, &mut out)
+                        .context("quant_matmul")?;
+                }
+            }
+            outs.push(out);
         }
-        Ok(out)
+        Ok(outs
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("one output per projection")))
     }
 
     fn project(&self, x: &Mat<A>, p: &Proj<A>) -> Result<Mat<A>> {
@@ -855,9 +882,7 @@ impl<A: Act> DeviceModel<A> {
                     residual = sum;
                 }
             }
-            let q = self.to_f16(&normed, &layer.wq)?;
-            let k = self.to_f16(&normed, &layer.wk)?;
-            let v = self.to_f16(&normed, &layer.wv)?;
+            let [q, k, v] = self.to_f16(&normed, [&layer.wq, &layer.wk, &layer.wv])?;
             let mut q_rot = dev.zeros((t, Q_WIDTH))?;
             kernels::ld_rope(&q, &positions, &self.cos_sin, &mut q_rot).context("rope (q)")?;
             let mut k_rot = dev.zeros((t, KV_WIDTH))?;
