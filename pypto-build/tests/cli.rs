@@ -24,7 +24,7 @@ fn check_succeeds_with_a_summary() {
         run(&["check", "tests/specs/examples"]),
         (
             0,
-            "ok: 12 kernels in 5 spec files; 1 chooses among 3 variants\n".into(),
+            "ok: 32 kernels in 6 spec files; 1 chooses among 3 variants\n".into(),
             String::new()
         )
     );
@@ -224,7 +224,7 @@ fn check_compile_passes_the_examples() {
         run(&["check", "--compile", "tests/specs/examples"]),
         (
             0,
-            "ok: 12 kernels in 5 spec files; 1 chooses among 3 variants; 15 rendered sources compile\n".into(),
+            "ok: 32 kernels in 6 spec files; 1 chooses among 3 variants; 35 rendered sources compile\n".into(),
             String::new()
         )
     );

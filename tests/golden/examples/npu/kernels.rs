@@ -29,6 +29,26 @@ mod __pypto_ffi {
         pub fn pypto_x6_goldenk15_gcn_5fnormalise_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk12_gcn_5fmatmul_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk10_gcn_5frelu_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk17_ld_5fgather_5ff32_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk21_ld_5frms_5fnorm_5ff32_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk27_ld_5fadd_5frms_5fnorm_5ff32_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk17_ld_5fmatmul_5ff32_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk28_ld_5fmatmul_5ff32_5fto_5ff16_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk28_ld_5fmatmul_5ff16_5fto_5ff32_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk17_ld_5fswiglu_5ff32_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk17_ld_5fargmax_5ff32_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk17_ld_5fgather_5ff16_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk21_ld_5frms_5fnorm_5ff16_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk27_ld_5fadd_5frms_5fnorm_5ff16_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk17_ld_5fmatmul_5ff16_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk17_ld_5fswiglu_5ff16_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk17_ld_5fargmax_5ff16_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk9_ld_5frope_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk10_ld_5fcache_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk24_ld_5fprefill_5fattention_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk23_ld_5fdecode_5fattention_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk10_ld_5fquant_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk19_ld_5fquant_5fmatmul_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk17_profile_5fsoftmax_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk16_profile_5fmatmul_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk27_profile_5fflash_5fattention_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
@@ -867,6 +887,1802 @@ pub mod gcn_relu {
             ::pypto_rt::__private::v5::DimSizes { label: "F", kind: ::pypto_rt::__private::v5::DimKind::Fixed(32), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Elements { param: 0, per_block: 8192 },
+    };
+}
+
+/// Rows picked by index: the token embeddings, and each prompt's last token before the LM head.
+///
+/// Kernel `ld_gather_f32` from `examples/kernels/llama_decode.yaml:30:3` (template `builtin/gather_rows`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `x` | input | `DT_FP32` | `[N, H]` |
+/// | `index` | input | `DT_INT32` | `[T]` |
+/// | `out` | output | `DT_FP32` | `[T, H]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `x.0` | `N` (DYNAMIC) | `N` | rows a gather picks |
+/// | `x.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+/// | `index.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `out.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `out.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+///
+/// Dims (axes that are one size):
+///
+/// - `x.0` (`N`): DYNAMIC: any size, checked to agree at run time — rows a gather picks
+/// - `x.1` = `out.1` (`H`): DYNAMIC: any size, checked to agree at run time — hidden size (values per token)
+/// - `index.0` = `out.0` (`T`): DYNAMIC: any size, checked to agree at run time — tokens in the step (every prompt token in a prefill, one per request in a decode step)
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn ld_gather_f32(
+    x: impl ::pypto_rt::__private::v3::AsInput<f32, (usize, usize)>,
+    index: impl ::pypto_rt::__private::v3::AsInput<i32, (usize,)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<f32, (usize, usize)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "ld_gather_f32",
+        params: &["x", "index", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0)], why: "they are the dim `N`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (2, 1)], why: "they are the dim `H`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(1, 0), (2, 0)], why: "they are the dim `T`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 2 },
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk17_ld_5fgather_5ff32_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk17_ld_5fgather_5ff32_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk17_ld_5fgather_5ff32_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&x), ::pypto_rt::__private::v3::input(&index), ::pypto_rt::__private::v3::output(&mut out)],
+        )
+    }
+}
+
+/// What kernel [`ld_gather_f32()`](fn@ld_gather_f32) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod ld_gather_f32 {
+    /// The sizes [`ld_gather_f32()`](fn@super::ld_gather_f32) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "ld_gather_f32",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "index", index: 1, dims: &[2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 2, dims: &[2, 1] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 2 },
+    };
+}
+
+/// Kernel `ld_rms_norm_f32` from `examples/kernels/llama_decode.yaml:37:3` (template `builtin/rms_norm`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `x` | input | `DT_FP32` | `[T, H]` |
+/// | `weight` | input | `DT_FP32` | `[H]` |
+/// | `eps` | scalar | `DT_FP32` | |
+/// | `out` | output | `DT_FP32` | `[T, H]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `x.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `x.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+/// | `weight.0` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+/// | `out.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `out.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+///
+/// Dims (axes that are one size):
+///
+/// - `x.0` = `out.0` (`T`): DYNAMIC: any size, checked to agree at run time — tokens in the step (every prompt token in a prefill, one per request in a decode step)
+/// - `x.1` = `weight.0` = `out.1` (`H`): DYNAMIC: any size, checked to agree at run time — hidden size (values per token)
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn ld_rms_norm_f32(
+    x: impl ::pypto_rt::__private::v3::AsInput<f32, (usize, usize)>,
+    weight: impl ::pypto_rt::__private::v3::AsInput<f32, (usize,)>,
+    eps: f32,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<f32, (usize, usize)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "ld_rms_norm_f32",
+        params: &["x", "weight", "eps", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (3, 0)], why: "they are the dim `T`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (1, 0), (3, 1)], why: "they are the dim `H`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 0 },
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk21_ld_5frms_5fnorm_5ff32_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk21_ld_5frms_5fnorm_5ff32_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk21_ld_5frms_5fnorm_5ff32_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&x), ::pypto_rt::__private::v3::input(&weight), ::pypto_rt::__private::v3::Arg::Scalar(::pypto_rt::__private::v3::DType::scalar_bits(eps)), ::pypto_rt::__private::v3::output(&mut out)],
+        )
+    }
+}
+
+/// What kernel [`ld_rms_norm_f32()`](fn@ld_rms_norm_f32) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod ld_rms_norm_f32 {
+    /// The sizes [`ld_rms_norm_f32()`](fn@super::ld_rms_norm_f32) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "ld_rms_norm_f32",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "weight", index: 1, dims: &[1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 3, dims: &[0, 1] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+    };
+}
+
+/// The residual add fused with the next RMS norm.
+///
+/// Kernel `ld_add_rms_norm_f32` from `examples/kernels/llama_decode.yaml:44:3` (template `builtin/add_rms_norm`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `x` | input | `DT_FP32` | `[T, H]` |
+/// | `residual` | input | `DT_FP32` | `[T, H]` |
+/// | `weight` | input | `DT_FP32` | `[H]` |
+/// | `eps` | scalar | `DT_FP32` | |
+/// | `sum` | output | `DT_FP32` | `[T, H]` |
+/// | `out` | output | `DT_FP32` | `[T, H]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `x.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `x.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+/// | `residual.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `residual.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+/// | `weight.0` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+/// | `sum.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `sum.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+/// | `out.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `out.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+///
+/// Dims (axes that are one size):
+///
+/// - `x.0` = `residual.0` = `sum.0` = `out.0` (`T`): DYNAMIC: any size, checked to agree at run time — tokens in the step (every prompt token in a prefill, one per request in a decode step)
+/// - `x.1` = `residual.1` = `weight.0` = `sum.1` = `out.1` (`H`): DYNAMIC: any size, checked to agree at run time — hidden size (values per token)
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn ld_add_rms_norm_f32(
+    x: impl ::pypto_rt::__private::v3::AsInput<f32, (usize, usize)>,
+    residual: impl ::pypto_rt::__private::v3::AsInput<f32, (usize, usize)>,
+    weight: impl ::pypto_rt::__private::v3::AsInput<f32, (usize,)>,
+    eps: f32,
+    mut sum: impl ::pypto_rt::__private::v3::AsOutput<f32, (usize, usize)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<f32, (usize, usize)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "ld_add_rms_norm_f32",
+        params: &["x", "residual", "weight", "eps", "sum", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (1, 0), (4, 0), (5, 0)], why: "they are the dim `T`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (1, 1), (2, 0), (4, 1), (5, 1)], why: "they are the dim `H`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 0 },
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk27_ld_5fadd_5frms_5fnorm_5ff32_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk27_ld_5fadd_5frms_5fnorm_5ff32_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk27_ld_5fadd_5frms_5fnorm_5ff32_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&x), ::pypto_rt::__private::v3::input(&residual), ::pypto_rt::__private::v3::input(&weight), ::pypto_rt::__private::v3::Arg::Scalar(::pypto_rt::__private::v3::DType::scalar_bits(eps)), ::pypto_rt::__private::v3::output(&mut sum), ::pypto_rt::__private::v3::output(&mut out)],
+        )
+    }
+}
+
+/// What kernel [`ld_add_rms_norm_f32()`](fn@ld_add_rms_norm_f32) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod ld_add_rms_norm_f32 {
+    /// The sizes [`ld_add_rms_norm_f32()`](fn@super::ld_add_rms_norm_f32) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "ld_add_rms_norm_f32",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "residual", index: 1, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "weight", index: 2, dims: &[1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "sum", index: 4, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 5, dims: &[0, 1] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+    };
+}
+
+/// The MLP's projections and the LM head, fp32.
+///
+/// Kernel `ld_matmul_f32` from `examples/kernels/llama_decode.yaml:54:3` (template `builtin/matmul`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `a` | input | `DT_FP32` | `[M, K]` |
+/// | `b` | input | `DT_FP32` | `[K, J]` |
+/// | `out` | output | `DT_FP32` | `[M, J]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `a.0` | `M` (DYNAMIC) | `M` | rows of a and out (tokens) |
+/// | `a.1` | `K` (DYNAMIC) | `K` | the reduced axis (a's columns, b's rows) |
+/// | `b.0` | `K` (DYNAMIC) | `K` | the reduced axis (a's columns, b's rows) |
+/// | `b.1` | `J` (DYNAMIC) | `J` | columns of b and out (output features) |
+/// | `out.0` | `M` (DYNAMIC) | `M` | rows of a and out (tokens) |
+/// | `out.1` | `J` (DYNAMIC) | `J` | columns of b and out (output features) |
+///
+/// Dims (axes that are one size):
+///
+/// - `a.0` = `out.0` (`M`): DYNAMIC: any size, checked to agree at run time — rows of a and out (tokens)
+/// - `a.1` = `b.0` (`K`): DYNAMIC: any size, checked to agree at run time — the reduced axis (a's columns, b's rows)
+/// - `b.1` = `out.1` (`J`): DYNAMIC: any size, checked to agree at run time — columns of b and out (output features)
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn ld_matmul_f32(
+    a: impl ::pypto_rt::__private::v3::AsInput<f32, (usize, usize)>,
+    b: impl ::pypto_rt::__private::v3::AsInput<f32, (usize, usize)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<f32, (usize, usize)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "ld_matmul_f32",
+        params: &["a", "b", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (2, 0)], why: "they are the dim `M`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (1, 0)], why: "they are the dim `K`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(1, 1), (2, 1)], why: "they are the dim `J`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Count(24),
+        multiples: &[::pypto_rt::__private::v3::Multiple { axis: (2, 1), of: 16, why: "the cube writes output columns in 16-wide fractals" }],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk17_ld_5fmatmul_5ff32_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk17_ld_5fmatmul_5ff32_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk17_ld_5fmatmul_5ff32_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&a), ::pypto_rt::__private::v3::input(&b), ::pypto_rt::__private::v3::output(&mut out)],
+        )
+    }
+}
+
+/// What kernel [`ld_matmul_f32()`](fn@ld_matmul_f32) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod ld_matmul_f32 {
+    /// The sizes [`ld_matmul_f32()`](fn@super::ld_matmul_f32) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "ld_matmul_f32",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "b", index: 1, dims: &[1, 2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 2, dims: &[0, 2] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "M", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "K", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "J", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+    };
+}
+
+/// The q, k and v projections of the fp32 model, rounded to fp16 for the attention.
+///
+/// Kernel `ld_matmul_f32_to_f16` from `examples/kernels/llama_decode.yaml:61:3` (template `builtin/matmul`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `a` | input | `DT_FP32` | `[M, K]` |
+/// | `b` | input | `DT_FP32` | `[K, J]` |
+/// | `out` | output | `DT_FP16` | `[M, J]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `a.0` | `M` (DYNAMIC) | `M` | rows of a and out (tokens) |
+/// | `a.1` | `K` (DYNAMIC) | `K` | the reduced axis (a's columns, b's rows) |
+/// | `b.0` | `K` (DYNAMIC) | `K` | the reduced axis (a's columns, b's rows) |
+/// | `b.1` | `J` (DYNAMIC) | `J` | columns of b and out (output features) |
+/// | `out.0` | `M` (DYNAMIC) | `M` | rows of a and out (tokens) |
+/// | `out.1` | `J` (DYNAMIC) | `J` | columns of b and out (output features) |
+///
+/// Dims (axes that are one size):
+///
+/// - `a.0` = `out.0` (`M`): DYNAMIC: any size, checked to agree at run time — rows of a and out (tokens)
+/// - `a.1` = `b.0` (`K`): DYNAMIC: any size, checked to agree at run time — the reduced axis (a's columns, b's rows)
+/// - `b.1` = `out.1` (`J`): DYNAMIC: any size, checked to agree at run time — columns of b and out (output features)
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn ld_matmul_f32_to_f16(
+    a: impl ::pypto_rt::__private::v3::AsInput<f32, (usize, usize)>,
+    b: impl ::pypto_rt::__private::v3::AsInput<f32, (usize, usize)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "ld_matmul_f32_to_f16",
+        params: &["a", "b", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (2, 0)], why: "they are the dim `M`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (1, 0)], why: "they are the dim `K`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(1, 1), (2, 1)], why: "they are the dim `J`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Count(24),
+        multiples: &[::pypto_rt::__private::v3::Multiple { axis: (2, 1), of: 16, why: "the cube writes output columns in 16-wide fractals" }],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk28_ld_5fmatmul_5ff32_5fto_5ff16_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk28_ld_5fmatmul_5ff32_5fto_5ff16_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk28_ld_5fmatmul_5ff32_5fto_5ff16_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&a), ::pypto_rt::__private::v3::input(&b), ::pypto_rt::__private::v3::output(&mut out)],
+        )
+    }
+}
+
+/// What kernel [`ld_matmul_f32_to_f16()`](fn@ld_matmul_f32_to_f16) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod ld_matmul_f32_to_f16 {
+    /// The sizes [`ld_matmul_f32_to_f16()`](fn@super::ld_matmul_f32_to_f16) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "ld_matmul_f32_to_f16",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "b", index: 1, dims: &[1, 2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 2, dims: &[0, 2] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "M", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "K", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "J", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+    };
+}
+
+/// The output projection of the fp32 model: the attention's fp16 output times fp16 weights, out in fp32.
+///
+/// Kernel `ld_matmul_f16_to_f32` from `examples/kernels/llama_decode.yaml:68:3` (template `builtin/matmul`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `a` | input | `DT_FP16` | `[M, K]` |
+/// | `b` | input | `DT_FP16` | `[K, J]` |
+/// | `out` | output | `DT_FP32` | `[M, J]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `a.0` | `M` (DYNAMIC) | `M` | rows of a and out (tokens) |
+/// | `a.1` | `K` (DYNAMIC) | `K` | the reduced axis (a's columns, b's rows) |
+/// | `b.0` | `K` (DYNAMIC) | `K` | the reduced axis (a's columns, b's rows) |
+/// | `b.1` | `J` (DYNAMIC) | `J` | columns of b and out (output features) |
+/// | `out.0` | `M` (DYNAMIC) | `M` | rows of a and out (tokens) |
+/// | `out.1` | `J` (DYNAMIC) | `J` | columns of b and out (output features) |
+///
+/// Dims (axes that are one size):
+///
+/// - `a.0` = `out.0` (`M`): DYNAMIC: any size, checked to agree at run time — rows of a and out (tokens)
+/// - `a.1` = `b.0` (`K`): DYNAMIC: any size, checked to agree at run time — the reduced axis (a's columns, b's rows)
+/// - `b.1` = `out.1` (`J`): DYNAMIC: any size, checked to agree at run time — columns of b and out (output features)
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn ld_matmul_f16_to_f32(
+    a: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    b: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<f32, (usize, usize)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "ld_matmul_f16_to_f32",
+        params: &["a", "b", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (2, 0)], why: "they are the dim `M`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (1, 0)], why: "they are the dim `K`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(1, 1), (2, 1)], why: "they are the dim `J`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Count(24),
+        multiples: &[::pypto_rt::__private::v3::Multiple { axis: (2, 1), of: 16, why: "the cube writes output columns in 16-wide fractals" }],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk28_ld_5fmatmul_5ff16_5fto_5ff32_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk28_ld_5fmatmul_5ff16_5fto_5ff32_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk28_ld_5fmatmul_5ff16_5fto_5ff32_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&a), ::pypto_rt::__private::v3::input(&b), ::pypto_rt::__private::v3::output(&mut out)],
+        )
+    }
+}
+
+/// What kernel [`ld_matmul_f16_to_f32()`](fn@ld_matmul_f16_to_f32) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod ld_matmul_f16_to_f32 {
+    /// The sizes [`ld_matmul_f16_to_f32()`](fn@super::ld_matmul_f16_to_f32) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "ld_matmul_f16_to_f32",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "b", index: 1, dims: &[1, 2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 2, dims: &[0, 2] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "M", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "K", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "J", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+    };
+}
+
+/// Kernel `ld_swiglu_f32` from `examples/kernels/llama_decode.yaml:75:3` (template `builtin/swiglu`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `x` | input | `DT_FP32` | `[T, F2]` |
+/// | `out` | output | `DT_FP32` | `[T, F]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `x.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `x.1` | `F2` (DYNAMIC) | `F2` | twice the intermediate size: the gate's columns, then the up projection's |
+/// | `out.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `out.1` | `F` (DYNAMIC) | `F` | SwiGLU's intermediate size |
+///
+/// Dims (axes that are one size):
+///
+/// - `x.0` = `out.0` (`T`): DYNAMIC: any size, checked to agree at run time — tokens in the step (every prompt token in a prefill, one per request in a decode step)
+/// - `x.1` (`F2`): DYNAMIC: any size, checked to agree at run time — twice the intermediate size: the gate's columns, then the up projection's
+/// - `out.1` (`F`): DYNAMIC: any size, checked to agree at run time — SwiGLU's intermediate size
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn ld_swiglu_f32(
+    x: impl ::pypto_rt::__private::v3::AsInput<f32, (usize, usize)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<f32, (usize, usize)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "ld_swiglu_f32",
+        params: &["x", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (1, 0)], why: "they are the dim `T`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1)], why: "they are the dim `F2`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(1, 1)], why: "they are the dim `F`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 0 },
+        multiples: &[],
+        halves: &[::pypto_rt::__private::v3::Halves { big: (0, 1), small: (1, 1), why: "builtin/swiglu splits it into two halves" }],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk17_ld_5fswiglu_5ff32_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk17_ld_5fswiglu_5ff32_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk17_ld_5fswiglu_5ff32_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&x), ::pypto_rt::__private::v3::output(&mut out)],
+        )
+    }
+}
+
+/// What kernel [`ld_swiglu_f32()`](fn@ld_swiglu_f32) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod ld_swiglu_f32 {
+    /// The sizes [`ld_swiglu_f32()`](fn@super::ld_swiglu_f32) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "ld_swiglu_f32",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 1, dims: &[0, 2] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "F2", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: Some(2) },
+            ::pypto_rt::__private::v5::DimSizes { label: "F", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+    };
+}
+
+/// Greedy sampling: each request's next token.
+///
+/// Kernel `ld_argmax_f32` from `examples/kernels/llama_decode.yaml:80:3` (template `builtin/argmax`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `logits` | input | `DT_FP32` | `[B, V]` |
+/// | `next` | output | `DT_INT32` | `[B]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `logits.0` | `B` (DYNAMIC) | `B` | requests in the step |
+/// | `logits.1` | `V` (DYNAMIC) | `V` | vocabulary size |
+/// | `next.0` | `B` (DYNAMIC) | `B` | requests in the step |
+///
+/// Dims (axes that are one size):
+///
+/// - `logits.0` = `next.0` (`B`): DYNAMIC: any size, checked to agree at run time — requests in the step
+/// - `logits.1` (`V`): DYNAMIC: any size, checked to agree at run time — vocabulary size
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn ld_argmax_f32(
+    logits: impl ::pypto_rt::__private::v3::AsInput<f32, (usize, usize)>,
+    mut next: impl ::pypto_rt::__private::v3::AsOutput<i32, (usize,)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "ld_argmax_f32",
+        params: &["logits", "next"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (1, 0)], why: "they are the dim `B`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1)], why: "they are the dim `V`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 0 },
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk17_ld_5fargmax_5ff32_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk17_ld_5fargmax_5ff32_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk17_ld_5fargmax_5ff32_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&logits), ::pypto_rt::__private::v3::output(&mut next)],
+        )
+    }
+}
+
+/// What kernel [`ld_argmax_f32()`](fn@ld_argmax_f32) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod ld_argmax_f32 {
+    /// The sizes [`ld_argmax_f32()`](fn@super::ld_argmax_f32) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "ld_argmax_f32",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "logits", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "next", index: 1, dims: &[0] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "B", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "V", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+    };
+}
+
+/// Rows picked by index: embeddings, last tokens, and a prefill's tokens padded per prompt for the attention and back.
+///
+/// Kernel `ld_gather_f16` from `examples/kernels/llama_decode.yaml:87:3` (template `builtin/gather_rows`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `x` | input | `DT_FP16` | `[N, H]` |
+/// | `index` | input | `DT_INT32` | `[T]` |
+/// | `out` | output | `DT_FP16` | `[T, H]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `x.0` | `N` (DYNAMIC) | `N` | rows a gather picks |
+/// | `x.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+/// | `index.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `out.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `out.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+///
+/// Dims (axes that are one size):
+///
+/// - `x.0` (`N`): DYNAMIC: any size, checked to agree at run time — rows a gather picks
+/// - `x.1` = `out.1` (`H`): DYNAMIC: any size, checked to agree at run time — hidden size (values per token)
+/// - `index.0` = `out.0` (`T`): DYNAMIC: any size, checked to agree at run time — tokens in the step (every prompt token in a prefill, one per request in a decode step)
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn ld_gather_f16(
+    x: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    index: impl ::pypto_rt::__private::v3::AsInput<i32, (usize,)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "ld_gather_f16",
+        params: &["x", "index", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0)], why: "they are the dim `N`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (2, 1)], why: "they are the dim `H`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(1, 0), (2, 0)], why: "they are the dim `T`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 2 },
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk17_ld_5fgather_5ff16_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk17_ld_5fgather_5ff16_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk17_ld_5fgather_5ff16_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&x), ::pypto_rt::__private::v3::input(&index), ::pypto_rt::__private::v3::output(&mut out)],
+        )
+    }
+}
+
+/// What kernel [`ld_gather_f16()`](fn@ld_gather_f16) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod ld_gather_f16 {
+    /// The sizes [`ld_gather_f16()`](fn@super::ld_gather_f16) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "ld_gather_f16",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "index", index: 1, dims: &[2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 2, dims: &[2, 1] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 2 },
+    };
+}
+
+/// Kernel `ld_rms_norm_f16` from `examples/kernels/llama_decode.yaml:94:3` (template `builtin/rms_norm`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `x` | input | `DT_FP16` | `[T, H]` |
+/// | `weight` | input | `DT_FP16` | `[H]` |
+/// | `eps` | scalar | `DT_FP32` | |
+/// | `out` | output | `DT_FP16` | `[T, H]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `x.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `x.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+/// | `weight.0` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+/// | `out.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `out.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+///
+/// Dims (axes that are one size):
+///
+/// - `x.0` = `out.0` (`T`): DYNAMIC: any size, checked to agree at run time — tokens in the step (every prompt token in a prefill, one per request in a decode step)
+/// - `x.1` = `weight.0` = `out.1` (`H`): DYNAMIC: any size, checked to agree at run time — hidden size (values per token)
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn ld_rms_norm_f16(
+    x: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    weight: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize,)>,
+    eps: f32,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "ld_rms_norm_f16",
+        params: &["x", "weight", "eps", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (3, 0)], why: "they are the dim `T`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (1, 0), (3, 1)], why: "they are the dim `H`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 0 },
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk21_ld_5frms_5fnorm_5ff16_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk21_ld_5frms_5fnorm_5ff16_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk21_ld_5frms_5fnorm_5ff16_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&x), ::pypto_rt::__private::v3::input(&weight), ::pypto_rt::__private::v3::Arg::Scalar(::pypto_rt::__private::v3::DType::scalar_bits(eps)), ::pypto_rt::__private::v3::output(&mut out)],
+        )
+    }
+}
+
+/// What kernel [`ld_rms_norm_f16()`](fn@ld_rms_norm_f16) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod ld_rms_norm_f16 {
+    /// The sizes [`ld_rms_norm_f16()`](fn@super::ld_rms_norm_f16) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "ld_rms_norm_f16",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "weight", index: 1, dims: &[1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 3, dims: &[0, 1] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+    };
+}
+
+/// Kernel `ld_add_rms_norm_f16` from `examples/kernels/llama_decode.yaml:101:3` (template `builtin/add_rms_norm`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `x` | input | `DT_FP16` | `[T, H]` |
+/// | `residual` | input | `DT_FP16` | `[T, H]` |
+/// | `weight` | input | `DT_FP16` | `[H]` |
+/// | `eps` | scalar | `DT_FP32` | |
+/// | `sum` | output | `DT_FP16` | `[T, H]` |
+/// | `out` | output | `DT_FP16` | `[T, H]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `x.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `x.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+/// | `residual.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `residual.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+/// | `weight.0` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+/// | `sum.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `sum.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+/// | `out.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `out.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+///
+/// Dims (axes that are one size):
+///
+/// - `x.0` = `residual.0` = `sum.0` = `out.0` (`T`): DYNAMIC: any size, checked to agree at run time — tokens in the step (every prompt token in a prefill, one per request in a decode step)
+/// - `x.1` = `residual.1` = `weight.0` = `sum.1` = `out.1` (`H`): DYNAMIC: any size, checked to agree at run time — hidden size (values per token)
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn ld_add_rms_norm_f16(
+    x: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    residual: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    weight: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize,)>,
+    eps: f32,
+    mut sum: impl ::pypto_rt::__private::v3::AsOutput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "ld_add_rms_norm_f16",
+        params: &["x", "residual", "weight", "eps", "sum", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (1, 0), (4, 0), (5, 0)], why: "they are the dim `T`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (1, 1), (2, 0), (4, 1), (5, 1)], why: "they are the dim `H`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 0 },
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk27_ld_5fadd_5frms_5fnorm_5ff16_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk27_ld_5fadd_5frms_5fnorm_5ff16_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk27_ld_5fadd_5frms_5fnorm_5ff16_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&x), ::pypto_rt::__private::v3::input(&residual), ::pypto_rt::__private::v3::input(&weight), ::pypto_rt::__private::v3::Arg::Scalar(::pypto_rt::__private::v3::DType::scalar_bits(eps)), ::pypto_rt::__private::v3::output(&mut sum), ::pypto_rt::__private::v3::output(&mut out)],
+        )
+    }
+}
+
+/// What kernel [`ld_add_rms_norm_f16()`](fn@ld_add_rms_norm_f16) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod ld_add_rms_norm_f16 {
+    /// The sizes [`ld_add_rms_norm_f16()`](fn@super::ld_add_rms_norm_f16) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "ld_add_rms_norm_f16",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "residual", index: 1, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "weight", index: 2, dims: &[1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "sum", index: 4, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 5, dims: &[0, 1] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+    };
+}
+
+/// Kernel `ld_matmul_f16` from `examples/kernels/llama_decode.yaml:110:3` (template `builtin/matmul`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `a` | input | `DT_FP16` | `[M, K]` |
+/// | `b` | input | `DT_FP16` | `[K, J]` |
+/// | `out` | output | `DT_FP16` | `[M, J]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `a.0` | `M` (DYNAMIC) | `M` | rows of a and out (tokens) |
+/// | `a.1` | `K` (DYNAMIC) | `K` | the reduced axis (a's columns, b's rows) |
+/// | `b.0` | `K` (DYNAMIC) | `K` | the reduced axis (a's columns, b's rows) |
+/// | `b.1` | `J` (DYNAMIC) | `J` | columns of b and out (output features) |
+/// | `out.0` | `M` (DYNAMIC) | `M` | rows of a and out (tokens) |
+/// | `out.1` | `J` (DYNAMIC) | `J` | columns of b and out (output features) |
+///
+/// Dims (axes that are one size):
+///
+/// - `a.0` = `out.0` (`M`): DYNAMIC: any size, checked to agree at run time — rows of a and out (tokens)
+/// - `a.1` = `b.0` (`K`): DYNAMIC: any size, checked to agree at run time — the reduced axis (a's columns, b's rows)
+/// - `b.1` = `out.1` (`J`): DYNAMIC: any size, checked to agree at run time — columns of b and out (output features)
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn ld_matmul_f16(
+    a: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    b: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "ld_matmul_f16",
+        params: &["a", "b", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (2, 0)], why: "they are the dim `M`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (1, 0)], why: "they are the dim `K`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(1, 1), (2, 1)], why: "they are the dim `J`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Count(24),
+        multiples: &[::pypto_rt::__private::v3::Multiple { axis: (2, 1), of: 16, why: "the cube writes output columns in 16-wide fractals" }],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk17_ld_5fmatmul_5ff16_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk17_ld_5fmatmul_5ff16_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk17_ld_5fmatmul_5ff16_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&a), ::pypto_rt::__private::v3::input(&b), ::pypto_rt::__private::v3::output(&mut out)],
+        )
+    }
+}
+
+/// What kernel [`ld_matmul_f16()`](fn@ld_matmul_f16) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod ld_matmul_f16 {
+    /// The sizes [`ld_matmul_f16()`](fn@super::ld_matmul_f16) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "ld_matmul_f16",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "b", index: 1, dims: &[1, 2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 2, dims: &[0, 2] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "M", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "K", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "J", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+    };
+}
+
+/// Kernel `ld_swiglu_f16` from `examples/kernels/llama_decode.yaml:116:3` (template `builtin/swiglu`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `x` | input | `DT_FP16` | `[T, F2]` |
+/// | `out` | output | `DT_FP16` | `[T, F]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `x.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `x.1` | `F2` (DYNAMIC) | `F2` | twice the intermediate size: the gate's columns, then the up projection's |
+/// | `out.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `out.1` | `F` (DYNAMIC) | `F` | SwiGLU's intermediate size |
+///
+/// Dims (axes that are one size):
+///
+/// - `x.0` = `out.0` (`T`): DYNAMIC: any size, checked to agree at run time — tokens in the step (every prompt token in a prefill, one per request in a decode step)
+/// - `x.1` (`F2`): DYNAMIC: any size, checked to agree at run time — twice the intermediate size: the gate's columns, then the up projection's
+/// - `out.1` (`F`): DYNAMIC: any size, checked to agree at run time — SwiGLU's intermediate size
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn ld_swiglu_f16(
+    x: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "ld_swiglu_f16",
+        params: &["x", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (1, 0)], why: "they are the dim `T`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1)], why: "they are the dim `F2`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(1, 1)], why: "they are the dim `F`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 0 },
+        multiples: &[],
+        halves: &[::pypto_rt::__private::v3::Halves { big: (0, 1), small: (1, 1), why: "builtin/swiglu splits it into two halves" }],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk17_ld_5fswiglu_5ff16_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk17_ld_5fswiglu_5ff16_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk17_ld_5fswiglu_5ff16_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&x), ::pypto_rt::__private::v3::output(&mut out)],
+        )
+    }
+}
+
+/// What kernel [`ld_swiglu_f16()`](fn@ld_swiglu_f16) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod ld_swiglu_f16 {
+    /// The sizes [`ld_swiglu_f16()`](fn@super::ld_swiglu_f16) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "ld_swiglu_f16",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 1, dims: &[0, 2] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "F2", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: Some(2) },
+            ::pypto_rt::__private::v5::DimSizes { label: "F", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+    };
+}
+
+/// Kernel `ld_argmax_f16` from `examples/kernels/llama_decode.yaml:121:3` (template `builtin/argmax`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `logits` | input | `DT_FP16` | `[B, V]` |
+/// | `next` | output | `DT_INT32` | `[B]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `logits.0` | `B` (DYNAMIC) | `B` | requests in the step |
+/// | `logits.1` | `V` (DYNAMIC) | `V` | vocabulary size |
+/// | `next.0` | `B` (DYNAMIC) | `B` | requests in the step |
+///
+/// Dims (axes that are one size):
+///
+/// - `logits.0` = `next.0` (`B`): DYNAMIC: any size, checked to agree at run time — requests in the step
+/// - `logits.1` (`V`): DYNAMIC: any size, checked to agree at run time — vocabulary size
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn ld_argmax_f16(
+    logits: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    mut next: impl ::pypto_rt::__private::v3::AsOutput<i32, (usize,)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "ld_argmax_f16",
+        params: &["logits", "next"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (1, 0)], why: "they are the dim `B`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1)], why: "they are the dim `V`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 0 },
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk17_ld_5fargmax_5ff16_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk17_ld_5fargmax_5ff16_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk17_ld_5fargmax_5ff16_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&logits), ::pypto_rt::__private::v3::output(&mut next)],
+        )
+    }
+}
+
+/// What kernel [`ld_argmax_f16()`](fn@ld_argmax_f16) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod ld_argmax_f16 {
+    /// The sizes [`ld_argmax_f16()`](fn@super::ld_argmax_f16) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "ld_argmax_f16",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "logits", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "next", index: 1, dims: &[0] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "B", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "V", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+    };
+}
+
+/// NeoX RoPE on heads of 64 at each token's position, an fp32 cos/sin table.
+///
+/// Kernel `ld_rope` from `examples/kernels/llama_decode.yaml:127:3` (template `builtin/rope`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `x` | input | `DT_FP16` | `[T, W]` |
+/// | `positions` | input | `DT_INT32` | `[T]` |
+/// | `cos_sin` | input | `DT_FP32` | `[P, 64]` |
+/// | `out` | output | `DT_FP16` | `[T, W]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `x.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `x.1` | `W` (DYNAMIC) | `W` | one token's heads: heads · 64 |
+/// | `positions.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `cos_sin.0` | `P` (DYNAMIC) | `P` | positions the cos/sin table holds |
+/// | `cos_sin.1` | 64 | d3 |  |
+/// | `out.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `out.1` | `W` (DYNAMIC) | `W` | one token's heads: heads · 64 |
+///
+/// Dims (axes that are one size):
+///
+/// - `x.0` = `positions.0` = `out.0` (`T`): DYNAMIC: any size, checked to agree at run time — tokens in the step (every prompt token in a prefill, one per request in a decode step)
+/// - `x.1` = `out.1` (`W`): DYNAMIC: any size, checked to agree at run time — one token's heads: heads · 64
+/// - `cos_sin.0` (`P`): DYNAMIC: any size, checked to agree at run time — positions the cos/sin table holds
+/// - `cos_sin.1`: fixed at 64 by the types
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn ld_rope(
+    x: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    positions: impl ::pypto_rt::__private::v3::AsInput<i32, (usize,)>,
+    cos_sin: impl ::pypto_rt::__private::v3::AsInput<f32, (usize, ::pypto_rt::__private::v3::Const<64>)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "ld_rope",
+        params: &["x", "positions", "cos_sin", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (1, 0), (3, 0)], why: "they are the dim `T`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (3, 1)], why: "they are the dim `W`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(2, 0)], why: "they are the dim `P`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 0 },
+        multiples: &[::pypto_rt::__private::v3::Multiple { axis: (0, 1), of: 64, why: "head_dim = 64: the head size D; x's last axis holds heads of D (an even number)" }],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk9_ld_5frope_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk9_ld_5frope_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk9_ld_5frope_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&x), ::pypto_rt::__private::v3::input(&positions), ::pypto_rt::__private::v3::input(&cos_sin), ::pypto_rt::__private::v3::output(&mut out)],
+        )
+    }
+}
+
+/// What kernel [`ld_rope()`](fn@ld_rope) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod ld_rope {
+    /// The sizes [`ld_rope()`](fn@super::ld_rope) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "ld_rope",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "positions", index: 1, dims: &[0] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "cos_sin", index: 2, dims: &[2, 3] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 3, dims: &[0, 1] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "W", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 64, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "P", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "cos_sin.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(64), multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+    };
+}
+
+/// Each token's keys and values (2 KV heads of 64) into the paged caches at its slot.
+///
+/// Kernel `ld_cache` from `examples/kernels/llama_decode.yaml:136:3` (template `builtin/reshape_and_cache`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `key` | input | `DT_FP16` | `[T, 128]` |
+/// | `value` | input | `DT_FP16` | `[T, 128]` |
+/// | `slot_mapping` | input | `DT_INT32` | `[T]` |
+/// | `key_cache` | output | `DT_FP16` | `[NB, 128, 128]` |
+/// | `value_cache` | output | `DT_FP16` | `[NB, 128, 128]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `key.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `key.1` | 128 | d1 |  |
+/// | `value.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `value.1` | 128 | d1 |  |
+/// | `slot_mapping.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `key_cache.0` | `NB` (DYNAMIC) | `NB` | blocks of the paged KV cache |
+/// | `key_cache.1` | 128 | d3 |  |
+/// | `key_cache.2` | 128 | d1 |  |
+/// | `value_cache.0` | `NB` (DYNAMIC) | `NB` | blocks of the paged KV cache |
+/// | `value_cache.1` | 128 | d3 |  |
+/// | `value_cache.2` | 128 | d1 |  |
+///
+/// Dims (axes that are one size):
+///
+/// - `key.0` = `value.0` = `slot_mapping.0` (`T`): DYNAMIC: any size, checked to agree at run time — tokens in the step (every prompt token in a prefill, one per request in a decode step)
+/// - `key.1` = `value.1` = `key_cache.2` = `value_cache.2`: fixed at 128 by the types
+/// - `key_cache.0` = `value_cache.0` (`NB`): DYNAMIC: any size, checked to agree at run time — blocks of the paged KV cache
+/// - `key_cache.1` = `value_cache.1`: fixed at 128 by the types
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn ld_cache(
+    key: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, ::pypto_rt::__private::v3::Const<128>)>,
+    value: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, ::pypto_rt::__private::v3::Const<128>)>,
+    slot_mapping: impl ::pypto_rt::__private::v3::AsInput<i32, (usize,)>,
+    mut key_cache: impl ::pypto_rt::__private::v3::AsOutput<::pypto_rt::__private::v3::f16, (usize, ::pypto_rt::__private::v3::Const<128>, ::pypto_rt::__private::v3::Const<128>)>,
+    mut value_cache: impl ::pypto_rt::__private::v3::AsOutput<::pypto_rt::__private::v3::f16, (usize, ::pypto_rt::__private::v3::Const<128>, ::pypto_rt::__private::v3::Const<128>)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "ld_cache",
+        params: &["key", "value", "slot_mapping", "key_cache", "value_cache"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (1, 0), (2, 0)], why: "they are the dim `T`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(3, 0), (4, 0)], why: "they are the dim `NB`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 3 },
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk10_ld_5fcache_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk10_ld_5fcache_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk10_ld_5fcache_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&key), ::pypto_rt::__private::v3::input(&value), ::pypto_rt::__private::v3::input(&slot_mapping), ::pypto_rt::__private::v3::output(&mut key_cache), ::pypto_rt::__private::v3::output(&mut value_cache)],
+        )
+    }
+}
+
+/// What kernel [`ld_cache()`](fn@ld_cache) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod ld_cache {
+    /// The sizes [`ld_cache()`](fn@super::ld_cache) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "ld_cache",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "key", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "value", index: 1, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "slot_mapping", index: 2, dims: &[0] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "key_cache", index: 3, dims: &[2, 3, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "value_cache", index: 4, dims: &[2, 3, 1] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "key.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(128), multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "NB", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "key_cache.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(128), multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 3 },
+    };
+}
+
+/// Each prompt against itself, causal: queries aligned to the end of the padded rows, keys to the start.
+///
+/// Kernel `ld_prefill_attention` from `examples/kernels/llama_decode.yaml:145:3` (template `builtin/flash_attention_varlen`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `q` | input | `DT_FP16` | `[B, S, 512]` |
+/// | `k` | input | `DT_FP16` | `[B, S, 128]` |
+/// | `v` | input | `DT_FP16` | `[B, S, 128]` |
+/// | `seq_lens` | input | `DT_INT32` | `[B]` |
+/// | `out` | output | `DT_FP16` | `[B, S, 512]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `q.0` | `B` (DYNAMIC) | `B` | requests in the step |
+/// | `q.1` | `S` (DYNAMIC) | `S` | a prefill's longest prompt (the prompts padded to it) |
+/// | `q.2` | 512 | d2 |  |
+/// | `k.0` | `B` (DYNAMIC) | `B` | requests in the step |
+/// | `k.1` | `S` (DYNAMIC) | `S` | a prefill's longest prompt (the prompts padded to it) |
+/// | `k.2` | 128 | d3 |  |
+/// | `v.0` | `B` (DYNAMIC) | `B` | requests in the step |
+/// | `v.1` | `S` (DYNAMIC) | `S` | a prefill's longest prompt (the prompts padded to it) |
+/// | `v.2` | 128 | d3 |  |
+/// | `seq_lens.0` | `B` (DYNAMIC) | `B` | requests in the step |
+/// | `out.0` | `B` (DYNAMIC) | `B` | requests in the step |
+/// | `out.1` | `S` (DYNAMIC) | `S` | a prefill's longest prompt (the prompts padded to it) |
+/// | `out.2` | 512 | d2 |  |
+///
+/// Dims (axes that are one size):
+///
+/// - `q.0` = `k.0` = `v.0` = `seq_lens.0` = `out.0` (`B`): DYNAMIC: any size, checked to agree at run time — requests in the step
+/// - `q.1` = `k.1` = `v.1` = `out.1` (`S`): DYNAMIC: any size, checked to agree at run time — a prefill's longest prompt (the prompts padded to it)
+/// - `q.2` = `out.2`: fixed at 512 by the types
+/// - `k.2` = `v.2`: fixed at 128 by the types
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn ld_prefill_attention(
+    q: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize, ::pypto_rt::__private::v3::Const<512>)>,
+    k: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize, ::pypto_rt::__private::v3::Const<128>)>,
+    v: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize, ::pypto_rt::__private::v3::Const<128>)>,
+    seq_lens: impl ::pypto_rt::__private::v3::AsInput<i32, (usize,)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<::pypto_rt::__private::v3::f16, (usize, usize, ::pypto_rt::__private::v3::Const<512>)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "ld_prefill_attention",
+        params: &["q", "k", "v", "seq_lens", "out", "(workspace)"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (1, 0), (2, 0), (3, 0), (4, 0)], why: "they are the dim `B`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (1, 1), (2, 1), (4, 1)], why: "they are the dim `S`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Count(24),
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk24_ld_5fprefill_5fattention_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk24_ld_5fprefill_5fattention_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk24_ld_5fprefill_5fattention_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order, then the workspace the runtime lends; outputs are
+    // borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v4::launch_with_workspace(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            [::pypto_rt::__private::v3::input(&q), ::pypto_rt::__private::v3::input(&k), ::pypto_rt::__private::v3::input(&v), ::pypto_rt::__private::v3::input(&seq_lens), ::pypto_rt::__private::v3::output(&mut out)],
+            31522816,
+        )
+    }
+}
+
+/// What kernel [`ld_prefill_attention()`](fn@ld_prefill_attention) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod ld_prefill_attention {
+    /// The sizes [`ld_prefill_attention()`](fn@super::ld_prefill_attention) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "ld_prefill_attention",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "q", index: 0, dims: &[0, 1, 2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "k", index: 1, dims: &[0, 1, 3] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "v", index: 2, dims: &[0, 1, 3] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "seq_lens", index: 3, dims: &[0] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 4, dims: &[0, 1, 2] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "B", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "S", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "q.2", kind: ::pypto_rt::__private::v5::DimKind::Fixed(512), multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "k.2", kind: ::pypto_rt::__private::v5::DimKind::Fixed(128), multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+    };
+}
+
+/// Each request's new token against its paged KV cache.
+///
+/// Kernel `ld_decode_attention` from `examples/kernels/llama_decode.yaml:155:3` (template `builtin/paged_attention`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `q` | input | `DT_FP16` | `[B, 1, 512]` |
+/// | `k` | input | `DT_FP16` | `[NB, 128, 128]` |
+/// | `v` | input | `DT_FP16` | `[NB, 128, 128]` |
+/// | `block_table` | input | `DT_INT32` | `[B, MB]` |
+/// | `seq_lens` | input | `DT_INT32` | `[B]` |
+/// | `out` | output | `DT_FP16` | `[B, 1, 512]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `q.0` | `B` (DYNAMIC) | `B` | requests in the step |
+/// | `q.1` | 1 | d1 |  |
+/// | `q.2` | 512 | d2 |  |
+/// | `k.0` | `NB` (DYNAMIC) | `NB` | blocks of the paged KV cache |
+/// | `k.1` | 128 | d4 |  |
+/// | `k.2` | 128 | d5 |  |
+/// | `v.0` | `NB` (DYNAMIC) | `NB` | blocks of the paged KV cache |
+/// | `v.1` | 128 | d4 |  |
+/// | `v.2` | 128 | d5 |  |
+/// | `block_table.0` | `B` (DYNAMIC) | `B` | requests in the step |
+/// | `block_table.1` | `MB` (DYNAMIC) | `MB` | most cache blocks one request holds (the block table's width) |
+/// | `seq_lens.0` | `B` (DYNAMIC) | `B` | requests in the step |
+/// | `out.0` | `B` (DYNAMIC) | `B` | requests in the step |
+/// | `out.1` | 1 | d1 |  |
+/// | `out.2` | 512 | d2 |  |
+///
+/// Dims (axes that are one size):
+///
+/// - `q.0` = `block_table.0` = `seq_lens.0` = `out.0` (`B`): DYNAMIC: any size, checked to agree at run time — requests in the step
+/// - `q.1` = `out.1`: fixed at 1 by the types
+/// - `q.2` = `out.2`: fixed at 512 by the types
+/// - `k.0` = `v.0` (`NB`): DYNAMIC: any size, checked to agree at run time — blocks of the paged KV cache
+/// - `k.1` = `v.1`: fixed at 128 by the types
+/// - `k.2` = `v.2`: fixed at 128 by the types
+/// - `block_table.1` (`MB`): DYNAMIC: any size, checked to agree at run time — most cache blocks one request holds (the block table's width)
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn ld_decode_attention(
+    q: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, ::pypto_rt::__private::v3::Const<1>, ::pypto_rt::__private::v3::Const<512>)>,
+    k: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, ::pypto_rt::__private::v3::Const<128>, ::pypto_rt::__private::v3::Const<128>)>,
+    v: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, ::pypto_rt::__private::v3::Const<128>, ::pypto_rt::__private::v3::Const<128>)>,
+    block_table: impl ::pypto_rt::__private::v3::AsInput<i32, (usize, usize)>,
+    seq_lens: impl ::pypto_rt::__private::v3::AsInput<i32, (usize,)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<::pypto_rt::__private::v3::f16, (usize, ::pypto_rt::__private::v3::Const<1>, ::pypto_rt::__private::v3::Const<512>)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "ld_decode_attention",
+        params: &["q", "k", "v", "block_table", "seq_lens", "out", "(workspace)"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (3, 0), (4, 0), (5, 0)], why: "they are the dim `B`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(1, 0), (2, 0)], why: "they are the dim `NB`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(3, 1)], why: "they are the dim `MB`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Count(24),
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk23_ld_5fdecode_5fattention_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk23_ld_5fdecode_5fattention_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk23_ld_5fdecode_5fattention_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order, then the workspace the runtime lends; outputs are
+    // borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v4::launch_with_workspace(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            [::pypto_rt::__private::v3::input(&q), ::pypto_rt::__private::v3::input(&k), ::pypto_rt::__private::v3::input(&v), ::pypto_rt::__private::v3::input(&block_table), ::pypto_rt::__private::v3::input(&seq_lens), ::pypto_rt::__private::v3::output(&mut out)],
+            31522816,
+        )
+    }
+}
+
+/// What kernel [`ld_decode_attention()`](fn@ld_decode_attention) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod ld_decode_attention {
+    /// The sizes [`ld_decode_attention()`](fn@super::ld_decode_attention) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "ld_decode_attention",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "q", index: 0, dims: &[0, 1, 2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "k", index: 1, dims: &[3, 4, 5] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "v", index: 2, dims: &[3, 4, 5] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "block_table", index: 3, dims: &[0, 6] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "seq_lens", index: 4, dims: &[0] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 5, dims: &[0, 1, 2] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "B", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "q.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(1), multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "q.2", kind: ::pypto_rt::__private::v5::DimKind::Fixed(512), multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "NB", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "k.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(128), multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "k.2", kind: ::pypto_rt::__private::v5::DimKind::Fixed(128), multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "MB", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+    };
+}
+
+/// A linear layer's input quantised per token to int8, with its scale.
+///
+/// Kernel `ld_quant` from `examples/kernels/llama_decode.yaml:167:3` (template `builtin/dynamic_quant`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `x` | input | `DT_FP16` | `[T, H]` |
+/// | `q` | output | `DT_INT8` | `[T, H]` |
+/// | `scale` | output | `DT_FP32` | `[T]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `x.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `x.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+/// | `q.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+/// | `q.1` | `H` (DYNAMIC) | `H` | hidden size (values per token) |
+/// | `scale.0` | `T` (DYNAMIC) | `T` | tokens in the step (every prompt token in a prefill, one per request in a decode step) |
+///
+/// Dims (axes that are one size):
+///
+/// - `x.0` = `q.0` = `scale.0` (`T`): DYNAMIC: any size, checked to agree at run time — tokens in the step (every prompt token in a prefill, one per request in a decode step)
+/// - `x.1` = `q.1` (`H`): DYNAMIC: any size, checked to agree at run time — hidden size (values per token)
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn ld_quant(
+    x: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+    mut q: impl ::pypto_rt::__private::v3::AsOutput<i8, (usize, usize)>,
+    mut scale: impl ::pypto_rt::__private::v3::AsOutput<f32, (usize,)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "ld_quant",
+        params: &["x", "q", "scale"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (1, 0), (2, 0)], why: "they are the dim `T`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (1, 1)], why: "they are the dim `H`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Rows { param: 0 },
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk10_ld_5fquant_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk10_ld_5fquant_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk10_ld_5fquant_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&x), ::pypto_rt::__private::v3::output(&mut q), ::pypto_rt::__private::v3::output(&mut scale)],
+        )
+    }
+}
+
+/// What kernel [`ld_quant()`](fn@ld_quant) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod ld_quant {
+    /// The sizes [`ld_quant()`](fn@super::ld_quant) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "ld_quant",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "q", index: 1, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "scale", index: 2, dims: &[0] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+    };
+}
+
+/// A w8a8 linear layer: int8 tokens times int8 weights stored [out, in], dequantised to fp16.
+///
+/// Kernel `ld_quant_matmul` from `examples/kernels/llama_decode.yaml:174:3` (template `builtin/quant_matmul`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `a` | input | `DT_INT8` | `[M, K]` |
+/// | `b` | input | `DT_INT8` | `[J, K]` |
+/// | `a_scale` | input | `DT_FP32` | `[M]` |
+/// | `b_scale` | input | `DT_FP32` | `[J]` |
+/// | `out` | output | `DT_FP16` | `[M, J]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `a.0` | `M` (DYNAMIC) | `M` | rows of a and out (tokens) |
+/// | `a.1` | `K` (DYNAMIC) | `K` | the reduced axis (a's columns, b's rows) |
+/// | `b.0` | `J` (DYNAMIC) | `J` | columns of b and out (output features) |
+/// | `b.1` | `K` (DYNAMIC) | `K` | the reduced axis (a's columns, b's rows) |
+/// | `a_scale.0` | `M` (DYNAMIC) | `M` | rows of a and out (tokens) |
+/// | `b_scale.0` | `J` (DYNAMIC) | `J` | columns of b and out (output features) |
+/// | `out.0` | `M` (DYNAMIC) | `M` | rows of a and out (tokens) |
+/// | `out.1` | `J` (DYNAMIC) | `J` | columns of b and out (output features) |
+///
+/// Dims (axes that are one size):
+///
+/// - `a.0` = `a_scale.0` = `out.0` (`M`): DYNAMIC: any size, checked to agree at run time — rows of a and out (tokens)
+/// - `a.1` = `b.1` (`K`): DYNAMIC: any size, checked to agree at run time — the reduced axis (a's columns, b's rows)
+/// - `b.0` = `b_scale.0` = `out.1` (`J`): DYNAMIC: any size, checked to agree at run time — columns of b and out (output features)
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn ld_quant_matmul(
+    a: impl ::pypto_rt::__private::v3::AsInput<i8, (usize, usize)>,
+    b: impl ::pypto_rt::__private::v3::AsInput<i8, (usize, usize)>,
+    a_scale: impl ::pypto_rt::__private::v3::AsInput<f32, (usize,)>,
+    b_scale: impl ::pypto_rt::__private::v3::AsInput<f32, (usize,)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<::pypto_rt::__private::v3::f16, (usize, usize)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "ld_quant_matmul",
+        params: &["a", "b", "a_scale", "b_scale", "out", "(workspace)"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (2, 0), (4, 0)], why: "they are the dim `M`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 1), (1, 1)], why: "they are the dim `K`" },
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(1, 0), (3, 0), (4, 1)], why: "they are the dim `J`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Count(24),
+        multiples: &[::pypto_rt::__private::v3::Multiple { axis: (4, 1), of: 16, why: "the cube writes output columns in 16-wide fractals" }],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk19_ld_5fquant_5fmatmul_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk19_ld_5fquant_5fmatmul_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk19_ld_5fquant_5fmatmul_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order, then the workspace the runtime lends; outputs are
+    // borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v4::launch_with_workspace(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            [::pypto_rt::__private::v3::input(&a), ::pypto_rt::__private::v3::input(&b), ::pypto_rt::__private::v3::input(&a_scale), ::pypto_rt::__private::v3::input(&b_scale), ::pypto_rt::__private::v3::output(&mut out)],
+            6291456,
+        )
+    }
+}
+
+/// What kernel [`ld_quant_matmul()`](fn@ld_quant_matmul) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod ld_quant_matmul {
+    /// The sizes [`ld_quant_matmul()`](fn@super::ld_quant_matmul) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "ld_quant_matmul",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "b", index: 1, dims: &[2, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "a_scale", index: 2, dims: &[0] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "b_scale", index: 3, dims: &[2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 4, dims: &[0, 2] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "M", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "K", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "J", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
     };
 }
 
