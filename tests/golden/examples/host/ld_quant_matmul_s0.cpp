@@ -699,7 +699,8 @@ extern "C" __global__ __aicore__ void pypto_x6_goldenk19_ld_5fquant_5fmatmul_s0(
     // Blocks past `cores` (a forced host block count) have no workspace of
     // their own, so they take no tiles.
     if ASCEND_IS_AIC {
-        if (AscendC::GetBlockIdx() >= blocks) {
+        // GetBlockIdx() is an int64_t that is never negative.
+        if (static_cast<uint64_t>(AscendC::GetBlockIdx()) >= blocks) {
             return;
         }
         CubeMatmulKernel op;
@@ -713,14 +714,14 @@ extern "C" __global__ __aicore__ void pypto_x6_goldenk19_ld_5fquant_5fmatmul_s0(
         }
         QuantDequant op;
         op.Init(pypto_workspace, a_scale, b_scale,
-#line 717 "ld_quant_matmul_s0.cpp"
+#line 718 "ld_quant_matmul_s0.cpp"
                 nullptr, out, m, k, n, block,
-#line 188 "builtin/quant_matmul.hbs"
+#line 189 "builtin/quant_matmul.hbs"
                 blocks);
         op.Process();
     }
 }
-#line 724 "ld_quant_matmul_s0.cpp"
+#line 725 "ld_quant_matmul_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)
