@@ -303,6 +303,41 @@ unsafe fn check_output_bytes(
     }
 }
 
+/// The blocks of one launch in turn on this thread, with nothing shared (no
+/// lock or atomic per block); as with a pool, every block runs and the
+/// failure reported is the lowest block's.
+///
+/// # Safety
+/// As for [`launch`](super::launch).
+unsafe fn run_blocks_in_turn(
+    kernel: &'static str,
+    entry: HostEntry,
+    blocks: u32,
+    call: &HostCall<'_>,
+) -> (Result<(), Error>, u64) {
+    let mut peak = 0;
+    let mut first: Option<(u32, String)> = None;
+    for block in 0..blocks {
+        // SAFETY: forwarded from this function's contract.
+        let (message, ub_peak) = unsafe { run_block(entry, block, blocks, call) };
+        peak = peak.max(ub_peak);
+        if let Some(failure) = message
+            && first.as_ref().is_none_or(|f| failure < *f)
+        {
+            first = Some(failure);
+        }
+    }
+    let result = match first {
+        None => Ok(()),
+        Some((block, message)) => Err(Error::Kernel {
+            kernel,
+            block,
+            message,
+        }),
+    };
+    (result, peak)
+}
+
 /// The blocks of one launch, on the calling thread and as many pool
 /// threads as help (fewer when the process cannot start threads).
 ///
@@ -314,10 +349,14 @@ unsafe fn run_blocks(
     blocks: u32,
     call: &HostCall<'_>,
 ) -> (Result<(), Error>, u64) {
+    let workers = host_threads().min(blocks as usize);
+    if workers <= 1 {
+        // SAFETY: forwarded from this function's contract.
+        return unsafe { run_blocks_in_turn(kernel, entry, blocks, call) };
+    }
     let next = AtomicU32::new(0);
     let failures: Mutex<Small<(u32, String)>> = Mutex::new(Small::new());
     let peak = AtomicU64::new(0);
-    let workers = host_threads().min(blocks as usize);
     let work = || {
         loop {
             let block = next.fetch_add(1, Ordering::Relaxed);
@@ -335,21 +374,17 @@ unsafe fn run_blocks(
             }
         }
     };
-    if workers <= 1 {
-        work();
-    } else {
-        std::thread::scope(|s| {
-            // The calling thread is one of the workers. A thread that cannot
-            // be started (a process at its thread limit) leaves its blocks
-            // to the others.
-            for _ in 1..workers {
-                if std::thread::Builder::new().spawn_scoped(s, work).is_err() {
-                    break;
-                }
+    std::thread::scope(|s| {
+        // The calling thread is one of the workers. A thread that cannot be
+        // started (a process at its thread limit) leaves its blocks to the
+        // others.
+        for _ in 1..workers {
+            if std::thread::Builder::new().spawn_scoped(s, work).is_err() {
+                break;
             }
-            work();
-        });
-    }
+        }
+        work();
+    });
     let mut failures = failures.into_inner().unwrap_or_else(|e| e.into_inner());
     // Report the lowest failing block, so a failure reads the same each run.
     failures.sort();
@@ -425,5 +460,62 @@ mod tests {
         };
         // SAFETY: the entry touches nothing.
         assert_eq!(unsafe { launch(&desc, quiet, &args) }, Ok(()));
+    }
+
+    /// Blocks that ran, a bit each.
+    static RAN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+    /// A host entry whose blocks 1 and 2 fail, each naming itself.
+    unsafe extern "C" fn fails_in_blocks_1_and_2(launch: *mut HostLaunch) -> i32 {
+        // SAFETY: pypto-rt passes a valid record whose `err` holds
+        // `err_len` (1024) bytes.
+        unsafe {
+            let block = (*launch).block_idx;
+            RAN.fetch_or(1 << block, std::sync::atomic::Ordering::SeqCst);
+            (*launch).ub_peak = u64::from(block) * 100;
+            if block == 1 || block == 2 {
+                let text = format!("block {block} failed\0");
+                std::ptr::copy_nonoverlapping(text.as_ptr(), (*launch).err.cast(), text.len());
+                return 1;
+            }
+        }
+        0
+    }
+
+    #[test]
+    fn blocks_in_turn_all_run_and_the_lowest_failure_is_reported() {
+        let tiling = [0u64; 1];
+        let tensors = super::Tensors {
+            pointers: &[],
+            bytes: &[],
+            tiling: &tiling,
+            tiling_bytes: 0,
+        };
+        let mut copy = tiling;
+        let watch = crate::watchdog::watch("in_turn").unwrap();
+        let call = super::HostCall {
+            tensors: &tensors,
+            tiling: copy.as_mut_ptr(),
+            info: &[],
+            kernel: "in_turn",
+            launch_id: 1,
+            watch: &watch,
+            sanitize: crate::Sanitize::OFF,
+            model: std::ptr::null(),
+        };
+        // SAFETY: the entry reads nothing of the record but its block and
+        // writes only its message buffer and UB peak.
+        let (result, peak) =
+            unsafe { super::run_blocks_in_turn("in_turn", fails_in_blocks_1_and_2, 4, &call) };
+        assert_eq!(RAN.load(std::sync::atomic::Ordering::SeqCst), 0b1111);
+        assert_eq!(peak, 300);
+        assert_eq!(
+            result,
+            Err(crate::Error::Kernel {
+                kernel: "in_turn",
+                block: 1,
+                message: "block 1 failed".to_owned()
+            })
+        );
     }
 }
