@@ -6,7 +6,8 @@
 //! Large shapes run timing-only (instructions costed, nothing computed).
 //!
 //! Run with `cargo bench -p pypto-tests --bench model` (`-- serving`,
-//! `-- matmul`, `-- decode` or `-- attention` for one group of rows).
+//! `-- step`, `-- matmul`, `-- decode` or `-- attention` for one group of
+//! rows).
 
 use pypto_rt::{Const, Device, Error, ModelArch, Profile, Profiler};
 use pypto_tests::kernels;
@@ -378,10 +379,132 @@ enum Bound {
     Cube(u64),
 }
 
+/// One decode step of a Llama-3-8B-shaped model (32 layers, hidden 4096,
+/// 32 query heads over 8 KV heads of 128, SwiGLU 14336, vocabulary 128256)
+/// for `batch` requests with 1024 tokens cached each, from builtins only,
+/// modelled on an A3: one layer's launches (every layer launches the same),
+/// then the final norm, the LM head and greedy sampling. Held to the bytes
+/// a step must read from HBM: every weight once, and each request's cached
+/// keys and values once per layer.
+fn decode_step(dev: &Device, batch: usize) -> Result<(), Error> {
+    use half::f16;
+    const LAYERS: usize = 32;
+    const HIDDEN: usize = 4096;
+    const KV: usize = 8 * 128;
+    const MLP: usize = 14336;
+    const VOCAB: usize = 128_256;
+    const CACHED: usize = 1024;
+    let arch = ModelArch::AtlasA3;
+    let b = batch;
+    let blocks_per_request = (CACHED + 1).div_ceil(128);
+    let blocks = b * blocks_per_request;
+    let zeros = |rows: usize, cols: usize| dev.zeros::<f16, _>((rows, cols));
+    let x = zeros(b, HIDDEN)?;
+    let norm = dev.zeros::<f16, _>((HIDDEN,))?;
+    // Weights stored [out, in], as checkpoints keep them (`transpose_b`).
+    let (wq, wk, wv, wo) = (
+        zeros(HIDDEN, HIDDEN)?,
+        zeros(KV, HIDDEN)?,
+        zeros(KV, HIDDEN)?,
+        zeros(HIDDEN, HIDDEN)?,
+    );
+    let (w_gate_up, w_down, w_head) = (
+        zeros(2 * MLP, HIDDEN)?,
+        zeros(HIDDEN, MLP)?,
+        zeros(VOCAB, HIDDEN)?,
+    );
+    let (mut h, mut q, mut k, mut v) = (
+        zeros(b, HIDDEN)?,
+        zeros(b, HIDDEN)?,
+        zeros(b, KV)?,
+        zeros(b, KV)?,
+    );
+    let (mut q_rot, mut k_rot) = (zeros(b, HIDDEN)?, zeros(b, KV)?);
+    let positions = dev.tensor_from(&vec![CACHED as i32; b], (b,))?;
+    let cos_sin = dev.zeros::<f16, _>((CACHED + 1, Const::<128>))?;
+    let slots: Vec<i32> = (0..b)
+        .map(|r| ((r * blocks_per_request + CACHED / 128) * 128 + CACHED % 128) as i32)
+        .collect();
+    let slots = dev.tensor_from(&slots, (b,))?;
+    let mut k_cache = dev.zeros::<f16, _>((blocks, Const::<128>, KV))?;
+    let mut v_cache = dev.zeros::<f16, _>((blocks, Const::<128>, KV))?;
+    let table: Vec<i32> = (0..blocks as i32).collect();
+    let table = dev.tensor_from(&table, (b, blocks_per_request))?;
+    let lens = dev.tensor_from(&vec![CACHED as i32 + 1; b], (b,))?;
+    let mut attn = dev.zeros::<f16, _>((b, Const::<1>, Const::<HIDDEN>))?;
+    let (mut o, mut sum, mut h2) = (zeros(b, HIDDEN)?, zeros(b, HIDDEN)?, zeros(b, HIDDEN)?);
+    let (mut gate_up, mut act, mut y) = (zeros(b, 2 * MLP)?, zeros(b, MLP)?, zeros(b, HIDDEN)?);
+    let mut logits = zeros(b, VOCAB)?;
+    let mut ids = dev.zeros::<i32, _>((b,))?;
+    let started = std::time::Instant::now();
+    let (result, layer) = Profiler::new(arch).trace(false).timing_only(true).run(|| {
+        kernels::rms_norm_f16(&x, &norm, 1e-5, &mut h)?;
+        kernels::matmul_bt_f16_dyn(&h, &wq, &mut q)?;
+        kernels::matmul_bt_f16_dyn(&h, &wk, &mut k)?;
+        kernels::matmul_bt_f16_dyn(&h, &wv, &mut v)?;
+        kernels::builtin_rope_f16(&q, &positions, &cos_sin, &mut q_rot)?;
+        kernels::builtin_rope_f16(&k, &positions, &cos_sin, &mut k_rot)?;
+        kernels::cache_f16(&k_rot, &v, &slots, &mut k_cache, &mut v_cache)?;
+        let q3 = q_rot.view().reshape((b, Const::<1>, Const::<HIDDEN>))?;
+        let k3 = k_cache
+            .view()
+            .reshape((blocks, Const::<128>, Const::<KV>))?;
+        let v3 = v_cache
+            .view()
+            .reshape((blocks, Const::<128>, Const::<KV>))?;
+        kernels::builtin_paged_decode(&q3, &k3, &v3, &table, &lens, &mut attn)?;
+        kernels::matmul_bt_f16_dyn(attn.view().reshape((b, HIDDEN))?, &wo, &mut o)?;
+        kernels::add_rms_norm_f16(&x, &o, &norm, 1e-5, &mut sum, &mut h2)?;
+        kernels::matmul_bt_f16_dyn(&h2, &w_gate_up, &mut gate_up)?;
+        kernels::swiglu_f16(&gate_up, &mut act)?;
+        kernels::matmul_bt_f16_dyn(&act, &w_down, &mut y)
+    });
+    result?;
+    let (result, head) = Profiler::new(arch).trace(false).timing_only(true).run(|| {
+        kernels::rms_norm_f16(&y, &norm, 1e-5, &mut h)?;
+        kernels::matmul_bt_f16_dyn(&h, &w_head, &mut logits)?;
+        kernels::argmax_f16(&logits, &mut ids)
+    });
+    result?;
+    println!(
+        "decode step, Llama-3-8B shape, batch {b}, {CACHED} tokens cached per request, modelled on {arch:?}:"
+    );
+    for launch in &layer.launches {
+        println!(
+            "  {:<22} {:8.1} us  x {LAYERS} layers",
+            launch.kernel,
+            arch.micros(launch.cycles)
+        );
+    }
+    for launch in &head.launches {
+        println!(
+            "  {:<22} {:8.1} us",
+            launch.kernel,
+            arch.micros(launch.cycles)
+        );
+    }
+    let step = LAYERS as f64 * layer.micros() + head.micros();
+    let weights = LAYERS * (HIDDEN * (2 * HIDDEN + 2 * KV) + 3 * HIDDEN * MLP) + HIDDEN * VOCAB;
+    let kv_bytes = LAYERS * b * (CACHED + 1) * KV * 2 * 2;
+    let bytes = (weights * 2 + kv_bytes) as f64;
+    let target = arch.micros((bytes / arch.chip_hbm_bytes_per_cycle()).ceil() as u64);
+    println!(
+        "decode step batch {b}: modelled {step:.0} us ({:.0} tokens/s), target {target:.0} us \
+         (every weight and the cached keys and values once at the modelled HBM bandwidth), \
+         {:.0}% of the bound; a layer {:.1} us  [{:.1} s to model]",
+        b as f64 / step * 1e6,
+        target / step * 100.0,
+        layer.micros(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
 /// Issue 28's serving builtins, modelled on an A3: writing a prefill's keys
 /// and values into the paged cache, RoPE on a prefill's query heads,
 /// greedy sampling over a large vocabulary, per-token quantisation, and
 /// the w8a8 matmul at a decode shape (weight-bound) and a prefill shape
+/// (cube-bound), and the MoE experts' grouped matmul at a prefill shape
 /// (cube-bound).
 fn serving_builtins(dev: &Device) -> Result<(), Error> {
     use half::f16;
@@ -469,6 +592,13 @@ fn main() {
     }
     if std::env::args().any(|a| a == "decode") {
         builtin_matmul_decode(&dev);
+        return;
+    }
+    // `-- step`: a whole decode step, at batch 1 and 16.
+    if std::env::args().any(|a| a == "step") {
+        for batch in [1, 16] {
+            decode_step(&dev, batch).expect("decode step");
+        }
         return;
     }
     // `-- serving`: issue 28's serving builtins alone.
