@@ -265,6 +265,64 @@ fn views() -> Result<()> {
     Ok(())
 }
 
+/// Counts every heap allocation of the process, for `launch-cost`.
+struct Counting;
+
+static ALLOCATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+// SAFETY: forwards to the system allocator unchanged; the count is an
+// atomic, which allocates nothing.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static COUNTING: Counting = Counting;
+
+/// The host-side cost of an NPU launch in steady state (the tiling cached,
+/// the device current, nothing pending on other streams): heap allocations
+/// and fake-ACL calls per launch of `add_bias`, over 100 launches.
+fn launch_cost() -> Result<()> {
+    type Counter = unsafe extern "C" fn(*const std::ffi::c_char) -> std::ffi::c_long;
+    let dev = Device::npu(0)?;
+    let x = dev.tensor_from(&data(8 * 64, 1), (8, Const::<64>))?;
+    let bias = dev.tensor_from(&data(64, 2), (Const::<64>,))?;
+    let mut out = dev.zeros((8, Const::<64>))?;
+    for _ in 0..3 {
+        kernels::add_bias(&x, &bias, &mut out)?;
+    }
+    // SAFETY: the runtime pypto-rt loaded (the same handle); the fake's
+    // counter takes a NUL-terminated name.
+    let lib = unsafe { libloading::Library::new("libascendcl.so")? };
+    let counter: libloading::Symbol<Counter> = unsafe { lib.get(b"pypto_fake_acl_counter\0")? };
+    let names = ["launch", "aclrtMalloc", "aclrtMemcpy", "aclrtRecordEvent", "aclrtStreamWaitEvent", "aclrtSynchronizeStream"];
+    let read = |name: &str| -> Result<i64> {
+        let name = std::ffi::CString::new(name)?;
+        // SAFETY: as above.
+        Ok(i64::from(unsafe { counter(name.as_ptr()) }))
+    };
+    let before: Vec<i64> = names.iter().map(|n| read(n)).collect::<Result<_>>()?;
+    let launches = 100;
+    let allocations = ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed);
+    for _ in 0..launches {
+        kernels::add_bias(&x, &bias, &mut out)?;
+    }
+    let allocations = ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed) - allocations;
+    println!("allocations per launch: {}", allocations as f64 / launches as f64);
+    for (name, was) in names.iter().zip(before) {
+        println!("{name} per launch: {}", (read(name)? - was) as f64 / launches as f64);
+    }
+    Ok(())
+}
+
 fn run(mode: &str) -> Result<()> {
     match mode {
         "run" => {
@@ -326,6 +384,7 @@ fn run(mode: &str) -> Result<()> {
             println!("threads ok");
         }
         "views" => views()?,
+        "launch-cost" => launch_cost()?,
         other => return Err(format!("unknown mode {other}").into()),
     }
     Ok(())
@@ -486,6 +545,17 @@ fn user_crate_builds_links_and_runs_through_fake_toolkits() {
     assert!(field("mallocs") >= 15, "{report}");
     assert_eq!(field("mallocs") - field("frees"), 5, "{report}");
     assert_eq!(field("live"), 5, "{report}");
+
+    // An NPU launch in steady state allocates nothing on the host and makes
+    // one runtime call, the launch.
+    let (ok, stdout, stderr) = run("launch-cost", &[]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout,
+        "allocations per launch: 0\nlaunch per launch: 1\naclrtMalloc per launch: 0\n\
+         aclrtMemcpy per launch: 0\naclrtRecordEvent per launch: 0\n\
+         aclrtStreamWaitEvent per launch: 0\naclrtSynchronizeStream per launch: 0\n"
+    );
 
     // PYPTO_DEVICE picks the device at run time; the host is built in.
     let (ok, stdout, stderr) = run("run", &[("PYPTO_DEVICE", "host")]);
