@@ -77,6 +77,7 @@ pub const BUILTIN_TEMPLATES: &[(&str, &str)] = embed![
     "softmax" => "builtin/softmax.hbs",
     "swiglu" => "builtin/swiglu.hbs",
     "topk_topp_sample" => "builtin/topk_topp_sample.hbs",
+    "weight_quant_matmul" => "builtin/weight_quant_matmul.hbs",
 ];
 
 /// Partials the builtin templates share (`{{> NAME}}`).

@@ -256,6 +256,16 @@ pub const MUTANTS: &[Mutant] = &[
         )],
     },
     Mutant {
+        name: "broken_weight_quant_matmul_truncates_f16",
+        builtin: "weight_quant_matmul",
+        dtype: "DT_FP16",
+        defect: "the dequantised weight is truncated to fp16 (CAST_TRUNC), not rounded to nearest even",
+        edits: &[(
+            "AscendC::Cast(o, f, AscendC::RoundMode::CAST_RINT, count);",
+            "AscendC::Cast(o, f, AscendC::RoundMode::CAST_TRUNC, count);",
+        )],
+    },
+    Mutant {
         name: "broken_topk_topp_sample_short_nucleus_f32",
         builtin: "topk_topp_sample",
         dtype: "DT_FP32",
@@ -330,6 +340,13 @@ pub fn params(builtin: &str, dtype: &str) -> String {
             "expanded_row_idx: { dtype: DT_INT32, shape: [N] }".to_owned(),
             "weights: { dtype: DT_FP32, shape: [R, 2] }".to_owned(),
             out("[R, C]"),
+        ],
+        // tests/kernels/wquant.yaml's: R tokens of C values, N weight rows.
+        "weight_quant_matmul" => vec![
+            t("a", "[R, C]"),
+            "b: { dtype: DT_INT8, shape: [N, C] }".to_owned(),
+            "scale: { dtype: DT_FP32, shape: [N] }".to_owned(),
+            out("[R, N]"),
         ],
         // tests/kernels/sample.yaml's: R requests, a vocabulary of C.
         "topk_topp_sample" => vec![

@@ -52,6 +52,7 @@ mod __pypto_ffi {
         pub fn pypto_x6_goldenk7_softmax_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk6_swiglu_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk20_topk_5ftopp_5fsample_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk23_weight_5fquant_5fmatmul_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
     }
 }
 
@@ -2663,5 +2664,98 @@ pub mod topk_topp_sample {
             ::pypto_rt::__private::v5::DimSizes { label: "V", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+    };
+}
+
+/// Kernel `weight_quant_matmul` from `tests/specs/builtins/weight_quant_matmul.yaml:10:3` (template `builtin/weight_quant_matmul`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `a` | input | `DT_BF16` | `[T, 1152]` |
+/// | `b` | input | `DT_INT8` | `[272, 1152]` |
+/// | `scale` | input | `DT_FP32` | `[18, 272]` |
+/// | `bias` | input | `DT_FP32` | `[272]` |
+/// | `out` | output | `DT_BF16` | `[T, 272]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `a.0` | `T` (DYNAMIC) | `T` | tokens (rows of activations) |
+/// | `a.1` | 1152 | d1 |  |
+/// | `b.0` | 272 | d2 |  |
+/// | `b.1` | 1152 | d1 |  |
+/// | `scale.0` | 18 | d3 |  |
+/// | `scale.1` | 272 | d2 |  |
+/// | `bias.0` | 272 | d2 |  |
+/// | `out.0` | `T` (DYNAMIC) | `T` | tokens (rows of activations) |
+/// | `out.1` | 272 | d2 |  |
+///
+/// Dims (axes that are one size):
+///
+/// - `a.0` = `out.0` (`T`): DYNAMIC: any size, checked to agree at run time — tokens (rows of activations)
+/// - `a.1` = `b.1`: fixed at 1152 by the types
+/// - `b.0` = `scale.1` = `bias.0` = `out.1`: fixed at 272 by the types
+/// - `scale.0`: fixed at 18 by the types
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn weight_quant_matmul(
+    a: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::bf16, (usize, ::pypto_rt::__private::v3::Const<1152>)>,
+    b: impl ::pypto_rt::__private::v3::AsInput<i8, (::pypto_rt::__private::v3::Const<272>, ::pypto_rt::__private::v3::Const<1152>)>,
+    scale: impl ::pypto_rt::__private::v3::AsInput<f32, (::pypto_rt::__private::v3::Const<18>, ::pypto_rt::__private::v3::Const<272>)>,
+    bias: impl ::pypto_rt::__private::v3::AsInput<f32, (::pypto_rt::__private::v3::Const<272>,)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<::pypto_rt::__private::v3::bf16, (usize, ::pypto_rt::__private::v3::Const<272>)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "weight_quant_matmul",
+        params: &["a", "b", "scale", "bias", "out", "(workspace)"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (4, 0)], why: "they are the dim `T`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Count(24),
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk23_weight_5fquant_5fmatmul_host_s0, npu: &[] },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order, then the workspace the runtime lends; outputs are
+    // borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v4::launch_with_workspace(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            [::pypto_rt::__private::v3::input(&a), ::pypto_rt::__private::v3::input(&b), ::pypto_rt::__private::v3::input(&scale), ::pypto_rt::__private::v3::input(&bias), ::pypto_rt::__private::v3::output(&mut out)],
+            11796480,
+        )
+    }
+}
+
+/// What kernel [`weight_quant_matmul()`](fn@weight_quant_matmul) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod weight_quant_matmul {
+    /// The sizes [`weight_quant_matmul()`](fn@super::weight_quant_matmul) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "weight_quant_matmul",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "b", index: 1, dims: &[2, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "scale", index: 2, dims: &[3, 2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "bias", index: 3, dims: &[2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 4, dims: &[0, 2] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "a.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(1152), multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "b.0", kind: ::pypto_rt::__private::v5::DimKind::Fixed(272), multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "scale.0", kind: ::pypto_rt::__private::v5::DimKind::Fixed(18), multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
     };
 }
