@@ -47,7 +47,8 @@ __aicore__ inline T pypto_scalar(uint64_t bits)
 // three offset tables for a tile of whole heads (which cos/sin element and
 // which partner element each output element takes; pass-through elements
 // take 1 and −0 and a +0 partner, so they come back bit for bit, inf and
-// NaN included); then per token and tile, three Gathers and three
+// NaN included), the first head's by the scalar unit and the others' by
+// the vector unit; then per token and tile, three Gathers and three
 // arithmetic instructions. Tokens are split evenly over the blocks.
 //
 // A position outside [0, max_pos) stops the launch (ascendc_assert) with an
@@ -138,7 +139,7 @@ __aicore__ inline void CopyToGlobal(const AscendC::GlobalTensor<T>& dst, const A
 
 } // namespace
 
-#line 59 "builtin/rope.hbs"
+#line 60 "builtin/rope.hbs"
 namespace {
 
 using DataT = half;
@@ -276,7 +277,14 @@ private:
         AscendC::LocalTensor<uint32_t> sinAt = sinAt_.Get<uint32_t>();
         AscendC::LocalTensor<uint32_t> partnerAt = partnerAt_.Get<uint32_t>();
         constexpr uint32_t kF = sizeof(float);
-        for (uint32_t j = 0; j < kTileElems; ++j) {
+        // One head's offsets by the scalar unit, every other head's of the
+        // tile by the vector unit (below): the same cos and sin offsets, the
+        // partners' moved by the head's start. Heads whose rotated and
+        // passed-through parts do not start on 32 bytes get every offset by
+        // the scalar unit.
+        constexpr bool kByHead = kHeadDim % 8 == 0 && kRotary % 8 == 0;
+        constexpr uint32_t kScalar = kByHead ? kHeadDim : kTileElems;
+        for (uint32_t j = 0; j < kScalar; ++j) {
             uint32_t d = j % kHeadDim;
             uint32_t head = j - d;
             uint32_t cosIndex = kOne;
@@ -293,7 +301,23 @@ private:
             sinAt.SetValue(j, sinIndex * kF);
             partnerAt.SetValue(j, partner * kF);
         }
-        VectorToScalar(); // the scalar writes above before the vector unit's Gathers
+        VectorToScalar(); // the scalar writes above before the vector unit reads them
+        if constexpr (kByHead) {
+            AscendC::LocalTensor<int32_t> cosI = cosAt.template ReinterpretCast<int32_t>();
+            AscendC::LocalTensor<int32_t> sinI = sinAt.template ReinterpretCast<int32_t>();
+            AscendC::LocalTensor<int32_t> partnerI = partnerAt.template ReinterpretCast<int32_t>();
+            // Only the heads a tile of these rows uses.
+            uint32_t used = static_cast<uint32_t>(PyptoMin(kTileElems, cols_));
+            for (uint32_t head = kHeadDim; head < used; head += kHeadDim) {
+                AscendC::Adds(cosI[head], cosI, 0, kHeadDim);
+                AscendC::Adds(sinI[head], sinI, 0, kHeadDim);
+                AscendC::Adds(partnerI[head], partnerI, static_cast<int32_t>(head * kF), kRotary);
+                if constexpr (kRotary < kHeadDim) {
+                    // Passed-through dims keep the +0 after the values.
+                    AscendC::Adds(partnerI[head + kRotary], partnerI[kRotary], 0, kHeadDim - kRotary);
+                }
+            }
+        }
     }
 
     // Token t's (of this block's) position, checked; 0 when outside.
@@ -351,15 +375,15 @@ private:
 extern "C" __global__ __aicore__ void pypto_x6_goldenk4_rope_s0(GM_ADDR x, GM_ADDR positions, GM_ADDR cos_sin, GM_ADDR out, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 355 "rope_s0.cpp"
+#line 379 "rope_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
-#line 271 "builtin/rope.hbs"
+#line 295 "builtin/rope.hbs"
     Rope op;
     op.Init(x, positions, cos_sin, out, (static_cast<uint64_t>(pypto_tiling.dim[0])),
             pypto_tiling.dim[1], pypto_tiling.dim[2], 64u);
     op.Process();
 }
-#line 363 "rope_s0.cpp"
+#line 387 "rope_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)
