@@ -574,6 +574,28 @@ fn serving_builtins(dev: &Device) -> Result<(), Error> {
             &mut || kernels::builtin_quant_matmul_f16(&a, &wq, &a_scale, &b_scale, &mut out),
         );
     }
+    // weight_quant_matmul (w8a16) at the same decode shape: fp16 tokens,
+    // the int8 weight dequantised per channel (and per group of 128) on
+    // the vector cores; against the bytes it must move from HBM (the int8
+    // weight once, the scales, the tokens and the output), not counting
+    // the fp16 copy of the weight it hands to the cube through the
+    // workspace (written and read once: 4 more bytes a weight).
+    let (m, kk, n) = (16usize, 4096usize, 11008usize);
+    let a = dev.zeros::<f16, _>((m, kk))?;
+    let wq = dev.zeros::<i8, _>((n, kk))?;
+    let mut out = dev.zeros::<f16, _>((m, n))?;
+    let scale = dev.zeros::<f32, _>((n,))?;
+    serving_row(
+        &format!("weight_quant_matmul {m}x{kk}x{n} w8a16"),
+        Bound::Bytes((kk * n + n * 4 + m * kk * 2 + m * n * 2) as f64),
+        &mut || kernels::builtin_weight_quant_matmul_f16(&a, &wq, &scale, &mut out),
+    );
+    let scale = dev.zeros::<f32, _>((kk / 128, n))?;
+    serving_row(
+        &format!("weight_quant_matmul {m}x{kk}x{n} w8a16, groups of 128"),
+        Bound::Bytes((kk * n + kk / 128 * n * 4 + m * kk * 2 + m * n * 2) as f64),
+        &mut || kernels::builtin_weight_quant_matmul_g128_f16(&a, &wq, &scale, &mut out),
+    );
     Ok(())
 }
 

@@ -648,6 +648,7 @@ public:
         pipe_.InitBuffer(scales_, 1, kWqScaleRows * 256 * sizeof(float));
         pipe_.InitBuffer(h_, kWqChunk * sizeof(half));
         pipe_.InitBuffer(f_, kWqChunk * sizeof(float));
+        pipe_.InitBuffer(bc_, kWqChunk / 32 * 8 * sizeof(float));
     }
 
     __aicore__ inline void Process()
@@ -674,7 +675,8 @@ public:
             uint32_t mid = cols / 2;
             uint32_t first = sub == 0 ? 0 : mid;
             uint32_t last = sub == 0 ? mid : cols;
-            uint32_t chunkRows = kWqChunk / depth > 0 ? kWqChunk / depth : 1;
+            // Whole groups of 8 rows (a half tile is a multiple of 8 rows).
+            uint32_t chunkRows = kWqChunk / depth / 8 * 8;
             bool waited = step < 2;
             for (uint32_t r0 = first; r0 < last; r0 += chunkRows) {
                 uint32_t rows = static_cast<uint32_t>(PyptoMin(chunkRows, last - r0));
@@ -690,19 +692,24 @@ public:
                 AscendC::Cast(h, w, AscendC::RoundMode::CAST_NONE, count);
                 in_.FreeTensor(w);
                 AscendC::Cast(f, h, AscendC::RoundMode::CAST_NONE, count);
-                for (uint32_t r = 0; r < rows; ++r) {
-                    uint32_t col = r0 + r;
-                    if constexpr (kWqGrouped) {
-                        // Segments of the row that share a group.
-                        for (uint32_t kk = k0; kk < k0 + depth;) {
-                            uint32_t end = static_cast<uint32_t>(PyptoMin((kk / kWqGroup + 1) * kWqGroup, k0 + depth));
-                            float sv = s.GetValue((kk / kWqGroup - g0) * 256 + col);
-                            AscendC::Muls(f[r * depth + (kk - k0)], f[r * depth + (kk - k0)], sv, end - kk);
-                            kk = end;
-                        }
-                    } else {
-                        AscendC::Muls(f[r * depth], f[r * depth], s.GetValue(col), depth);
+                // Times the scales: for each group the chunk's rows touch
+                // (per channel: one), the rows' scales broadcast to a
+                // 32-byte block each (Brcb), then one Mul per 8 rows whose
+                // repeat r takes block r of each of the 8 rows (block
+                // stride: a row) and block j of the broadcast for row j.
+                AscendC::LocalTensor<float> bc = bc_.Get<float>();
+                for (uint32_t kk = k0; kk < k0 + depth;) {
+                    uint32_t end = kWqGrouped ? static_cast<uint32_t>(PyptoMin((kk / kWqGroup + 1) * kWqGroup, k0 + depth))
+                                              : k0 + depth;
+                    uint32_t row = kWqGrouped ? kk / kWqGroup - g0 : 0;
+                    AscendC::Brcb(bc, s[row * 256 + r0], static_cast<int32_t>(rows / 8), AscendC::BrcbRepeatParams(1, 8));
+                    for (uint32_t i = 0; i < rows / 8; ++i) {
+                        AscendC::Mul(f[i * 8 * depth + (kk - k0)], f[i * 8 * depth + (kk - k0)], bc[i * 64], 64,
+                                     static_cast<int32_t>((end - kk) / 8),
+                                     AscendC::BinaryRepeatParams(static_cast<uint8_t>(depth / 8),
+                                                                 static_cast<uint8_t>(depth / 8), 1, 1, 1, 0));
                     }
+                    kk = end;
                 }
                 AscendC::LocalTensor<WqT> o = out_.AllocTensor<WqT>();
                 AscendC::Cast(o, f, AscendC::RoundMode::CAST_RINT, count);
@@ -731,6 +738,7 @@ private:
     AscendC::TQue<AscendC::TPosition::VECIN, 1> scales_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> h_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> f_;
+    AscendC::TBuf<AscendC::TPosition::VECCALC> bc_;
     AscendC::GlobalTensor<int8_t> bGm_;
     AscendC::GlobalTensor<float> scaleGm_;
     AscendC::GlobalTensor<WqT> wsGm_;
@@ -749,9 +757,9 @@ private:
 extern "C" __global__ __aicore__ void pypto_x6_goldenk23_weight_5fquant_5fmatmul_s0(GM_ADDR a, GM_ADDR b, GM_ADDR scale, GM_ADDR bias, GM_ADDR out, GM_ADDR pypto_workspace, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 753 "weight_quant_matmul_s0.cpp"
+#line 761 "weight_quant_matmul_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
-#line 238 "builtin/weight_quant_matmul.hbs"
+#line 246 "builtin/weight_quant_matmul.hbs"
     uint64_t m = pypto_tiling.dim[0];
     uint32_t k = 1152u;
     uint32_t n = 272u;
@@ -765,7 +773,7 @@ extern "C" __global__ __aicore__ void pypto_x6_goldenk23_weight_5fquant_5fmatmul
         }
         CubeMatmulKernel op;
         op.Init(a, pypto_workspace, out, 1, m, k, n, bias);
-#line 252 "builtin/weight_quant_matmul.hbs"
+#line 260 "builtin/weight_quant_matmul.hbs"
         op.Process();
     }
     if ASCEND_IS_AIV {
@@ -779,7 +787,7 @@ extern "C" __global__ __aicore__ void pypto_x6_goldenk23_weight_5fquant_5fmatmul
         op.Process();
     }
 }
-#line 783 "weight_quant_matmul_s0.cpp"
+#line 791 "weight_quant_matmul_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)
