@@ -645,7 +645,7 @@ public:
         wsGm_.SetGlobalBuffer(reinterpret_cast<__gm__ WqT*>(ws) + block * 2 * kBSlotValues, 2 * kBSlotValues);
         pipe_.InitBuffer(in_, 2, kWqChunk * sizeof(int8_t));
         pipe_.InitBuffer(out_, 2, kWqChunk * sizeof(WqT));
-        pipe_.InitBuffer(scales_, 1, kWqScaleRows * 256 * sizeof(float));
+        pipe_.InitBuffer(scales_, 2, kWqScaleRows * 256 * sizeof(float));
         pipe_.InitBuffer(h_, kWqChunk * sizeof(half));
         pipe_.InitBuffer(f_, kWqChunk * sizeof(float));
         pipe_.InitBuffer(bc_, kWqChunk / 32 * 8 * sizeof(float));
@@ -735,7 +735,7 @@ private:
     AscendC::TPipe pipe_;
     AscendC::TQue<AscendC::TPosition::VECIN, 2> in_;
     AscendC::TQue<AscendC::TPosition::VECOUT, 2> out_;
-    AscendC::TQue<AscendC::TPosition::VECIN, 1> scales_;
+    AscendC::TQue<AscendC::TPosition::VECIN, 2> scales_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> h_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> f_;
     AscendC::TBuf<AscendC::TPosition::VECCALC> bc_;
