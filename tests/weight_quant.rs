@@ -5,8 +5,9 @@
 //! The reference models each rounding the kernel makes: the weight
 //! `T(float(w) · scale)` (one fp32 multiply, rounded to nearest even, then
 //! once to T), the cube's products exact in fp32 and summed in order over
-//! each Mmad's K slice of 64 values from zero, the slices' sums added to
-//! the tile's (the first to the bias), and the fp32 sum rounded once to T.
+//! each Mmad's K slice (64 values; 128 in the narrow base block) from zero,
+//! the slices' sums added to the tile's (the first to the bias), and the
+//! fp32 sum rounded once to T.
 //! Token counts from the sweep of each kernel's `SIZES`, every block count,
 //! the errors word for word, and the broken copy of tests/support/mutants.rs
 //! fails the same checks.
@@ -17,9 +18,16 @@ use pypto_tests::{Float, data, data_as, kernels, same_bits_at_every_block_count}
 
 const K: usize = 1152;
 const N: usize = 272;
-/// K values per Mmad for 16-bit data in every base block these shapes get
-/// (the wide and split-N ones: 128 bytes; N = 272 is never narrow).
-const SLICE: usize = 64;
+/// K values per Mmad for 16-bit data: 128 bytes in the wide and split-N
+/// base blocks, 256 in the narrow one (N <= 128, more than 16 rows, and at
+/// least as many 128-row tiles as the kernel's 24 cores).
+fn slice(m: usize, n: usize) -> usize {
+    if m > 16 && m.div_ceil(128) * n.div_ceil(256) >= 24 && n <= 128 {
+        128
+    } else {
+        64
+    }
+}
 
 type A<T> = Tensor<T, (usize, Const<1152>)>;
 type B = Tensor<i8, (Const<272>, Const<1152>)>;
@@ -74,7 +82,7 @@ fn dequantise<T: Float>(b: &[i8], scales: &[f32], group: usize, (k, n): (usize, 
 }
 
 /// What the cube gives for a · wᵀ (+ bias): per output value, each K slice
-/// of SLICE values summed in order from zero in fp32 (the products are
+/// of `slice(m, n)` values summed in order from zero in fp32 (the products are
 /// exact), the slices' sums added in order, the first to the bias; the
 /// total rounded to T.
 fn matmul_reference<T: Float>(
@@ -89,7 +97,11 @@ fn matmul_reference<T: Float>(
         for j in 0..n {
             let col = &w[j * k..(j + 1) * k];
             let mut c = 0.0f32;
-            for (s, (xs, ws)) in row.chunks(SLICE).zip(col.chunks(SLICE)).enumerate() {
+            for (s, (xs, ws)) in row
+                .chunks(slice(m, n))
+                .zip(col.chunks(slice(m, n)))
+                .enumerate()
+            {
                 let mut acc = 0.0f32;
                 for (x, y) in xs.iter().zip(ws) {
                     acc += x.to_f32() * y.to_f32();
@@ -295,7 +307,8 @@ fn rows_of_a_and_out_must_agree() {
 /// Other K and N (every axis DYNAMIC), per channel in fp16 and per group
 /// of 64 in bf16: one K slice of 32 values (K below a slice), N = 16
 /// (one fractal of columns), and K = 4160 (five slabs of 832, 64-value
-/// groups; with M = 1, four of 1024 and one of 64).
+/// groups; with M = 1, four of 1024 and one of 64), and 3000 rows of 48
+/// columns: the narrow base block, whose Mmads take K slices of 128.
 #[test]
 fn other_k_and_n_give_exact_results() {
     let dev = Device::host();
@@ -305,6 +318,7 @@ fn other_k_and_n_give_exact_results() {
         (1, 4160, 32),
         (33, 4160, 16),
         (7, 192, 528),
+        (3000, 320, 48),
     ] {
         let a = data_as::<half::f16>(m * k, 1);
         let b = int8s(n * k, 2);
