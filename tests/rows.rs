@@ -771,7 +771,8 @@ fn broken_builtins_fail_the_checks() {
     assert_eq!(off.unwrap_err().sets(), fails_all);
     // The graph builtins' mutants are tests/graph.rs's, the serving
     // builtins' tests/serving.rs's, the MoE builtins' tests/moe.rs's,
-    // topk_topp_sample's tests/sample.rs's.
+    // topk_topp_sample's tests/sample.rs's, grouped_matmul's
+    // tests/grouped_matmul.rs's.
     let graph = [
         "gather_rows",
         "scatter_add",
@@ -784,6 +785,7 @@ fn broken_builtins_fail_the_checks() {
         "moe_init_routing",
         "moe_finalize_routing",
         "topk_topp_sample",
+        "grouped_matmul",
         "weight_quant_matmul",
     ];
     let mut all: Vec<&str> = pypto_tests::mutants::MUTANTS

@@ -57,6 +57,7 @@ pub const BUILTIN_TEMPLATES: &[(&str, &str)] = embed![
     "flash_attention_varlen" => "builtin/flash_attention_varlen.hbs",
     "gather_rows" => "builtin/gather_rows.hbs",
     "gelu" => "builtin/gelu.hbs",
+    "grouped_matmul" => "builtin/grouped_matmul.hbs",
     "layer_norm" => "builtin/layer_norm.hbs",
     "matmul" => "builtin/matmul.hbs",
     "matmul_int8" => "builtin/matmul_int8.hbs",

@@ -1,6 +1,6 @@
 //! Deliberately broken copies of the row, graph, serving, MoE and sampling
 //! builtins, each one edit away from its builtin's template: tests/rows.rs,
-//! tests/graph.rs, tests/serving.rs, tests/moe.rs and tests/sample.rs check that every one fails the checks the real
+//! tests/graph.rs, tests/serving.rs, tests/moe.rs, tests/sample.rs and tests/grouped_matmul.rs check that every one fails the checks the real
 //! builtin passes. tests/build.rs writes them, as user
 //! templates with a spec, into `OUT_DIR/mutants/` from the builtins'
 //! templates in `templates/builtin/`, so that each stays the builtin with
@@ -256,6 +256,22 @@ pub const MUTANTS: &[Mutant] = &[
         )],
     },
     Mutant {
+        name: "broken_grouped_matmul_floor_tiles_f32",
+        builtin: "grouped_matmul",
+        dtype: "DT_FP32",
+        defect: "a group's rows are cut into tiles rounding down: rows past its last whole 128-row tile are never computed",
+        edits: &[
+            (
+                "tilesM += (static_cast<uint64_t>(count) + kTileM - 1) / kTileM;",
+                "tilesM += static_cast<uint64_t>(count) / kTileM;",
+            ),
+            (
+                "return (count + kTileM - 1) / kTileM * tilesN_;",
+                "return count / kTileM * tilesN_;",
+            ),
+        ],
+    },
+    Mutant {
         name: "broken_weight_quant_matmul_truncates_f16",
         builtin: "weight_quant_matmul",
         dtype: "DT_FP16",
@@ -340,6 +356,13 @@ pub fn params(builtin: &str, dtype: &str) -> String {
             "expanded_row_idx: { dtype: DT_INT32, shape: [N] }".to_owned(),
             "weights: { dtype: DT_FP32, shape: [R, 2] }".to_owned(),
             out("[R, C]"),
+        ],
+        // R rows of C values in groups for 8 experts, N = 32 columns.
+        "grouped_matmul" => vec![
+            t("x", "[R, C]"),
+            t("weight", "[8, C, 32]"),
+            "group_list: { dtype: DT_INT32, shape: [8] }".to_owned(),
+            out("[R, 32]"),
         ],
         // tests/kernels/wquant.yaml's: R tokens of C values, N weight rows.
         "weight_quant_matmul" => vec![

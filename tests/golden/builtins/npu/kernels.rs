@@ -32,6 +32,7 @@ mod __pypto_ffi {
         pub fn pypto_x6_goldenk26_flash_5fattention_5fvarlen_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk13_gather_5frows_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk4_gelu_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
+        pub fn pypto_x6_goldenk16_grouped_5fmatmul_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk12_layer_5fnorm_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk6_matmul_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
         pub fn pypto_x6_goldenk13_matmul_5fint8_host_s0(launch: *mut ::pypto_rt::__private::v3::HostLaunch) -> i32;
@@ -1025,6 +1026,97 @@ pub mod gelu {
             ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Elements { param: 0, per_block: 8192 },
+    };
+}
+
+/// Kernel `grouped_matmul` from `tests/specs/builtins/grouped_matmul.yaml:9:3` (template `builtin/grouped_matmul`), built for A2, A3, 950PR.
+///
+/// | param | kind | dtype | shape in the spec |
+/// |---|---|---|---|
+/// | `x` | input | `DT_FP16` | `[M, 200]` |
+/// | `weight` | input | `DT_FP16` | `[8, 200, 272]` |
+/// | `group_list` | input | `DT_INT32` | `[8]` |
+/// | `out` | output | `DT_FP16` | `[M, 272]` |
+///
+/// Axes (what each counts, from the spec's `doc:` and `axis_docs:`):
+///
+/// | axis | marker | dim | meaning |
+/// |---|---|---|---|
+/// | `x.0` | `M` (DYNAMIC) | `M` | expanded rows: tokens times experts per token |
+/// | `x.1` | 200 | d1 |  |
+/// | `weight.0` | 8 | d2 |  |
+/// | `weight.1` | 200 | d1 |  |
+/// | `weight.2` | 272 | d3 |  |
+/// | `group_list.0` | 8 | d2 |  |
+/// | `out.0` | `M` (DYNAMIC) | `M` | expanded rows: tokens times experts per token |
+/// | `out.1` | 272 | d3 |  |
+///
+/// Dims (axes that are one size):
+///
+/// - `x.0` = `out.0` (`M`): DYNAMIC: any size, checked to agree at run time — expanded rows: tokens times experts per token
+/// - `x.1` = `weight.1`: fixed at 200 by the types
+/// - `weight.0` = `group_list.0`: fixed at 8 by the types
+/// - `weight.2` = `out.1`: fixed at 272 by the types
+///
+/// # Errors
+///
+/// [`pypto_rt::Error::DimDisagreement`] when axes of one dim differ, [`pypto_rt::Error::SizeOverflow`] when a size exceeds the kernel's `uint32_t`, [`pypto_rt::Error::WrongDevice`] when tensors are on different devices, [`pypto_rt::Error::Kernel`] when the kernel reports a failure (host backend), [`pypto_rt::Error::NotBuiltFor`] when the NPU's architecture was not built, [`pypto_rt::Error::Acl`] when the NPU runtime reports a failure.
+#[allow(non_snake_case, clippy::too_many_arguments)]
+pub fn grouped_matmul(
+    x: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (usize, ::pypto_rt::__private::v3::Const<200>)>,
+    weight: impl ::pypto_rt::__private::v3::AsInput<::pypto_rt::__private::v3::f16, (::pypto_rt::__private::v3::Const<8>, ::pypto_rt::__private::v3::Const<200>, ::pypto_rt::__private::v3::Const<272>)>,
+    group_list: impl ::pypto_rt::__private::v3::AsInput<i32, (::pypto_rt::__private::v3::Const<8>,)>,
+    mut out: impl ::pypto_rt::__private::v3::AsOutput<::pypto_rt::__private::v3::f16, (usize, ::pypto_rt::__private::v3::Const<272>)>,
+) -> ::core::result::Result<(), ::pypto_rt::__private::v3::Error>
+{
+    static __PYPTO_DESC: ::pypto_rt::__private::v3::KernelDesc = ::pypto_rt::__private::v3::KernelDesc {
+        name: "grouped_matmul",
+        params: &["x", "weight", "group_list", "out"],
+        dims: &[
+            ::pypto_rt::__private::v3::DimDesc { axes: &[(0, 0), (3, 0)], why: "they are the dim `M`" },
+        ],
+        blocks: ::pypto_rt::__private::v3::BlockRule::Count(24),
+        multiples: &[],
+        halves: &[],
+    };
+    static __PYPTO_NPU_S0: [::pypto_rt::__private::v3::NpuStub; 2] = [
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV2201, c"pypto_x6_goldenk16_grouped_5fmatmul_npu_s0_dav2201"),
+        ::pypto_rt::__private::v3::NpuStub::new(&__pypto_npu::DAV3510, c"pypto_x6_goldenk16_grouped_5fmatmul_npu_s0_dav3510"),
+    ];
+    static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
+        ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk16_grouped_5fmatmul_host_s0, npu: &__PYPTO_NPU_S0 },
+    ];
+    let __pypto_index: usize = 0;
+    // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
+    // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
+    unsafe {
+        ::pypto_rt::__private::v3::launch(
+            &__PYPTO_DESC,
+            __PYPTO_ENTRIES[__pypto_index],
+            &[::pypto_rt::__private::v3::input(&x), ::pypto_rt::__private::v3::input(&weight), ::pypto_rt::__private::v3::input(&group_list), ::pypto_rt::__private::v3::output(&mut out)],
+        )
+    }
+}
+
+/// What kernel [`grouped_matmul()`](fn@grouped_matmul) accepts: the sizes it was built for, for tests.
+#[allow(non_snake_case, non_camel_case_types)]
+pub mod grouped_matmul {
+    /// The sizes [`grouped_matmul()`](fn@super::grouped_matmul) accepts, for `pypto_rt::testing::Sweep`.
+    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+        kernel: "grouped_matmul",
+        params: &[
+            ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "weight", index: 1, dims: &[2, 1, 3] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "group_list", index: 2, dims: &[2] },
+            ::pypto_rt::__private::v5::ParamSizes { name: "out", index: 3, dims: &[0, 3] },
+        ],
+        dims: &[
+            ::pypto_rt::__private::v5::DimSizes { label: "M", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "x.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(200), multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "weight.0", kind: ::pypto_rt::__private::v5::DimKind::Fixed(8), multiple_of: 1, twice: None },
+            ::pypto_rt::__private::v5::DimSizes { label: "weight.2", kind: ::pypto_rt::__private::v5::DimKind::Fixed(272), multiple_of: 1, twice: None },
+        ],
+        blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
     };
 }
 
