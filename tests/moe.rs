@@ -9,7 +9,8 @@
 //! `SIZES` (T and H varied), with E in {8, 64, 131} and k in {1, 2, 8};
 //! every block count; the errors word for word; one broken copy per
 //! builtin (tests/support/mutants.rs); and a whole MoE layer chained
-//! through the three kernels against a plain-Rust MoE layer.
+//! through the three kernels and builtin/grouped_matmul (the experts'
+//! matmul, tests/kernels/grouped.yaml) against a plain-Rust MoE layer.
 
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
@@ -813,59 +814,82 @@ fn a_row_index_outside_the_expanded_rows_is_an_error_naming_the_token() {
 // ---- a whole MoE layer -----------------------------------------------------------
 
 /// `x` (one token, h values) times expert `e`'s weight `[h, h]`, fp32
-/// dot products in column order, rounded to T: the plain-Rust stand-in for
-/// builtin/grouped_matmul.
-fn expert_ffn<T: Float>(x: &[T], w: &[f32], h: usize) -> Vec<T> {
+/// dot products in column order, rounded to T: the plain-Rust model of
+/// builtin/grouped_matmul for one row (with K = 32, one K slice: the
+/// cube's fp32 sum in k order, bit for bit).
+fn expert_ffn<T: Float>(x: &[T], w: &[T], h: usize) -> Vec<T> {
     (0..h)
         .map(|n| {
-            let acc = (0..h).fold(0.0f32, |acc, c| acc + x[c].to_f32() * w[c * h + n]);
+            let acc = (0..h).fold(0.0f32, |acc, c| acc + x[c].to_f32() * w[c * h + n].to_f32());
             T::from_f32(acc)
         })
         .collect()
 }
 
-/// gating → init_routing → a per-expert matmul over each expert's group of
-/// rows (by the counts, as grouped_matmul takes them) → finalize_routing,
-/// against a plain-Rust MoE layer that routes no rows: each token's top-k
-/// experts applied to it directly, weighted, summed and added to the
-/// residual. Returns the layer's output and the reference's.
+/// The hidden size of the layer's grouped_matmul kernels
+/// (tests/kernels/grouped.yaml).
+const LAYER_H: usize = 32;
+
+/// builtin/grouped_matmul for the layer: expanded rows `[M, 32]`, the
+/// experts' weights `[E, 32, 32]`, the counts per expert.
+type Grouped<T, const E: usize> = fn(
+    &Rows<T, LAYER_H>,
+    &Tensor<T, (Const<E>, Const<LAYER_H>, Const<LAYER_H>)>,
+    &Tensor<i32, (Const<E>,)>,
+    &mut Rows<T, LAYER_H>,
+) -> Result<(), Error>;
+
+/// gating → init_routing → grouped_matmul over each expert's group of
+/// rows (by the counts init_routing wrote) → finalize_routing, every step
+/// on the device, against a plain-Rust MoE layer that routes no rows: each
+/// token's top-k experts applied to it directly, weighted, summed and added
+/// to the residual. Returns the layer's output and the reference's.
 #[allow(clippy::too_many_arguments)]
 fn moe_layer<T: Float, const E: usize, const K: usize>(
     gate: Gate<T, E, K>,
     init: InitRouting<T, K, E>,
+    grouped: Grouped<T, E>,
     finalize: Finalize<T, K>,
     residual: bool,
     t: usize,
-    h: usize,
     seed: u64,
 ) -> (Vec<T>, Vec<T>) {
+    let h = LAYER_H;
     let x: Vec<T> = data(t * h, seed).into_iter().map(T::from_f32).collect();
     let logits: Vec<T> = logits(t, E, seed + 1);
-    let experts: Vec<Vec<f32>> = (0..E)
+    let experts: Vec<Vec<T>> = (0..E)
         .map(|e| {
             data(h * h, seed + 10 + e as u64)
                 .iter()
-                .map(|v| v / h as f32)
+                .map(|v| T::from_f32(v / h as f32))
                 .collect()
         })
         .collect();
     let res: Option<Vec<T>> = residual.then(|| x.clone());
     // Through the kernels.
+    let dev = Device::host();
     let (ids, weights) = run_gate(gate, &logits).unwrap();
     let routed = run_init(init, &x, &ids, h).unwrap();
-    let mut y = Vec::with_capacity(t * K * h);
-    let mut row = 0;
-    for (e, &n) in routed.counts.iter().enumerate() {
-        for _ in 0..n {
-            y.extend(expert_ffn(
-                &routed.expanded[row * h..(row + 1) * h],
-                &experts[e],
-                h,
-            ));
-            row += 1;
-        }
-    }
-    assert_eq!(row, t * K);
+    assert_eq!(routed.counts.iter().sum::<i32>() as usize, t * K);
+    let mut y = dev
+        .tensor_from(
+            &vec![T::from_f32(f32::NAN); t * K * h],
+            (t * K, Const::<LAYER_H>),
+        )
+        .unwrap();
+    grouped(
+        &dev.tensor_from(&routed.expanded, (t * K, Const::<LAYER_H>))
+            .unwrap(),
+        &dev.tensor_from(
+            &experts.concat(),
+            (Const::<E>, Const::<LAYER_H>, Const::<LAYER_H>),
+        )
+        .unwrap(),
+        &dev.tensor_from(&routed.counts, (Const::<E>,)).unwrap(),
+        &mut y,
+    )
+    .unwrap();
+    let y = y.to_vec().unwrap();
     let got = run_finalize(finalize, &y, &routed.row_idx, &weights, res.as_deref(), h).unwrap();
     // The plain-Rust layer.
     let mut want = Vec::with_capacity(t * h);
@@ -896,25 +920,25 @@ fn moe_layer<T: Float, const E: usize, const K: usize>(
 }
 
 #[test]
-fn a_moe_layer_through_the_three_kernels_matches_a_plain_rust_layer() {
-    for t in [1, 3, 17, 64] {
+fn a_moe_layer_through_the_four_kernels_matches_a_plain_rust_layer() {
+    for t in [1, 3, 17, 64, 200] {
         let (got, want) = moe_layer::<f32, 8, 2>(
             |a, b, c| kernels::moe_gate_f32_e8_k2(a, b, c),
             |a, b, c, d, e| kernels::moe_init_f32_e8_k2(a, b, c, d, e),
+            |a, b, c, d| kernels::gmm_moe_f32_e8(a, b, c, d),
             |a, b, c, _, e| kernels::moe_finalize_f32_k2(a, b, c, e),
             false,
             t,
-            32,
             80 + t as u64,
         );
         assert_eq!(f64s(&got), f64s(&want), "fp32, T = {t}");
         let (got, want) = moe_layer::<half::f16, 64, 8>(
             |a, b, c| kernels::moe_gate_f16_e64_k8(a, b, c),
             |a, b, c, d, e| kernels::moe_init_f16_e64_k8(a, b, c, d, e),
+            |a, b, c, d| kernels::gmm_moe_f16_e64(a, b, c, d),
             |a, b, c, d, e| kernels::moe_finalize_f16_k8_residual(a, b, c, d.unwrap(), e),
             true,
             t,
-            24,
             90 + t as u64,
         );
         assert_eq!(f64s(&got), f64s(&want), "fp16, T = {t}");
