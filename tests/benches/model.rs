@@ -596,6 +596,26 @@ fn serving_builtins(dev: &Device) -> Result<(), Error> {
         Bound::Bytes((kk * n + kk / 128 * n * 4 + m * kk * 2 + m * n * 2) as f64),
         &mut || kernels::builtin_weight_quant_matmul_g128_f16(&a, &wq, &scale, &mut out),
     );
+    // grouped_matmul: a prefill's MoE up projection, 4096 tokens routed to
+    // 2 of 8 experts (8192 expanded rows, uneven groups, one empty), K =
+    // 4096, N = 1408, weights [E, N, K] as checkpoints store them; against
+    // the cube (16 x 16 x 16 fp16 fractals, each group's rows in 16s).
+    let (experts, kk, n) = (8usize, 4096usize, 1408usize);
+    let groups: [i32; 8] = [1500, 1300, 0, 1100, 1200, 1000, 1092, 1000];
+    let m: usize = groups.iter().map(|&c| c as usize).sum();
+    let x = dev.zeros::<f16, _>((m, kk))?;
+    let weight = dev.zeros::<f16, _>((experts, n, kk))?;
+    let group_list = dev.tensor_from(&groups, (experts,))?;
+    let mut out = dev.zeros::<f16, _>((m, n))?;
+    let fractals: usize = groups
+        .iter()
+        .map(|&c| (c as usize).div_ceil(16) * n.div_ceil(16) * kk.div_ceil(16))
+        .sum();
+    serving_row(
+        &format!("grouped_matmul {m}x{kk}x{n} fp16, 8 experts"),
+        Bound::Cube(fractals.div_ceil(ModelArch::AtlasA3.ai_cores() as usize) as u64),
+        &mut || kernels::builtin_grouped_matmul_f16_bt(&x, &weight, &group_list, &mut out),
+    );
     Ok(())
 }
 
