@@ -619,11 +619,14 @@ static_assert(std::is_same<WqT, bfloat16_t>::value, "weight_quant_matmul: out ta
 constexpr bool kWqGrouped = true;
 constexpr uint32_t kWqGroup = 64;
 static_assert(kWqGroup % 32 == 0, "weight_quant_matmul: group_size must be a multiple of 32");
-// Weight values per chunk a vector core converts at once.
+// Weight values per chunk a vector core converts at once, and per copy of
+// int8 weights from GM (two chunks: each copy pays MTE2's latency once).
 constexpr uint32_t kWqChunk = 8192;
-// A slab holds at most 1024 K values (16 slices of 64): its groups' scales
-// (a group may start before the slab) fit in 34 rows of 256 columns.
-constexpr uint32_t kWqScaleRows = kWqGrouped ? 1024 / kWqGroup + 2 : 1;
+constexpr uint32_t kWqLoad = 2 * kWqChunk;
+// A slab holds at most 1024 K values (16 slices of 64) and starts on a
+// multiple of 32: it touches at most 1024 / group_size + 1 groups, whose
+// scales take a row of 256 columns each.
+constexpr uint32_t kWqScaleRows = kWqGrouped ? 1024 / kWqGroup + 1 : 1;
 
 class WeightDequant {
 public:
@@ -643,12 +646,13 @@ public:
         uint64_t scales = kWqGrouped ? static_cast<uint64_t>(k) / kWqGroup * n : n;
         scaleGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(scale), scales);
         wsGm_.SetGlobalBuffer(reinterpret_cast<__gm__ WqT*>(ws) + block * 2 * kBSlotValues, 2 * kBSlotValues);
-        pipe_.InitBuffer(in_, 2, kWqChunk * sizeof(int8_t));
+        pipe_.InitBuffer(in_, 2, kWqLoad * sizeof(int8_t));
         pipe_.InitBuffer(out_, 2, kWqChunk * sizeof(WqT));
         pipe_.InitBuffer(scales_, 2, kWqScaleRows * 256 * sizeof(float));
         pipe_.InitBuffer(h_, kWqChunk * sizeof(half));
         pipe_.InitBuffer(f_, kWqChunk * sizeof(float));
-        pipe_.InitBuffer(bc_, kWqChunk / 32 * 8 * sizeof(float));
+        // A block of 8 scales for each of a chunk's rows (at most 128: half a tile).
+        pipe_.InitBuffer(bc_, 128 * 8 * sizeof(float));
     }
 
     __aicore__ inline void Process()
@@ -678,50 +682,54 @@ public:
             // Whole groups of 8 rows (a half tile is a multiple of 8 rows).
             uint32_t chunkRows = kWqChunk / depth / 8 * 8;
             bool waited = step < 2;
-            for (uint32_t r0 = first; r0 < last; r0 += chunkRows) {
-                uint32_t rows = static_cast<uint32_t>(PyptoMin(chunkRows, last - r0));
-                uint32_t count = rows * depth;
+            for (uint32_t l0 = first; l0 < last; l0 += 2 * chunkRows) {
+                uint32_t loaded = static_cast<uint32_t>(PyptoMin(2 * chunkRows, last - l0));
                 AscendC::LocalTensor<int8_t> w = in_.AllocTensor<int8_t>();
-                AscendC::DataCopy(w, bGm_[static_cast<uint64_t>(n0 + r0) * k_ + k0],
-                                  AscendC::DataCopyParams(static_cast<uint16_t>(rows), static_cast<uint16_t>(depth / 32),
+                AscendC::DataCopy(w, bGm_[static_cast<uint64_t>(n0 + l0) * k_ + k0],
+                                  AscendC::DataCopyParams(static_cast<uint16_t>(loaded),
+                                                          static_cast<uint16_t>(depth / 32),
                                                           static_cast<uint16_t>((k_ - depth) / 32), 0));
                 in_.EnQue(w);
                 w = in_.DeQue<int8_t>();
-                AscendC::LocalTensor<half> h = h_.Get<half>();
-                AscendC::LocalTensor<float> f = f_.Get<float>();
-                AscendC::Cast(h, w, AscendC::RoundMode::CAST_NONE, count);
-                in_.FreeTensor(w);
-                AscendC::Cast(f, h, AscendC::RoundMode::CAST_NONE, count);
-                // Times the scales: for each group the chunk's rows touch
-                // (per channel: one), the rows' scales broadcast to a
-                // 32-byte block each (Brcb), then one Mul per 8 rows whose
-                // repeat r takes block r of each of the 8 rows (block
-                // stride: a row) and block j of the broadcast for row j.
-                AscendC::LocalTensor<float> bc = bc_.Get<float>();
-                for (uint32_t kk = k0; kk < k0 + depth;) {
-                    uint32_t end = kWqGrouped ? static_cast<uint32_t>(PyptoMin((kk / kWqGroup + 1) * kWqGroup, k0 + depth))
-                                              : k0 + depth;
-                    uint32_t row = kWqGrouped ? kk / kWqGroup - g0 : 0;
-                    AscendC::Brcb(bc, s[row * 256 + r0], static_cast<int32_t>(rows / 8), AscendC::BrcbRepeatParams(1, 8));
-                    for (uint32_t i = 0; i < rows / 8; ++i) {
-                        AscendC::Mul(f[i * 8 * depth + (kk - k0)], f[i * 8 * depth + (kk - k0)], bc[i * 64], 64,
-                                     static_cast<int32_t>((end - kk) / 8),
-                                     AscendC::BinaryRepeatParams(static_cast<uint8_t>(depth / 8),
-                                                                 static_cast<uint8_t>(depth / 8), 1, 1, 1, 0));
+                for (uint32_t r0 = l0; r0 < l0 + loaded; r0 += chunkRows) {
+                    uint32_t rows = static_cast<uint32_t>(PyptoMin(chunkRows, l0 + loaded - r0));
+                    uint32_t count = rows * depth;
+                    AscendC::LocalTensor<half> h = h_.Get<half>();
+                    AscendC::LocalTensor<float> f = f_.Get<float>();
+                    AscendC::Cast(h, w[(r0 - l0) * depth], AscendC::RoundMode::CAST_NONE, count);
+                    AscendC::Cast(f, h, AscendC::RoundMode::CAST_NONE, count);
+                    // Times the scales: for each group the chunk's rows touch
+                    // (per channel: one), the rows' scales broadcast to a
+                    // 32-byte block each (Brcb), then one Mul per 8 rows whose
+                    // repeat r takes block r of each of the 8 rows (block
+                    // stride: a row) and block j of the broadcast for row j.
+                    AscendC::LocalTensor<float> bc = bc_.Get<float>();
+                    for (uint32_t kk = k0; kk < k0 + depth;) {
+                        uint32_t end = kWqGrouped ? static_cast<uint32_t>(PyptoMin((kk / kWqGroup + 1) * kWqGroup, k0 + depth))
+                                                  : k0 + depth;
+                        uint32_t row = kWqGrouped ? kk / kWqGroup - g0 : 0;
+                        AscendC::Brcb(bc, s[row * 256 + r0], static_cast<int32_t>(rows / 8), AscendC::BrcbRepeatParams(1, 8));
+                        for (uint32_t i = 0; i < rows / 8; ++i) {
+                            AscendC::Mul(f[i * 8 * depth + (kk - k0)], f[i * 8 * depth + (kk - k0)], bc[i * 64], 64,
+                                         static_cast<int32_t>((end - kk) / 8),
+                                         AscendC::BinaryRepeatParams(static_cast<uint8_t>(depth / 8),
+                                                                     static_cast<uint8_t>(depth / 8), 1, 1, 1, 0));
+                        }
+                        kk = end;
                     }
-                    kk = end;
+                    AscendC::LocalTensor<WqT> o = out_.AllocTensor<WqT>();
+                    AscendC::Cast(o, f, AscendC::RoundMode::CAST_RINT, count);
+                    out_.EnQue(o);
+                    o = out_.DeQue<WqT>();
+                    if (!waited) {
+                        // The cube has copied this slot's previous slab to L1.
+                        AscendC::CrossCoreWaitFlag<2, AscendC::PIPE_MTE3>(kFlagBFree);
+                        waited = true;
+                    }
+                    AscendC::DataCopy(wsGm_[step % 2 * kBSlotValues + static_cast<uint64_t>(r0) * depth], o, count);
+                    out_.FreeTensor(o);
                 }
-                AscendC::LocalTensor<WqT> o = out_.AllocTensor<WqT>();
-                AscendC::Cast(o, f, AscendC::RoundMode::CAST_RINT, count);
-                out_.EnQue(o);
-                o = out_.DeQue<WqT>();
-                if (!waited) {
-                    // The cube has copied this slot's previous slab to L1.
-                    AscendC::CrossCoreWaitFlag<2, AscendC::PIPE_MTE3>(kFlagBFree);
-                    waited = true;
-                }
-                AscendC::DataCopy(wsGm_[step % 2 * kBSlotValues + static_cast<uint64_t>(r0) * depth], o, count);
-                out_.FreeTensor(o);
+                in_.FreeTensor(w);
             }
             if (!waited) {
                 AscendC::CrossCoreWaitFlag<2, AscendC::PIPE_MTE3>(kFlagBFree);
@@ -757,9 +765,9 @@ private:
 extern "C" __global__ __aicore__ void pypto_x6_goldenk23_weight_5fquant_5fmatmul_s0(GM_ADDR a, GM_ADDR b, GM_ADDR scale, GM_ADDR bias, GM_ADDR out, GM_ADDR pypto_workspace, GM_ADDR pypto_tiling_gm)
 {
     PyptoTiling pypto_tiling;
-#line 761 "weight_quant_matmul_s0.cpp"
+#line 769 "weight_quant_matmul_s0.cpp"
     pypto_load_tiling(pypto_tiling, pypto_tiling_gm);
-#line 246 "builtin/weight_quant_matmul.hbs"
+#line 254 "builtin/weight_quant_matmul.hbs"
     uint64_t m = pypto_tiling.dim[0];
     uint32_t k = 1152u;
     uint32_t n = 272u;
@@ -773,7 +781,7 @@ extern "C" __global__ __aicore__ void pypto_x6_goldenk23_weight_5fquant_5fmatmul
         }
         CubeMatmulKernel op;
         op.Init(a, pypto_workspace, out, 1, m, k, n, bias);
-#line 260 "builtin/weight_quant_matmul.hbs"
+#line 268 "builtin/weight_quant_matmul.hbs"
         op.Process();
     }
     if ASCEND_IS_AIV {
@@ -787,7 +795,7 @@ extern "C" __global__ __aicore__ void pypto_x6_goldenk23_weight_5fquant_5fmatmul
         op.Process();
     }
 }
-#line 791 "weight_quant_matmul_s0.cpp"
+#line 799 "weight_quant_matmul_s0.cpp"
 
 // ---- host backend launch shim ----
 #if defined(PYPTO_HOST_BACKEND)
