@@ -1,6 +1,6 @@
 //! Host-backend throughput against plain Rust and the memory-bandwidth
 //! limit, all measured in the same run:
-//! - add_bias, softmax and rms_norm over 16 Mi fp32 elements ([16384, 1024])
+//! - add_bias, softmax, rms_norm and layer_norm over 16 Mi fp32 elements ([16384, 1024])
 //!   versus a plain-Rust loop on one thread and on every thread, and versus
 //!   copying the same bytes (`copy_from_slice`, on one and on every thread);
 //! - attention at (B, S, HIDDEN) = (4, 512, 768) versus the plain-Rust
@@ -195,6 +195,24 @@ fn main() -> anyhow::Result<()> {
         &copies,
     );
     check_close("rms_norm", &tout.to_vec()?, &want, 1e-4);
+
+    let tb = dev.tensor_from(&bias, (COLS,))?;
+    let layer_row = |xr: &[f32], or: &mut [f32]| {
+        let mean = xr.iter().sum::<f32>() / COLS as f32;
+        let var = xr.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / COLS as f32;
+        let inv = 1.0 / (var + eps).sqrt();
+        for (((o, v), g), b) in or.iter_mut().zip(xr).zip(&w).zip(&bias) {
+            *o = (v - mean) * inv * g + b;
+        }
+    };
+    let want = row_workload(
+        "layer_norm over rows of [16384, 1024]",
+        || kernels::layer_norm_f32(&tx, &tw, &tb, eps, &mut tout).expect("layer_norm"),
+        &x,
+        layer_row,
+        &copies,
+    );
+    check_close("layer_norm", &tout.to_vec()?, &want, 1e-4);
     drop((tx, tout));
 
     // Attention, PyPTO's example 2 at a longer sequence.

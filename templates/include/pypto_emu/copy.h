@@ -775,10 +775,13 @@ void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Da
         if (first_element) {
             std::memcpy(fill, out, sizeof(T));
         }
-        for (uint64_t b = 0; b < dst_block; b += sizeof(T)) {
-            if (b < left || b >= left + p.blockLen) {
-                std::memcpy(out + b, fill, sizeof(T));
-            }
+        // The padding only: before the data, and after it to the 32-byte
+        // end of the block (a row's data is not looked at again).
+        for (uint64_t b = 0; b < left; b += sizeof(T)) {
+            std::memcpy(out + b, fill, sizeof(T));
+        }
+        for (uint64_t b = left + p.blockLen; b < dst_block; b += sizeof(T)) {
+            std::memcpy(out + b, fill, sizeof(T));
         }
         pypto_emu::access_write(dst, i * dst_step, dst_block);
     }

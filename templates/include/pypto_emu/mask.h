@@ -386,11 +386,34 @@ bool dense_binary(const RepeatPlan& p, const Strided<T>& d, const Strided<T>& a,
     a.init.read(0, bytes);
     b.init.read(0, b_bytes);
     d.init.write(0, bytes);
-    constexpr uint32_t block = 32 / sizeof(T);
-    for (uint64_t i = 0; i < n; ++i) {
-        T y = broadcast ? b.base[i % block] : b.base[i];
-        d.base[i] = static_cast<T>(op(static_cast<compute_t<T>>(a.base[i]), static_cast<compute_t<T>>(y)));
+    if (broadcast) {
+        map_binary_block(d.base, a.base, b.base, n, op);
+    } else {
+        map_binary(d.base, a.base, b.base, n, op);
     }
+    return true;
+}
+
+// The unary counterpart of dense_binary: every element active, dst and src
+// dense, dst either src or apart from it.
+template <typename T, typename Op>
+bool dense_unary(const RepeatPlan& p, const Strided<T>& d, const Strided<T>& s, Op op)
+{
+    if (timing_only() || !plan_full(p) || !strided_dense(d) || !strided_dense(s)) {
+        return false;
+    }
+    uint64_t n = static_cast<uint64_t>(p.repeats) * p.per_repeat;
+    uint64_t bytes = n * sizeof(T);
+    // Out of reach: the general path reports it.
+    if (bytes > d.bytes || bytes > s.bytes) {
+        return false;
+    }
+    if (d.base != s.base && !strided_apart(d, bytes, s, bytes)) {
+        return false;
+    }
+    s.init.read(0, bytes);
+    d.init.write(0, bytes);
+    map_unary(d.base, s.base, n, op);
     return true;
 }
 
@@ -422,6 +445,9 @@ void masked_unary(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor
     RepeatPlan p = make_plan(what, sizeof(T), arg, bits, len, repeat_time);
     auto d = strided(dst, rp.dstBlkStride, rp.dstRepStride, "dst", what, true);
     auto s = strided(src, rp.srcBlkStride, rp.srcRepStride, "src", what);
+    if (dense_unary(p, d, s, op)) {
+        return;
+    }
     check_reach(d, p, what);
     check_reach(s, p, what);
     run_plan(p, d, [&](uint32_t r, uint32_t e) {

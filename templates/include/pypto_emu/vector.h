@@ -48,6 +48,51 @@ constexpr bool duplicate_type = one_of<T, int16_t, uint16_t, half, bfloat16_t, i
 template <typename T>
 using compute_t = std::conditional_t<one_of<T, half, bfloat16_t>, float, T>;
 
+// The element loops of the vector instructions, each out of line. An
+// instruction runs inside the kernel's exception regions (the fault handler
+// throws through them, -fnon-call-exceptions), and GCC vectorises no loop
+// whose loads and stores may throw to a handler in the same function; in a
+// function of their own, with nothing to clean up, they vectorise (behind
+// a run-time overlap check that lets dst be a source). The results are the
+// same: each element is its own operation, in the same type.
+template <typename T, typename Op>
+[[gnu::noinline]] void map_unary(T* d, const T* s, uint64_t n, Op op)
+{
+    for (uint64_t i = 0; i < n; ++i) {
+        d[i] = static_cast<T>(op(static_cast<compute_t<T>>(s[i])));
+    }
+}
+
+template <typename T, typename Op>
+[[gnu::noinline]] void map_binary(T* d, const T* a, const T* b, uint64_t n, Op op)
+{
+    for (uint64_t i = 0; i < n; ++i) {
+        d[i] = static_cast<T>(op(static_cast<compute_t<T>>(a[i]), static_cast<compute_t<T>>(b[i])));
+    }
+}
+
+// map_binary with b one 32-byte block that every block of a re-reads; n a
+// whole number of blocks.
+template <typename T, typename Op>
+[[gnu::noinline]] void map_binary_block(T* d, const T* a, const T* b, uint64_t n, Op op)
+{
+    constexpr uint64_t block = 32 / sizeof(T);
+    for (uint64_t i = 0; i < n; i += block) {
+        for (uint64_t j = 0; j < block; ++j) {
+            d[i + j] = static_cast<T>(
+                op(static_cast<compute_t<T>>(a[i + j]), static_cast<compute_t<T>>(b[j])));
+        }
+    }
+}
+
+template <typename T>
+[[gnu::noinline]] void fill_elements(T* d, uint64_t n, T value)
+{
+    for (uint64_t i = 0; i < n; ++i) {
+        d[i] = value;
+    }
+}
+
 template <typename T>
 void check_vector_operand(const AscendC::LocalTensor<T>& t, int32_t count, const char* what)
 {
@@ -89,9 +134,7 @@ void binary(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& a
     if (timing_only()) {
         return;
     }
-    for (int32_t i = 0; i < count; ++i) {
-        d[i] = static_cast<T>(op(static_cast<compute_t<T>>(x[i]), static_cast<compute_t<T>>(y[i])));
-    }
+    map_binary(d, x, y, static_cast<uint64_t>(count), op);
 }
 
 template <typename T, typename Op>
@@ -109,9 +152,7 @@ void unary(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& sr
     if (timing_only()) {
         return;
     }
-    for (int32_t i = 0; i < count; ++i) {
-        d[i] = static_cast<T>(op(static_cast<compute_t<T>>(s[i])));
-    }
+    map_unary(d, s, static_cast<uint64_t>(count), op);
 }
 
 } // namespace pypto_emu
@@ -281,8 +322,8 @@ void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& c
     pypto_emu::check_vector_operand(dst, count, "Duplicate");
     pypto_emu::access_write(dst, 0, count > 0 ? static_cast<uint64_t>(count) * sizeof(T) : 0);
     pypto_emu::model_vector_bytes("Duplicate", count > 0 ? static_cast<uint64_t>(count) * sizeof(T) : 0, sizeof(T));
-    for (int32_t i = 0; i < count; ++i) {
-        dst.data()[i] = scalarValue;
+    if (count > 0) {
+        pypto_emu::fill_elements(dst.data(), static_cast<uint64_t>(count), static_cast<T>(scalarValue));
     }
 }
 
