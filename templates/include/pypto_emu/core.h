@@ -332,7 +332,7 @@ inline bool sanitizing(uint32_t bit) { return (block_checks & bit) != 0; }
 inline bool watching_local() { return sanitizing(SANITIZE_LOCAL) || model_tracing; }
 
 // Per tensor argument, what pypto-rt says about its memory (mirrored in
-// launch.rs as `HostArg`).
+// abi.rs as `HostArg`).
 struct HostArg {
     uint64_t map_begin;
     uint64_t map_end;
@@ -343,7 +343,7 @@ struct HostArg {
 };
 
 // The call record pypto-rt passes to a host entry (mirrored in pypto-rt's
-// launch.rs as `HostLaunch`; keep the two identical).
+// abi.rs as `HostLaunch`; keep the two identical).
 struct HostLaunch {
     uint32_t block_idx;
     uint32_t block_num;
@@ -366,15 +366,15 @@ struct HostLaunch {
     const ModelSink* model; // the modelled NPU's cost table and receiver; null: not modelled
 };
 
-// The layout pypto-rt's launch.rs asserts too, with the same numbers (a
+// The layout pypto-rt's abi.rs asserts too, with the same numbers (a
 // pypto-rt unit test reads these lines and compares): a mismatch names the
 // struct and field.
 #define PYPTO_EMU_SIZE(type, bytes) \
     static_assert(sizeof(type) == bytes, \
-                  #type " is not " #bytes " bytes; core.h and pypto-rt's launch.rs must agree on it")
+                  #type " is not " #bytes " bytes; core.h and pypto-rt's abi.rs must agree on it")
 #define PYPTO_EMU_FIELD(type, field, offset) \
     static_assert(offsetof(type, field) == offset, \
-                  #type "::" #field " is not at byte " #offset "; core.h and pypto-rt's launch.rs must agree on it")
+                  #type "::" #field " is not at byte " #offset "; core.h and pypto-rt's abi.rs must agree on it")
 PYPTO_EMU_SIZE(HostArg, 40);
 PYPTO_EMU_FIELD(HostArg, map_begin, 0);
 PYPTO_EMU_FIELD(HostArg, map_end, 8);
