@@ -327,15 +327,20 @@ unsafe fn run_blocks_in_turn(
             first = Some(failure);
         }
     }
-    let result = match first {
+    (launch_result(kernel, first), peak)
+}
+
+/// A launch's result from its lowest failing block (with its message), if
+/// any.
+fn launch_result(kernel: &'static str, lowest: Option<(u32, String)>) -> Result<(), Error> {
+    match lowest {
         None => Ok(()),
         Some((block, message)) => Err(Error::Kernel {
             kernel,
             block,
             message,
         }),
-    };
-    (result, peak)
+    }
 }
 
 /// The blocks of one launch, on the calling thread and as many pool
@@ -385,17 +390,9 @@ unsafe fn run_blocks(
         }
         work();
     });
-    let mut failures = failures.into_inner().unwrap_or_else(|e| e.into_inner());
-    // Report the lowest failing block, so a failure reads the same each run.
-    failures.sort();
-    let result = match failures.into_iter().next() {
-        None => Ok(()),
-        Some((block, message)) => Err(Error::Kernel {
-            kernel,
-            block,
-            message,
-        }),
-    };
+    let failures = failures.into_inner().unwrap_or_else(|e| e.into_inner());
+    // The lowest failing block, so a failure reads the same each run.
+    let result = launch_result(kernel, failures.into_iter().min());
     (result, peak.into_inner())
 }
 
