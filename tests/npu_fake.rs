@@ -320,6 +320,10 @@ fn launch_cost() -> Result<()> {
     for (name, was) in names.iter().zip(before) {
         println!("{name} per launch: {}", (read(name)? - was) as f64 / launches as f64);
     }
+    // Wait for the queued launches before the process ends: the fake
+    // runtime's stream thread still running kernels while the process
+    // exits crashes it now and then.
+    out.to_vec()?;
     Ok(())
 }
 
