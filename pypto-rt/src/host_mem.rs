@@ -268,6 +268,13 @@ pub(crate) struct ReadOnly<'a> {
     range: (usize, usize),
 }
 
+impl ReadOnly<'_> {
+    /// Whether it holds any page read-only (else dropping it does nothing).
+    pub(crate) fn holds_pages(&self) -> bool {
+        self.buffer.is_some()
+    }
+}
+
 impl Drop for ReadOnly<'_> {
     fn drop(&mut self) {
         let Some(buffer) = self.buffer else {

@@ -401,6 +401,12 @@ pub(crate) fn current() -> Option<Stream> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
+/// `f` of the stream [`with_stream`] set on this thread, if any, without
+/// cloning it (a host launch only looks at it).
+pub(crate) fn with_current<R>(f: impl FnOnce(Option<&Stream>) -> R) -> R {
+    CURRENT.with(|c| f(c.borrow().as_ref()))
+}
+
 /// The queued work that uses one device buffer: which streams, up to which
 /// work number. Kept per buffer so that host access, frees and launches on
 /// other streams can wait for exactly that work.

@@ -342,37 +342,44 @@ thread_local! {
     static SLOT: std::cell::OnceCell<SlotHandle> = const { std::cell::OnceCell::new() };
 }
 
-/// A launch's registration; dropping it ends the watch.
-pub(crate) struct Watch {
-    how: How,
+/// A launch's registration, lent to the launch while it runs; dropping it
+/// ends the watch.
+pub(crate) struct Watch<'a> {
+    how: How<'a>,
     /// The launch's timeout (0: none), for the emulation's messages.
     timeout_ms: u64,
 }
 
-enum How {
+enum How<'a> {
     /// No limit, or no watchdog: a launch record nobody watches.
     Unwatched(Launch),
-    /// The thread's slot, its epoch made odd.
-    Slot(Arc<Slot>),
+    /// The thread's slot, its epoch made odd; borrowed from the thread's
+    /// own handle, so a launch registers with no reference count.
+    Slot(&'a Slot),
     /// A launch nested in another on its thread: an entry of its own.
     Entry(Arc<Launch>, u64),
 }
 
-/// Registers a launch of `kernel` with the watchdog.
-pub(crate) fn watch(kernel: &'static str) -> Result<Watch, Error> {
-    Ok(watch_for(kernel, timeout()?))
+/// The timeout of host launches, [`TIMEOUT_VAR`] read once (`None`: no
+/// limit); what [`watch_for`] takes.
+pub(crate) fn launch_timeout() -> Result<Option<Duration>, Error> {
+    timeout()
 }
 
-/// Registers a launch of `kernel` that may run for `timeout` (`None`: no
-/// limit).
-fn watch_for(kernel: &'static str, timeout: Option<Duration>) -> Watch {
+/// Runs `f` with a launch of `kernel` registered with the watchdog, which
+/// may run for `timeout` (`None`: no limit).
+pub(crate) fn watch_for<R>(
+    kernel: &'static str,
+    timeout: Option<Duration>,
+    f: impl FnOnce(&Watch<'_>) -> R,
+) -> R {
     let (Some(timeout), Some(dog)) = (timeout, watchdog()) else {
-        return Watch {
+        return f(&Watch {
             how: How::Unwatched(Launch::new(kernel, timeout.unwrap_or(Duration::ZERO))),
             timeout_ms: timeout.map_or(0, millis),
-        };
+        });
     };
-    let slot = SLOT.with(|cell| {
+    SLOT.with(|cell| {
         let handle = cell.get_or_init(|| {
             let slot = Arc::new(Slot {
                 launch: Launch::new(kernel, timeout),
@@ -387,34 +394,34 @@ fn watch_for(kernel: &'static str, timeout: Option<Duration>) -> Watch {
             });
             SlotHandle(slot)
         });
-        handle.0.clone()
-    });
-    let epoch = slot.epoch.load(Ordering::Relaxed);
-    if epoch % 2 == 1 {
-        return nested(dog, kernel, timeout);
-    }
-    {
-        let mut current = slot
-            .launch
-            .current
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        *current = Current { kernel, timeout };
-        slot.launch.cancel.store(0, Ordering::Relaxed);
-        slot.launch.running.store(0, Ordering::Relaxed);
-        slot.epoch.store(epoch + 1, Ordering::SeqCst);
-    }
-    // A watchdog that would not look again within an eighth of this
-    // timeout (parked, or ticking for longer timeouts) is woken.
-    let within = LOOKS_WITHIN_MS.load(Ordering::SeqCst);
-    if u128::from(within) > timeout.as_millis() / 8 {
-        let _state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
-        dog.wake.notify_one();
-    }
-    Watch {
-        how: How::Slot(slot),
-        timeout_ms: millis(timeout),
-    }
+        let slot: &Slot = &handle.0;
+        let epoch = slot.epoch.load(Ordering::Relaxed);
+        if epoch % 2 == 1 {
+            return f(&nested(dog, kernel, timeout));
+        }
+        {
+            let mut current = slot
+                .launch
+                .current
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            *current = Current { kernel, timeout };
+            slot.launch.cancel.store(0, Ordering::Relaxed);
+            slot.launch.running.store(0, Ordering::Relaxed);
+            slot.epoch.store(epoch + 1, Ordering::SeqCst);
+        }
+        // A watchdog that would not look again within an eighth of this
+        // timeout (parked, or ticking for longer timeouts) is woken.
+        let within = LOOKS_WITHIN_MS.load(Ordering::SeqCst);
+        if u128::from(within) > timeout.as_millis() / 8 {
+            let _state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
+            dog.wake.notify_one();
+        }
+        f(&Watch {
+            how: How::Slot(slot),
+            timeout_ms: millis(timeout),
+        })
+    })
 }
 
 fn millis(d: Duration) -> u64 {
@@ -422,7 +429,7 @@ fn millis(d: Duration) -> u64 {
 }
 
 /// Registers a launch made while another runs on the same thread.
-fn nested(dog: &Watchdog, kernel: &'static str, timeout: Duration) -> Watch {
+fn nested(dog: &Watchdog, kernel: &'static str, timeout: Duration) -> Watch<'static> {
     static IDS: AtomicU64 = AtomicU64::new(0);
     let launch = Arc::new(Launch::new(kernel, timeout));
     let id = IDS.fetch_add(1, Ordering::Relaxed);
@@ -440,7 +447,7 @@ fn nested(dog: &Watchdog, kernel: &'static str, timeout: Duration) -> Watch {
     }
 }
 
-impl Watch {
+impl Watch<'_> {
     fn launch(&self) -> &Launch {
         match &self.how {
             How::Unwatched(launch) => launch,
@@ -457,24 +464,31 @@ impl Watch {
         self.timeout_ms
     }
 
-    pub(crate) fn block_started(&self, block: u32) {
-        if block < 64 {
-            self.launch()
-                .running
-                .fetch_or(1 << block, Ordering::Relaxed);
+    /// Notes that `block` runs; `alone` when the launch's blocks run in
+    /// turn on this thread, which then needs no read-modify-write.
+    pub(crate) fn block_started(&self, block: u32, alone: bool) {
+        let running = &self.launch().running;
+        if block >= 64 {
+        } else if alone {
+            running.store(1 << block, Ordering::Relaxed);
+        } else {
+            running.fetch_or(1 << block, Ordering::Relaxed);
         }
     }
 
-    pub(crate) fn block_finished(&self, block: u32) {
-        if block < 64 {
-            self.launch()
-                .running
-                .fetch_and(!(1 << block), Ordering::Relaxed);
+    /// Notes that `block` ended (`alone` as for [`Watch::block_started`]).
+    pub(crate) fn block_finished(&self, block: u32, alone: bool) {
+        let running = &self.launch().running;
+        if block >= 64 {
+        } else if alone {
+            running.store(0, Ordering::Relaxed);
+        } else {
+            running.fetch_and(!(1 << block), Ordering::Relaxed);
         }
     }
 }
 
-impl Drop for Watch {
+impl Drop for Watch<'_> {
     fn drop(&mut self) {
         match &self.how {
             How::Unwatched(_) => {}
@@ -565,16 +579,16 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(300));
             }
             let start = Instant::now();
-            let watch = watch_for("short", Some(timeout));
-            while watch.launch().cancel.load(Ordering::Relaxed) == 0 {
-                assert!(
-                    start.elapsed() < Duration::from_secs(5),
-                    "round {round}: not cancelled after 5 s"
-                );
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            watch_for("short", Some(timeout), |watch| {
+                while watch.launch().cancel.load(Ordering::Relaxed) == 0 {
+                    assert!(
+                        start.elapsed() < Duration::from_secs(5),
+                        "round {round}: not cancelled after 5 s"
+                    );
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            });
             took.push(start.elapsed());
-            drop(watch);
         }
         for (round, one) in took.iter().enumerate() {
             assert!(
@@ -584,9 +598,10 @@ mod tests {
             );
         }
         // No limit: never registered, never cancelled.
-        let free = watch_for("free", None);
-        assert!(matches!(free.how, How::Unwatched(_)));
-        assert_eq!(free.timeout_ms(), 0);
+        watch_for("free", None, |free| {
+            assert!(matches!(free.how, How::Unwatched(_)));
+            assert_eq!(free.timeout_ms(), 0);
+        });
     }
 
     /// Waits until `watch` is cancelled; panics after 5 s.
@@ -608,20 +623,20 @@ mod tests {
     #[test]
     fn each_launch_on_a_thread_is_watched_for_itself() {
         let short = Duration::from_millis(60);
-        let first = watch_for("first", Some(short));
-        assert!(matches!(first.how, How::Slot(_)));
-        assert!(until_cancelled(&first) >= short);
-        drop(first);
-        let second = watch_for("second", Some(Duration::from_secs(30)));
-        std::thread::sleep(short * 3);
-        assert_eq!(second.launch().cancel.load(Ordering::Relaxed), 0);
-        assert_eq!(second.timeout_ms(), 30_000);
-        let nested = watch_for("nested", Some(short));
-        assert!(matches!(nested.how, How::Entry(..)));
-        assert!(until_cancelled(&nested) >= short);
-        assert_eq!(second.launch().cancel.load(Ordering::Relaxed), 0);
-        drop(nested);
-        drop(second);
+        watch_for("first", Some(short), |first| {
+            assert!(matches!(first.how, How::Slot(_)));
+            assert!(until_cancelled(first) >= short);
+        });
+        watch_for("second", Some(Duration::from_secs(30)), |second| {
+            std::thread::sleep(short * 3);
+            assert_eq!(second.launch().cancel.load(Ordering::Relaxed), 0);
+            assert_eq!(second.timeout_ms(), 30_000);
+            watch_for("nested", Some(short), |nested| {
+                assert!(matches!(nested.how, How::Entry(..)));
+                assert!(until_cancelled(nested) >= short);
+            });
+            assert_eq!(second.launch().cancel.load(Ordering::Relaxed), 0);
+        });
     }
 
     /// A thread's slot leaves the watchdog's list when the thread ends.
@@ -633,11 +648,10 @@ mod tests {
             state.slots.iter().any(|w| Arc::ptr_eq(&w.slot, slot))
         };
         let slot = std::thread::spawn(move || {
-            let watch = watch_for("thread", Some(Duration::from_secs(30)));
-            let How::Slot(slot) = &watch.how else {
-                panic!("not the thread's slot");
-            };
-            let slot = slot.clone();
+            watch_for("thread", Some(Duration::from_secs(30)), |watch| {
+                assert!(matches!(watch.how, How::Slot(_)));
+            });
+            let slot = SLOT.with(|cell| cell.get().expect("the thread's slot").0.clone());
             assert!(listed(&slot));
             slot
         })

@@ -9,7 +9,9 @@
 
 use std::ffi::c_void;
 
-use pypto_rt::__private::v1::HostLaunch;
+use pypto_rt::__private::v3::{
+    BlockRule, DimDesc, Entries, HostLaunch, KernelDesc, input, launch, output,
+};
 use pypto_rt::{Const, Device};
 use pypto_tests::bench::compare;
 use pypto_tests::kernels;
@@ -21,6 +23,28 @@ unsafe extern "C" {
     fn add_f32_host_s0(launch: *mut HostLaunch) -> i32;
     #[link_name = "pypto_p13_pypto_2dtestsv9_0_2e1_2e0k11_add_5ffixed_host_s0"]
     fn add_fixed_host_s0(launch: *mut HostLaunch) -> i32;
+}
+
+/// `add_f32`'s description, as its generated wrapper states it.
+static ADD_F32_DESC: KernelDesc = KernelDesc {
+    name: "add_f32",
+    params: &["a", "b", "out"],
+    dims: &[DimDesc {
+        axes: &[(0, 0), (1, 0), (2, 0)],
+        why: "they are the dim `N`",
+    }],
+    blocks: BlockRule::Elements {
+        param: 0,
+        per_block: 8192,
+    },
+    multiples: &[],
+    halves: &[],
+};
+
+/// A host entry that returns at once: launching it measures the launch
+/// path alone (the checks, argument lists, watchdog and guard checks).
+unsafe extern "C" fn returns_at_once(_: *mut HostLaunch) -> i32 {
+    0
 }
 
 const N: usize = 1024;
@@ -96,7 +120,26 @@ fn main() -> anyhow::Result<()> {
     let mut wrapper_fixed = || kernels::add_fixed(&fa, &fb, &mut fout).expect("add_fixed");
     let mut direct_dyn = direct(add_f32_host_s0, &a, &b, &mut raw_a);
     let mut direct_fixed = direct(add_fixed_host_s0, &a, &b, &mut raw_b);
-    let [wd, dd, wf, df] = compare(
+    let (pa, pb) = (dev.tensor_from(&a, (N,))?, dev.tensor_from(&b, (N,))?);
+    let mut pout = dev.zeros::<f32, _>((N,))?;
+    let mut path_only = || {
+        let entries = Entries {
+            host: returns_at_once,
+            npu: &[],
+        };
+        // The wrapper takes its tensors as `impl AsInput`/`AsOutput`.
+        let (a, b, mut out) = (&pa, &pb, &mut pout);
+        // SAFETY: the entry touches no memory.
+        unsafe {
+            launch(
+                &ADD_F32_DESC,
+                entries,
+                &[input(&a), input(&b), output(&mut out)],
+            )
+        }
+        .expect("launch");
+    };
+    let [wd, dd, wf, df, path] = compare(
         ROUNDS,
         RUNS,
         ITERS,
@@ -105,6 +148,7 @@ fn main() -> anyhow::Result<()> {
             &mut direct_dyn,
             &mut wrapper_fixed,
             &mut direct_fixed,
+            &mut path_only,
         ],
     );
     drop((direct_dyn, direct_fixed));
@@ -133,5 +177,10 @@ fn main() -> anyhow::Result<()> {
             w.nanos() / d.nanos()
         );
     }
+    println!(
+        "  the launch path alone (add_f32's checks and argument lists, an entry that returns at once): {:8.1} ns (spread {:.0}%)",
+        path.nanos(),
+        path.spread_percent
+    );
     Ok(())
 }

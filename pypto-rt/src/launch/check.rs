@@ -81,30 +81,34 @@ pub(crate) fn axis_size(desc: &KernelDesc, args: &[Arg<'_>], (param, axis): (u8,
 /// The size of every dim, after checking that its axes agree and that it
 /// fits the `uint32_t` the kernel receives.
 fn agreed_dims(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<Small<u32>, Error> {
-    desc.dims
-        .iter()
-        .map(|dim| {
-            let first = axis_size(desc, args, dim.axes[0]);
-            for &axis in &dim.axes[1..] {
-                let other = axis_size(desc, args, axis);
-                if other.size != first.size {
-                    return Err(Error::DimDisagreement {
-                        kernel: desc.name,
-                        why: dim.why.to_owned(),
-                        first,
-                        second: other,
-                    });
-                }
+    // A loop, not an iterator of `Result`s collected: this runs on every
+    // launch, and the adaptors cost more than the checks.
+    let mut dims = Small::new();
+    for dim in desc.dims {
+        let first = axis_size(desc, args, dim.axes[0]);
+        for &axis in &dim.axes[1..] {
+            let other = axis_size(desc, args, axis);
+            if other.size != first.size {
+                return Err(Error::DimDisagreement {
+                    kernel: desc.name,
+                    why: dim.why.to_owned(),
+                    first,
+                    second: other,
+                });
             }
-            u32::try_from(first.size).map_err(|_| Error::SizeOverflow {
+        }
+        let Ok(size) = u32::try_from(first.size) else {
+            return Err(Error::SizeOverflow {
                 kernel: Some(desc.name),
                 detail: format!(
                     "{first}, more than the {} a kernel's `uint32_t` size argument carries",
                     u32::MAX
                 ),
-            })
-        })
-        .collect()
+            });
+        };
+        dims.push(size);
+    }
+    Ok(dims)
 }
 
 /// The sizes of tensor param `param` (none for a scalar).
@@ -320,16 +324,16 @@ pub(super) fn scalar_words(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<Small<
 /// `uint64_t scalar[M]`, native-endian, as the generated C++ struct lays it
 /// out. Held in `u64` words so that the kernel's reads are aligned.
 pub(super) fn tiling_words(dims: &[u32], scalars: &[u64]) -> Small<u64> {
-    let mut words: Small<u64> = dims
-        .chunks(2)
-        .map(|pair| {
-            let mut bytes = [0u8; 8];
-            for (i, d) in pair.iter().enumerate() {
-                bytes[4 * i..4 * i + 4].copy_from_slice(&d.to_ne_bytes());
-            }
-            u64::from_ne_bytes(bytes)
-        })
-        .collect();
+    let mut words = Small::new();
+    for pair in dims.chunks(2) {
+        // Two `uint32_t`s in memory order, whatever the host's byte order.
+        let mut bytes = [0u8; 8];
+        bytes[..4].copy_from_slice(&pair[0].to_ne_bytes());
+        if let Some(second) = pair.get(1) {
+            bytes[4..].copy_from_slice(&second.to_ne_bytes());
+        }
+        words.push(u64::from_ne_bytes(bytes));
+    }
     words.extend_from_slice(scalars);
     words
 }

@@ -3,6 +3,7 @@
 //! with inputs read-only meanwhile, and the checks after it (guard bytes,
 //! `bool` values, a tiling left as it was).
 
+use std::cell::Cell;
 use std::sync::Mutex;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -23,7 +24,7 @@ struct HostCall<'a> {
     info: &'a [HostArg],
     kernel: &'static str,
     launch_id: u64,
-    watch: &'a watchdog::Watch,
+    watch: &'a watchdog::Watch<'a>,
     sanitize: crate::Sanitize,
     /// The modelled NPU's sink when a profile is active (else null).
     model: *const crate::model::ModelSink,
@@ -44,6 +45,7 @@ unsafe fn run_block(
     block: u32,
     blocks: u32,
     call: &HostCall<'_>,
+    in_turn: bool,
 ) -> (Option<(u32, String)>, u64) {
     // Written by the entry only on failure, so it is not zeroed per launch.
     let mut message = std::mem::MaybeUninit::<[u8; 1024]>::uninit();
@@ -69,12 +71,12 @@ unsafe fn run_block(
         fail_block: 0,
         model: call.model,
     };
-    call.watch.block_started(block);
+    call.watch.block_started(block, in_turn);
     // SAFETY: `entry` is the compiled kernel for these arguments (the
     // caller's contract); the record's pointers are valid for the lengths
     // it states.
     let status = unsafe { entry(&mut record) };
-    call.watch.block_finished(block);
+    call.watch.block_finished(block, in_turn);
     if status == 0 {
         return (None, record.ub_peak);
     }
@@ -95,8 +97,29 @@ fn host_threads() -> usize {
     *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-/// Launch ids: every launch of the process gets its own, from 1.
+/// Launch ids: every launch of the process gets its own, from 1. Threads
+/// take them [`LAUNCH_ID_BATCH`] at a time, so a launch takes no atomic.
 static LAUNCHES: AtomicU64 = AtomicU64::new(1);
+
+const LAUNCH_ID_BATCH: u64 = 1024;
+
+/// A launch id no other launch of the process has (the emulation tells
+/// launches apart by it; ids need not grow with time).
+fn next_launch_id() -> u64 {
+    thread_local! {
+        /// The next id of this thread's batch, and the batch's end.
+        static IDS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    }
+    IDS.with(|ids| {
+        let (mut next, mut end) = ids.get();
+        if next == end {
+            next = LAUNCHES.fetch_add(LAUNCH_ID_BATCH, Ordering::Relaxed);
+            end = next + LAUNCH_ID_BATCH;
+        }
+        ids.set((next + 1, end));
+        next
+    })
+}
 
 /// Runs every block on a pool of host threads; returns the result and the
 /// largest Unified Buffer high-water mark of any block. Inputs are
@@ -118,8 +141,8 @@ pub(super) unsafe fn run_on_host(
         Ok(checks) => checks,
         Err(e) => return (Err(e), 0),
     };
-    let watch = match watchdog::watch(desc.name) {
-        Ok(watch) => watch,
+    let timeout = match watchdog::launch_timeout() {
+        Ok(timeout) => timeout,
         Err(e) => return (Err(e), 0),
     };
     let mut info: Small<HostArg> = Small::new();
@@ -138,7 +161,10 @@ pub(super) unsafe fn run_on_host(
                 bytes,
                 ..
             } => {
-                read_only.push(buffer.read_only(*offset, *bytes));
+                let guard = buffer.read_only(*offset, *bytes);
+                if guard.holds_pages() {
+                    read_only.push(guard);
+                }
                 input_bytes = input_bytes.saturating_add(*bytes as u64);
                 (Some(*buffer), 0)
             }
@@ -164,23 +190,27 @@ pub(super) unsafe fn run_on_host(
     }
     // The blocks read a copy of the tiling made for this launch: one that
     // writes it (a raw `GM_ADDR` store) is found when the launch is over.
-    let mut tiling: Small<u64> = tensors.tiling.iter().copied().collect();
+    let mut tiling: Small<u64> = Small::from_slice(tensors.tiling);
     let model = match crate::model::begin(blocks, input_bytes) {
         Ok(model) => model,
         Err(e) => return (Err(e), 0),
     };
-    let call = HostCall {
-        tensors,
-        tiling: tiling.as_mut_ptr(),
-        info: &info,
-        kernel: desc.name,
-        launch_id: LAUNCHES.fetch_add(1, Ordering::Relaxed),
-        watch: &watch,
-        sanitize,
-        model: model.as_ref().map_or(std::ptr::null(), |m| m.sink()),
-    };
-    // SAFETY: forwarded from this function's contract.
-    let (mut result, peak) = unsafe { run_blocks(desc.name, entry, blocks, &call) };
+    let model_sink = model.as_ref().map_or(std::ptr::null(), |m| m.sink());
+    let tiling_ptr = tiling.as_mut_ptr();
+    let (mut result, peak) = watchdog::watch_for(desc.name, timeout, |watch| {
+        let call = HostCall {
+            tensors,
+            tiling: tiling_ptr,
+            info: &info,
+            kernel: desc.name,
+            launch_id: next_launch_id(),
+            watch,
+            sanitize,
+            model: model_sink,
+        };
+        // SAFETY: forwarded from this function's contract.
+        unsafe { run_blocks(desc.name, entry, blocks, &call) }
+    });
     if let Some(model) = model
         && result.is_ok()
         && let Err(e) = crate::model::finish(model, desc.name, blocks)
@@ -188,7 +218,6 @@ pub(super) unsafe fn run_on_host(
         result = Err(e);
     }
     drop(read_only);
-    drop(watch);
     if result.is_ok() && tiling[..] != *tensors.tiling {
         result = Err(Error::TilingWritten { kernel: desc.name });
     }
@@ -319,7 +348,7 @@ unsafe fn run_blocks_in_turn(
     let mut first: Option<(u32, String)> = None;
     for block in 0..blocks {
         // SAFETY: forwarded from this function's contract.
-        let (message, ub_peak) = unsafe { run_block(entry, block, blocks, call) };
+        let (message, ub_peak) = unsafe { run_block(entry, block, blocks, call, true) };
         peak = peak.max(ub_peak);
         if let Some(failure) = message
             && first.as_ref().is_none_or(|f| failure < *f)
@@ -369,7 +398,7 @@ unsafe fn run_blocks(
                 break;
             }
             // SAFETY: forwarded from this function's contract.
-            let (message, ub_peak) = unsafe { run_block(entry, block, blocks, call) };
+            let (message, ub_peak) = unsafe { run_block(entry, block, blocks, call, false) };
             peak.fetch_max(ub_peak, Ordering::Relaxed);
             if let Some(failure) = message {
                 failures
@@ -489,21 +518,22 @@ mod tests {
             tiling_bytes: 0,
         };
         let mut copy = tiling;
-        let watch = crate::watchdog::watch("in_turn").unwrap();
-        let call = super::HostCall {
-            tensors: &tensors,
-            tiling: copy.as_mut_ptr(),
-            info: &[],
-            kernel: "in_turn",
-            launch_id: 1,
-            watch: &watch,
-            sanitize: crate::Sanitize::OFF,
-            model: std::ptr::null(),
-        };
-        // SAFETY: the entry reads nothing of the record but its block and
-        // writes only its message buffer and UB peak.
-        let (result, peak) =
-            unsafe { super::run_blocks_in_turn("in_turn", fails_in_blocks_1_and_2, 4, &call) };
+        let timeout = crate::watchdog::launch_timeout().unwrap();
+        let (result, peak) = crate::watchdog::watch_for("in_turn", timeout, |watch| {
+            let call = super::HostCall {
+                tensors: &tensors,
+                tiling: copy.as_mut_ptr(),
+                info: &[],
+                kernel: "in_turn",
+                launch_id: 1,
+                watch,
+                sanitize: crate::Sanitize::OFF,
+                model: std::ptr::null(),
+            };
+            // SAFETY: the entry reads nothing of the record but its block
+            // and writes only its message buffer and UB peak.
+            unsafe { super::run_blocks_in_turn("in_turn", fails_in_blocks_1_and_2, 4, &call) }
+        });
         assert_eq!(RAN.load(std::sync::atomic::Ordering::SeqCst), 0b1111);
         assert_eq!(peak, 300);
         assert_eq!(

@@ -186,16 +186,15 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
         return Ok(());
     }
     let tiling = tiling_words(&dims, &scalars);
-    let (pointers, bytes): (Small<*mut c_void>, Small<u64>) = args
-        .iter()
-        .filter_map(|a| match a {
-            Arg::Tensor { memory, .. } => {
-                let (ptr, bytes) = memory.address();
-                Some((ptr.cast::<c_void>(), bytes))
-            }
-            Arg::Scalar(_) | Arg::Sized { .. } => None,
-        })
-        .unzip();
+    let mut pointers: Small<*mut c_void> = Small::new();
+    let mut bytes: Small<u64> = Small::new();
+    for arg in args {
+        if let Arg::Tensor { memory, .. } = arg {
+            let (ptr, len) = memory.address();
+            pointers.push(ptr.cast::<c_void>());
+            bytes.push(len);
+        }
+    }
     let tensors = Tensors {
         pointers: &pointers,
         bytes: &bytes,
@@ -206,10 +205,13 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
         None => {
             // A stream of an NPU named for host tensors is a mistake to
             // report, not to ignore.
-            if let Some(stream) = crate::stream::current()
-                && !stream.device().is_host()
-            {
-                return Err(npu::wrong_stream(desc, device, &stream));
+            let wrong = crate::stream::with_current(|stream| {
+                stream
+                    .filter(|s| !s.device().is_host())
+                    .map(|s| npu::wrong_stream(desc, device, s))
+            });
+            if let Some(e) = wrong {
+                return Err(e);
             }
             // SAFETY: forwarded from this function's contract.
             unsafe { host::run_on_host(desc, entries.host, blocks, &tensors, args) }
