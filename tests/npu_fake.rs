@@ -288,8 +288,9 @@ unsafe impl std::alloc::GlobalAlloc for Counting {
 static COUNTING: Counting = Counting;
 
 /// The host-side cost of an NPU launch in steady state (the tiling cached,
-/// the device current, nothing pending on other streams): heap allocations
-/// and fake-ACL calls per launch of `add_bias`, over 100 launches.
+/// the device current, nothing pending on other streams): heap allocations,
+/// pypto-rt's mutexes locked on this thread, and fake-ACL calls per launch
+/// of `add_bias`, over 100 launches.
 fn launch_cost() -> Result<()> {
     type Counter = unsafe extern "C" fn(*const std::ffi::c_char) -> std::ffi::c_long;
     let dev = Device::npu(0)?;
@@ -303,7 +304,7 @@ fn launch_cost() -> Result<()> {
     // counter takes a NUL-terminated name.
     let lib = unsafe { libloading::Library::new("libascendcl.so")? };
     let counter: libloading::Symbol<Counter> = unsafe { lib.get(b"pypto_fake_acl_counter\0")? };
-    let names = ["launch", "aclrtMalloc", "aclrtMemcpy", "aclrtRecordEvent", "aclrtStreamWaitEvent", "aclrtSynchronizeStream"];
+    let names = ["launch", "aclrtGetDevice", "aclrtMalloc", "aclrtMemcpy", "aclrtRecordEvent", "aclrtStreamWaitEvent", "aclrtSynchronizeStream"];
     let read = |name: &str| -> Result<i64> {
         let name = std::ffi::CString::new(name)?;
         // SAFETY: as above.
@@ -312,11 +313,14 @@ fn launch_cost() -> Result<()> {
     let before: Vec<i64> = names.iter().map(|n| read(n)).collect::<Result<_>>()?;
     let launches = 100;
     let allocations = ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed);
+    let locks = pypto_rt::testing::locks_taken();
     for _ in 0..launches {
         kernels::add_bias(&x, &bias, &mut out)?;
     }
+    let locks = pypto_rt::testing::locks_taken() - locks;
     let allocations = ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed) - allocations;
     println!("allocations per launch: {}", allocations as f64 / launches as f64);
+    println!("locks per launch: {}", locks as f64 / launches as f64);
     for (name, was) in names.iter().zip(before) {
         println!("{name} per launch: {}", (read(name)? - was) as f64 / launches as f64);
     }
@@ -550,13 +554,16 @@ fn user_crate_builds_links_and_runs_through_fake_toolkits() {
     assert_eq!(field("mallocs") - field("frees"), 5, "{report}");
     assert_eq!(field("live"), 5, "{report}");
 
-    // An NPU launch in steady state allocates nothing on the host and makes
-    // one runtime call, the launch.
+    // An NPU launch in steady state allocates nothing on the host, locks
+    // 8 of pypto-rt's mutexes (2n + 2 for n tensors: the tiling
+    // cache, each tensor's uses twice, the stream) and asks the runtime
+    // which device is current twice besides the launch itself.
     let (ok, stdout, stderr) = run("launch-cost", &[]);
     assert!(ok, "{stderr}");
     assert_eq!(
         stdout,
-        "allocations per launch: 0\nlaunch per launch: 1\naclrtMalloc per launch: 0\n\
+        "allocations per launch: 0\nlocks per launch: 8\nlaunch per launch: 1\n\
+         aclrtGetDevice per launch: 2\naclrtMalloc per launch: 0\n\
          aclrtMemcpy per launch: 0\naclrtRecordEvent per launch: 0\n\
          aclrtStreamWaitEvent per launch: 0\naclrtSynchronizeStream per launch: 0\n"
     );

@@ -234,7 +234,7 @@ impl Acl {
         // SAFETY: plain value argument.
         let code = unsafe { (self.set_device)(index) };
         self.check("aclrtSetDevice", code)?;
-        let mut opened = self.opened.lock().unwrap_or_else(|e| e.into_inner());
+        let mut opened = crate::sync::lock(&self.opened);
         if !opened.devices.contains(&index) {
             opened.devices.push(index);
         }
@@ -245,7 +245,7 @@ impl Acl {
     /// finalises ACL if this process initialised it. Failures are ignored:
     /// the process is ending and has no one to tell.
     fn shutdown(&self) {
-        let opened = std::mem::take(&mut *self.opened.lock().unwrap_or_else(|e| e.into_inner()));
+        let opened = std::mem::take(&mut *crate::sync::lock(&self.opened));
         for &(device, stream) in opened.streams.iter().rev() {
             // SAFETY: the stream came from aclrtCreateStream on `device` and
             // is destroyed once; no launch runs during exit handlers.
@@ -280,9 +280,7 @@ impl Acl {
         // SAFETY: writes one stream handle through a valid pointer.
         let code = unsafe { (self.create_stream)(&mut stream) };
         self.check("aclrtCreateStream", code)?;
-        self.opened
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.opened)
             .streams
             .push((device, stream as usize));
         Ok(stream)
@@ -293,9 +291,7 @@ impl Acl {
     /// # Safety
     /// `stream` came from [`Acl::create_stream`] and is not used afterwards.
     pub(crate) unsafe fn destroy_stream(&self, stream: Stream) -> Result<(), Error> {
-        self.opened
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.opened)
             .streams
             .retain(|&(_, s)| s != stream as usize);
         // SAFETY: forwarded from this function's contract.

@@ -125,7 +125,7 @@ fn open_npu(index: u32) -> Result<Arc<Npu>, Error> {
     };
     let acl = acl::get().map_err(unavailable)?;
     let opened = OPENED.get_or_init(|| Mutex::new(Vec::new()));
-    let mut opened = opened.lock().unwrap_or_else(|e| e.into_inner());
+    let mut opened = crate::sync::lock(opened);
     let wanted = i32::try_from(index).map_err(|_| unavailable("no such index".into()))?;
     if let Some(npu) = opened.iter().find(|n| n.index == wanted) {
         return Ok(npu.clone());

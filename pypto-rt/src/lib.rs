@@ -61,6 +61,7 @@ mod npu_lib;
 mod sanitize;
 mod shape;
 pub mod stream;
+mod sync;
 pub mod tensor;
 pub mod testing;
 mod watchdog;

@@ -132,7 +132,7 @@ impl StreamState {
     }
 
     fn lock(&self) -> MutexGuard<'_, Deferred> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.inner)
     }
 
     /// Whether work number `seq` may still be running.
@@ -415,7 +415,7 @@ pub(crate) struct Uses(Mutex<Vec<(Arc<StreamState>, u64)>>);
 
 impl Uses {
     fn lock(&self) -> MutexGuard<'_, Vec<(Arc<StreamState>, u64)>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.0)
     }
 
     /// Waits until no queued work uses the buffer.

@@ -516,3 +516,12 @@ impl Case {
         self.varied.map(|d| self.dims[d].0)
     }
 }
+
+/// How many times this thread has locked one of pypto-rt's mutexes on the
+/// NPU path (a stream's queue, a buffer's queued uses, a device's tiling
+/// cache, the opened devices). For tests that count what a launch costs on
+/// the host (issue 29); not an API.
+#[doc(hidden)]
+pub fn locks_taken() -> u64 {
+    crate::sync::taken()
+}

@@ -83,7 +83,9 @@ static struct stream* live_streams;
 
 /* What the runtime was asked to do, for tests that look for stalls:
  * pypto_fake_acl_counter(name) reads one. */
-static long n_memcpy, n_memcpy_async, n_sync_stream, n_sync_event, n_launch, n_record, n_wait, n_malloc_calls;
+static long n_memcpy, n_memcpy_async, n_sync_stream, n_sync_event, n_launch, n_record, n_wait, n_malloc_calls,
+    n_get_device;
+static void counted(long* counter);
 static int initialized;
 static struct allocation* allocations;
 static long mallocs, frees;
@@ -239,6 +241,7 @@ aclError aclrtGetDevice(int32_t* deviceId)
     if (!initialized) {
         return fail(ACL_ERROR_UNINITIALIZE, "fake ACL: aclrtGetDevice before aclInit");
     }
+    counted(&n_get_device);
     if (current_device < 0) {
         return fail(ACL_ERROR_RT_CONTEXT_NULL, "fake ACL: aclrtGetDevice on a thread with no device set");
     }
@@ -540,6 +543,7 @@ long pypto_fake_acl_counter(const char* name)
         {"aclrtSynchronizeStream", &n_sync_stream}, {"aclrtSynchronizeEvent", &n_sync_event},
         {"launch", &n_launch},                 {"aclrtRecordEvent", &n_record},
         {"aclrtStreamWaitEvent", &n_wait},    {"aclrtMalloc", &n_malloc_calls},
+        {"aclrtGetDevice", &n_get_device},
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) {
         if (strcmp(all[i].name, name) == 0) {

@@ -98,7 +98,7 @@ fn device_tiling(
     bytes: usize,
 ) -> Result<(*mut c_void, bool), Error> {
     let kernel = entry as usize;
-    let mut cache = npu.tilings.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cache = crate::sync::lock(&npu.tilings);
     if let Some(&ptr) = cache.entries.get(&kernel).and_then(|k| k.get(tiling)) {
         return Ok((ptr as *mut c_void, false));
     }
