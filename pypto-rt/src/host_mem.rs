@@ -212,15 +212,13 @@ impl HostBuffer {
     /// thread's launch, may legally write; they stay writable, so a raw
     /// write by the kernel to those edge bytes is not caught (API writes
     /// still are: the emulation knows which arguments are inputs).
-    pub(crate) fn read_only(&self, offset: usize, len: usize) -> ReadOnly<'_> {
-        if read_only_inputs() {
-            self.read_only_always(offset, len)
-        } else {
-            ReadOnly {
-                buffer: None,
-                range: (0, 0),
-            }
+    /// `None` when no page is protected (as in release builds by default).
+    pub(crate) fn read_only(&self, offset: usize, len: usize) -> Option<ReadOnly<'_>> {
+        if !read_only_inputs() {
+            return None;
         }
+        let guard = self.read_only_always(offset, len);
+        guard.buffer.is_some().then_some(guard)
     }
 
     /// [`HostBuffer::read_only`] whatever [`READONLY_INPUTS_VAR`] says (the
@@ -266,13 +264,6 @@ impl HostBuffer {
 pub(crate) struct ReadOnly<'a> {
     buffer: Option<&'a HostBuffer>,
     range: (usize, usize),
-}
-
-impl ReadOnly<'_> {
-    /// Whether it holds any page read-only (else dropping it does nothing).
-    pub(crate) fn holds_pages(&self) -> bool {
-        self.buffer.is_some()
-    }
 }
 
 impl Drop for ReadOnly<'_> {

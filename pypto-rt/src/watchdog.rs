@@ -83,33 +83,34 @@ fn timeout() -> Result<Option<Duration>, Error> {
 /// [`Slot`] holds one for each of its launches in turn; a launch made while
 /// another runs on the same thread gets its own.
 struct Launch {
-    /// The kernel and timeout of the launch that runs, written when it
-    /// starts, under this lock; the watchdog cancels under it too, so that
-    /// a launch that starts cannot be cancelled for the one before it.
-    current: Mutex<Current>,
+    /// The kernel that runs, for the message that ends the process; a
+    /// thread's slot writes it only when its launches change kernel.
+    kernel: Mutex<&'static str>,
+    /// The launch's timeout in milliseconds, written before the launch is
+    /// marked running (a slot's epoch made odd).
+    timeout_ms: AtomicU64,
     /// Read by the emulation (`HostLaunch::cancel`).
     cancel: AtomicU32,
     /// Bit `b` set while block `b` runs.
     running: AtomicU64,
 }
 
-#[derive(Clone, Copy)]
-struct Current {
-    kernel: &'static str,
-    timeout: Duration,
-}
-
 impl Launch {
     fn new(kernel: &'static str, timeout: Duration) -> Launch {
         Launch {
-            current: Mutex::new(Current { kernel, timeout }),
+            kernel: Mutex::new(kernel),
+            timeout_ms: AtomicU64::new(millis(timeout)),
             cancel: AtomicU32::new(0),
             running: AtomicU64::new(0),
         }
     }
 
-    fn current(&self) -> Current {
-        *self.current.lock().unwrap_or_else(|e| e.into_inner())
+    fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms.load(Ordering::Relaxed))
+    }
+
+    fn kernel(&self) -> &'static str {
+        *self.kernel.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -120,9 +121,14 @@ struct Slot {
     launch: Launch,
     /// Odd while one of the thread's launches runs: each launch adds one
     /// when it starts and one when it ends, so the watchdog tells one
-    /// launch from the next by the number.
+    /// launch from the next by the number. The watchdog cancels a launch
+    /// holding [`CLAIMED`] set on its epoch, which the launch's end waits
+    /// out: a cancel meant for one launch never reaches the next.
     epoch: AtomicU64,
 }
+
+/// The watchdog's mark on an epoch while it cancels that launch.
+const CLAIMED: u64 = 1 << 63;
 
 /// What the watchdog knows of a slot.
 struct Watched {
@@ -190,11 +196,15 @@ fn watchdog() -> Option<&'static Watchdog> {
     })
 }
 
-/// Cancels `launch` (under its lock) if `still_running` holds there.
-fn cancel(launch: &Launch, still_running: impl FnOnce() -> bool) {
-    let _current = launch.current.lock().unwrap_or_else(|e| e.into_inner());
-    if still_running() {
-        launch.cancel.store(1, Ordering::Relaxed);
+/// Cancels the launch of `slot` whose epoch is `epoch`, if it still runs.
+fn cancel_slot(slot: &Slot, epoch: u64) {
+    if slot
+        .epoch
+        .compare_exchange(epoch, epoch | CLAIMED, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok()
+    {
+        slot.launch.cancel.store(1, Ordering::Relaxed);
+        slot.epoch.store(epoch, Ordering::SeqCst);
     }
 }
 
@@ -214,26 +224,25 @@ fn look(state: &mut State, now: Instant) -> (Option<Instant>, Option<Duration>) 
             // A launch it has not seen: it started at `now` or before.
             (w.epoch, w.since, w.cancelled_at) = (epoch, now, None);
         }
-        let current = w.slot.launch.current();
-        shortest = Some(shortest.map_or(current.timeout, |s| s.min(current.timeout)));
+        let timeout = w.slot.launch.timeout();
+        shortest = Some(shortest.map_or(timeout, |s| s.min(timeout)));
         match w.cancelled_at {
-            None if now >= w.since + current.timeout => {
-                let slot = &w.slot;
-                cancel(&slot.launch, || slot.epoch.load(Ordering::SeqCst) == epoch);
+            None if now >= w.since + timeout => {
+                cancel_slot(&w.slot, epoch);
                 w.cancelled_at = Some(now);
                 at(now + GRACE);
             }
-            None => at(w.since + current.timeout),
+            None => at(w.since + timeout),
             Some(c) if now >= c + GRACE => give_up(&w.slot.launch),
             Some(c) => at(c + GRACE),
         }
     }
     for entry in state.entries.iter_mut() {
-        let timeout = entry.launch.current().timeout;
+        let timeout = entry.launch.timeout();
         shortest = Some(shortest.map_or(timeout, |s| s.min(timeout)));
         match entry.cancelled_at {
             None if now >= entry.deadline => {
-                cancel(&entry.launch, || true);
+                entry.launch.cancel.store(1, Ordering::Relaxed);
                 entry.cancelled_at = Some(now);
                 at(now + GRACE);
             }
@@ -300,7 +309,6 @@ fn watch_forever(dog: &Watchdog) {
 /// memory its caller may free the moment the launch returns.
 fn give_up(launch: &Launch) -> ! {
     let running = launch.running.load(Ordering::Relaxed);
-    let current = launch.current();
     let blocks: Vec<String> = (0..64)
         .filter(|b| running & (1u64 << b) != 0)
         .map(|b: u32| b.to_string())
@@ -308,8 +316,8 @@ fn give_up(launch: &Launch) -> ! {
     eprintln!(
         "pypto-rt: kernel `{}` did not finish within {} ({TIMEOUT_VAR}); block{} {} did not \
          stop when asked, so {} no Ascend C API call (an endless loop?); ending the process",
-        current.kernel,
-        describe(current.timeout),
+        launch.kernel(),
+        describe(launch.timeout()),
         if blocks.len() == 1 { "" } else { "s" },
         if blocks.is_empty() {
             "?".to_owned()
@@ -326,14 +334,18 @@ fn give_up(launch: &Launch) -> ! {
 }
 
 /// This thread's slot, registered with the watchdog on first use and
-/// unregistered when the thread ends.
-struct SlotHandle(Arc<Slot>);
+/// unregistered when the thread ends, and the kernel name last written to
+/// it.
+struct SlotHandle {
+    slot: Arc<Slot>,
+    kernel: std::cell::Cell<&'static str>,
+}
 
 impl Drop for SlotHandle {
     fn drop(&mut self) {
         if let Some(dog) = watchdog() {
             let mut state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
-            state.slots.retain(|w| !Arc::ptr_eq(&w.slot, &self.0));
+            state.slots.retain(|w| !Arc::ptr_eq(&w.slot, &self.slot));
         }
     }
 }
@@ -392,24 +404,29 @@ pub(crate) fn watch_for<R>(
                 since: Instant::now(),
                 cancelled_at: None,
             });
-            SlotHandle(slot)
+            SlotHandle {
+                slot,
+                kernel: std::cell::Cell::new(kernel),
+            }
         });
-        let slot: &Slot = &handle.0;
+        let slot: &Slot = &handle.slot;
         let epoch = slot.epoch.load(Ordering::Relaxed);
         if epoch % 2 == 1 {
             return f(&nested(dog, kernel, timeout));
         }
-        {
-            let mut current = slot
-                .launch
-                .current
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            *current = Current { kernel, timeout };
-            slot.launch.cancel.store(0, Ordering::Relaxed);
-            slot.launch.running.store(0, Ordering::Relaxed);
-            slot.epoch.store(epoch + 1, Ordering::SeqCst);
+        // Launches of one kernel in a row leave its name as it is, with no
+        // lock taken.
+        let last = handle.kernel.get();
+        if !(std::ptr::eq(last.as_ptr(), kernel.as_ptr()) && last.len() == kernel.len()) {
+            *slot.launch.kernel.lock().unwrap_or_else(|e| e.into_inner()) = kernel;
+            handle.kernel.set(kernel);
         }
+        slot.launch
+            .timeout_ms
+            .store(millis(timeout), Ordering::Relaxed);
+        slot.launch.cancel.store(0, Ordering::Relaxed);
+        slot.launch.running.store(0, Ordering::Relaxed);
+        slot.epoch.store(epoch + 1, Ordering::SeqCst);
         // A watchdog that would not look again within an eighth of this
         // timeout (parked, or ticking for longer timeouts) is woken.
         let within = LOOKS_WITHIN_MS.load(Ordering::SeqCst);
@@ -493,7 +510,17 @@ impl Drop for Watch<'_> {
         match &self.how {
             How::Unwatched(_) => {}
             How::Slot(slot) => {
-                slot.epoch.fetch_add(1, Ordering::SeqCst);
+                // Waits out a cancel the watchdog is making (a few stores).
+                let mut epoch = slot.epoch.load(Ordering::Relaxed) & !CLAIMED;
+                while let Err(now) = slot.epoch.compare_exchange_weak(
+                    epoch,
+                    epoch + 1,
+                    Ordering::SeqCst,
+                    Ordering::Relaxed,
+                ) {
+                    epoch = now & !CLAIMED;
+                    std::hint::spin_loop();
+                }
             }
             How::Entry(_, id) => {
                 if let Some(dog) = watchdog() {
@@ -651,7 +678,7 @@ mod tests {
             watch_for("thread", Some(Duration::from_secs(30)), |watch| {
                 assert!(matches!(watch.how, How::Slot(_)));
             });
-            let slot = SLOT.with(|cell| cell.get().expect("the thread's slot").0.clone());
+            let slot = SLOT.with(|cell| cell.get().expect("the thread's slot").slot.clone());
             assert!(listed(&slot));
             slot
         })

@@ -13,11 +13,12 @@ use super::Small;
 
 /// What a launch checks of a call before anything else, in this order:
 /// one device, the dims' axes agree, then the template's halvings and
-/// multiples. Returns the device and the dims' sizes.
+/// multiples. Returns the device and a tiling holding the dims' sizes.
+#[inline]
 pub(crate) fn check_call<'a>(
     desc: &KernelDesc,
     args: &[Arg<'a>],
-) -> Result<(&'a Device, Small<u32>), Error> {
+) -> Result<(&'a Device, Tiling), Error> {
     let device = one_device(desc, args)?;
     let dims = agreed_dims(desc, args)?;
     for h in desc.halves {
@@ -45,6 +46,7 @@ pub(crate) fn check_call<'a>(
     Ok((device, dims))
 }
 
+#[inline]
 pub(super) fn one_device<'a>(desc: &KernelDesc, args: &[Arg<'a>]) -> Result<&'a Device, Error> {
     let mut first: Option<&Device> = None;
     for (i, arg) in args.iter().enumerate() {
@@ -79,11 +81,12 @@ pub(crate) fn axis_size(desc: &KernelDesc, args: &[Arg<'_>], (param, axis): (u8,
 }
 
 /// The size of every dim, after checking that its axes agree and that it
-/// fits the `uint32_t` the kernel receives.
-fn agreed_dims(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<Small<u32>, Error> {
+/// fits the `uint32_t` the kernel receives, as a tiling's first words.
+#[inline]
+fn agreed_dims(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<Tiling, Error> {
     // A loop, not an iterator of `Result`s collected: this runs on every
     // launch, and the adaptors cost more than the checks.
-    let mut dims = Small::new();
+    let mut dims = Tiling::default();
     for dim in desc.dims {
         let first = axis_size(desc, args, dim.axes[0]);
         for &axis in &dim.axes[1..] {
@@ -106,7 +109,7 @@ fn agreed_dims(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<Small<u32>, Error>
                 ),
             });
         };
-        dims.push(size);
+        dims.push_dim(size);
     }
     Ok(dims)
 }
@@ -293,14 +296,18 @@ pub(super) fn check_outputs_written(desc: &KernelDesc, args: &[Arg<'_>]) -> Resu
     Ok(())
 }
 
-/// Every scalar argument's bits, in param order; sizes bound to scalars
-/// are computed here and must fit their type.
-pub(super) fn scalar_words(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<Small<u64>, Error> {
-    let mut words = Small::new();
+/// Appends every scalar argument's bits to `tiling`, in param order; sizes
+/// bound to scalars are computed here and must fit their type.
+#[inline]
+pub(super) fn scalar_words(
+    desc: &KernelDesc,
+    args: &[Arg<'_>],
+    tiling: &mut Tiling,
+) -> Result<(), Error> {
     for (i, arg) in args.iter().enumerate() {
         match *arg {
             Arg::Tensor { .. } => {}
-            Arg::Scalar(bits) => words.push(bits),
+            Arg::Scalar(bits) => tiling.push_scalar(bits),
             Arg::Sized { of, max, dtype } => {
                 let value = size_of(args, of);
                 if value > max {
@@ -313,39 +320,66 @@ pub(super) fn scalar_words(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<Small<
                         ),
                     });
                 }
-                words.push(value);
+                tiling.push_scalar(value);
             }
         }
     }
-    Ok(words)
+    Ok(())
 }
 
 /// The tiling data a kernel reads: `uint32_t dim[N]` then, 8-aligned,
 /// `uint64_t scalar[M]`, native-endian, as the generated C++ struct lays it
-/// out. Held in `u64` words so that the kernel's reads are aligned.
-pub(super) fn tiling_words(dims: &[u32], scalars: &[u64]) -> Small<u64> {
-    let mut words = Small::new();
-    for pair in dims.chunks(2) {
-        // Two `uint32_t`s in memory order, whatever the host's byte order.
-        let mut bytes = [0u8; 8];
-        bytes[..4].copy_from_slice(&pair[0].to_ne_bytes());
-        if let Some(second) = pair.get(1) {
-            bytes[4..].copy_from_slice(&second.to_ne_bytes());
-        }
-        words.push(u64::from_ne_bytes(bytes));
-    }
-    words.extend_from_slice(scalars);
-    words
+/// out. Held in `u64` words so that the kernel's reads are aligned; built
+/// in place, dims first.
+#[derive(Default)]
+pub(crate) struct Tiling {
+    words: Small<u64>,
+    dims: usize,
+    scalars: usize,
 }
 
-/// The size of the C++ tiling struct: no padding after the dims when there
-/// are no scalars.
-pub(super) fn tiling_len(dims: &[u32], scalars: &[u64]) -> u64 {
-    let dim_bytes = 4 * dims.len() as u64;
-    if scalars.is_empty() {
-        dim_bytes
-    } else {
-        dim_bytes.next_multiple_of(8) + 8 * scalars.len() as u64
+impl Tiling {
+    /// Appends a dim's size (before any scalar).
+    #[inline]
+    fn push_dim(&mut self, size: u32) {
+        debug_assert_eq!(self.scalars, 0);
+        match self.words.last_mut() {
+            // The second `uint32_t` of a word, in memory order whatever
+            // the host's byte order.
+            Some(word) if self.dims % 2 == 1 => {
+                let mut bytes = word.to_ne_bytes();
+                bytes[4..].copy_from_slice(&size.to_ne_bytes());
+                *word = u64::from_ne_bytes(bytes);
+            }
+            _ => {
+                let mut bytes = [0u8; 8];
+                bytes[..4].copy_from_slice(&size.to_ne_bytes());
+                self.words.push(u64::from_ne_bytes(bytes));
+            }
+        }
+        self.dims += 1;
+    }
+
+    /// Appends a scalar's word.
+    #[inline]
+    fn push_scalar(&mut self, word: u64) {
+        self.words.push(word);
+        self.scalars += 1;
+    }
+
+    /// The words the kernel reads.
+    pub(super) fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    /// The size of the C++ tiling struct: no padding after the dims when
+    /// there are no scalars.
+    pub(super) fn bytes(&self) -> u64 {
+        if self.scalars == 0 {
+            4 * self.dims as u64
+        } else {
+            8 * self.words.len() as u64
+        }
     }
 }
 
@@ -379,14 +413,42 @@ mod tests {
             dtype: "DT_UINT8",
         };
         let args = [tensor(&[3, 85]), sized(255), Arg::Scalar(7)];
-        assert_eq!(scalar_words(&desc, &args).unwrap().as_slice(), &[255, 7]);
+        let mut tiling = Tiling::default();
+        scalar_words(&desc, &args, &mut tiling).unwrap();
+        assert_eq!(tiling.words(), &[255, 7]);
+        assert_eq!(tiling.bytes(), 16);
         assert_eq!(block_count(&desc, &args), Ok(85));
         let args = [tensor(&[4, 64]), sized(255), Arg::Scalar(7)];
         assert_eq!(
-            scalar_words(&desc, &args).unwrap_err().to_string(),
+            scalar_words(&desc, &args, &mut Tiling::default())
+                .unwrap_err()
+                .to_string(),
             "kernel `k`: size overflow: `n` = `x.numel` = 256, more than its DT_UINT8 holds (255)"
         );
     }
+    /// Dims pack two to a word in memory order; scalars start on the next
+    /// word; the struct has no tail padding without scalars.
+    #[test]
+    fn tilings_lay_out_as_the_cpp_struct() {
+        let bytes_of = |t: &Tiling| -> Vec<u8> {
+            let all: Vec<u8> = t.words().iter().flat_map(|w| w.to_ne_bytes()).collect();
+            all[..t.bytes() as usize].to_vec()
+        };
+        let mut t = Tiling::default();
+        assert_eq!(t.bytes(), 0);
+        for d in [1u32, 2, 3] {
+            t.push_dim(d);
+        }
+        let dims: Vec<u8> = [1u32, 2, 3].iter().flat_map(|d| d.to_ne_bytes()).collect();
+        assert_eq!(bytes_of(&t), dims);
+        t.push_scalar(9);
+        let mut with_scalar = dims.clone();
+        with_scalar.extend([0; 4]);
+        with_scalar.extend(9u64.to_ne_bytes());
+        assert_eq!(bytes_of(&t), with_scalar);
+        assert_eq!(t.bytes(), 24);
+    }
+
     // Plain assertions on the counts: nothing here relies on a debug
     // build's overflow panic, so release builds check the same.
     #[test]

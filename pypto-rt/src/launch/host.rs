@@ -161,8 +161,7 @@ pub(super) unsafe fn run_on_host(
                 bytes,
                 ..
             } => {
-                let guard = buffer.read_only(*offset, *bytes);
-                if guard.holds_pages() {
+                if let Some(guard) = buffer.read_only(*offset, *bytes) {
                     read_only.push(guard);
                 }
                 input_bytes = input_bytes.saturating_add(*bytes as u64);

@@ -26,9 +26,7 @@ use crate::error::Error;
 use crate::stream::Uses;
 
 pub(crate) use check::{axis_size, check_call};
-use check::{
-    block_count, check_outputs_written, one_device, scalar_words, tiling_len, tiling_words,
-};
+use check::{block_count, check_outputs_written, one_device, scalar_words};
 
 /// Per-call lists stay on the stack for kernels of up to 8 tensors or dims,
 /// so that a small launch does not allocate.
@@ -162,9 +160,9 @@ pub(crate) fn note_last_variant(variant: &'static str) {
 /// tensors of `args` in order; each tensor pointer must be valid for its
 /// sizes, and output tensors must not alias any other argument.
 pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> Result<(), Error> {
-    let (device, dims) = check_call(desc, args)?;
+    let (device, mut tiling) = check_call(desc, args)?;
     let blocks = block_count(desc, args)?;
-    let scalars = scalar_words(desc, args)?;
+    scalar_words(desc, args, &mut tiling)?;
     // A forced count is checked on every host launch, so that a bad
     // `PYPTO_BLOCKS` is reported even by launches with no work.
     let blocks = match device.as_npu() {
@@ -185,7 +183,6 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
         });
         return Ok(());
     }
-    let tiling = tiling_words(&dims, &scalars);
     let mut pointers: Small<*mut c_void> = Small::new();
     let mut bytes: Small<u64> = Small::new();
     for arg in args {
@@ -198,8 +195,8 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
     let tensors = Tensors {
         pointers: &pointers,
         bytes: &bytes,
-        tiling: &tiling,
-        tiling_bytes: tiling_len(&dims, &scalars),
+        tiling: tiling.words(),
+        tiling_bytes: tiling.bytes(),
     };
     let (result, ub_peak_bytes) = match device.as_npu() {
         None => {
