@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::host_mem::{HostBuffer, ReadOnly};
 use crate::watchdog;
 
-use super::{Small, Tensors};
+use super::{Small, Tensors, pool};
 
 /// What every block of one host launch shares besides the tensors.
 struct HostCall<'a> {
@@ -371,8 +371,40 @@ fn launch_result(kernel: &'static str, lowest: Option<(u32, String)>) -> Result<
     }
 }
 
-/// The blocks of one launch, on the calling thread and as many pool
-/// threads as help (fewer when the process cannot start threads).
+/// The blocks of one launch, shared by the threads that run them.
+struct Blocks<'a> {
+    kernel: &'static str,
+    entry: HostEntry,
+    blocks: u32,
+    call: &'a HostCall<'a>,
+    next: AtomicU32,
+    failures: Mutex<Small<(u32, String)>>,
+    peak: AtomicU64,
+}
+
+/// Runs blocks of `job` until none is left.
+fn run_some_blocks(job: &Blocks<'_>) {
+    loop {
+        let block = job.next.fetch_add(1, Ordering::Relaxed);
+        if block >= job.blocks {
+            break;
+        }
+        // SAFETY: a `Blocks` is made only by `run_blocks`, under the
+        // contract of `launch`, and lives until every thread has left it.
+        let (message, ub_peak) =
+            unsafe { run_block(job.entry, block, job.blocks, job.call, false) };
+        job.peak.fetch_max(ub_peak, Ordering::Relaxed);
+        if let Some(failure) = message {
+            job.failures
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(failure);
+        }
+    }
+}
+
+/// The blocks of one launch, on the calling thread and as many of the
+/// pool's workers as help (fewer when the process cannot start threads).
 ///
 /// # Safety
 /// As for [`launch`](super::launch).
@@ -387,41 +419,21 @@ unsafe fn run_blocks(
         // SAFETY: forwarded from this function's contract.
         return unsafe { run_blocks_in_turn(kernel, entry, blocks, call) };
     }
-    let next = AtomicU32::new(0);
-    let failures: Mutex<Small<(u32, String)>> = Mutex::new(Small::new());
-    let peak = AtomicU64::new(0);
-    let work = || {
-        loop {
-            let block = next.fetch_add(1, Ordering::Relaxed);
-            if block >= blocks {
-                break;
-            }
-            // SAFETY: forwarded from this function's contract.
-            let (message, ub_peak) = unsafe { run_block(entry, block, blocks, call, false) };
-            peak.fetch_max(ub_peak, Ordering::Relaxed);
-            if let Some(failure) = message {
-                failures
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(failure);
-            }
-        }
+    let job = Blocks {
+        kernel,
+        entry,
+        blocks,
+        call,
+        next: AtomicU32::new(0),
+        failures: Mutex::new(Small::new()),
+        peak: AtomicU64::new(0),
     };
-    std::thread::scope(|s| {
-        // The calling thread is one of the workers. A thread that cannot be
-        // started (a process at its thread limit) leaves its blocks to the
-        // others.
-        for _ in 1..workers {
-            if std::thread::Builder::new().spawn_scoped(s, work).is_err() {
-                break;
-            }
-        }
-        work();
-    });
-    let failures = failures.into_inner().unwrap_or_else(|e| e.into_inner());
+    // The calling thread is one of the workers.
+    pool::run(&job, workers - 1, run_some_blocks);
+    let failures = job.failures.into_inner().unwrap_or_else(|e| e.into_inner());
     // The lowest failing block, so a failure reads the same each run.
-    let result = launch_result(kernel, failures.into_iter().min());
-    (result, peak.into_inner())
+    let result = launch_result(job.kernel, failures.into_iter().min());
+    (result, job.peak.into_inner())
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@
 mod check;
 mod host;
 mod npu;
+mod pool;
 
 use std::cell::Cell;
 use std::ffi::c_void;
