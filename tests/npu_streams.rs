@@ -158,6 +158,65 @@ fn drops(dev: &Device) -> Result<()> {
     Ok(())
 }
 
+/// Runs one launch and prints the mutexes of pypto-rt it locked on this
+/// thread and the runtime calls it made.
+fn cost(what: &str, launch: impl FnOnce() -> std::result::Result<(), Error>) -> Result<()> {
+    let locks = pypto_rt::testing::locks_taken();
+    let before = snapshot();
+    launch()?;
+    let locks = pypto_rt::testing::locks_taken() - locks;
+    let now = snapshot();
+    let parts: Vec<String> = COUNTERS
+        .iter()
+        .zip(now.iter().zip(&before))
+        .map(|(name, (n, b))| format!("{name} {}", n - b))
+        .collect();
+    println!("{what}: locks {locks}, {}", parts.join(", "));
+    Ok(())
+}
+
+/// What a launch locks, by what its tensors and its stream saw before.
+fn locks(dev: &Device) -> Result<()> {
+    let (s1, s2, s3) = (dev.new_stream()?, dev.new_stream()?, dev.new_stream()?);
+    let d = dev.default_stream();
+    let bias = data(64, 9);
+    let x = data(2 * 64, 10);
+    let bias_t = dev.tensor_from(&bias, (Const::<64>,))?;
+    let mut a = dev.tensor_from(&x, (2, Const::<64>))?;
+    let mut b = dev.zeros((2, Const::<64>))?;
+    // b = a + bias, a = b + bias, ...: each launch adds bias once.
+    let mut adds = 0;
+    let mut step = |what: &str, stream: &Stream, a: &mut pypto_rt::Tensor<f32, (usize, Const<64>)>, b: &mut pypto_rt::Tensor<f32, (usize, Const<64>)>| -> Result<()> {
+        cost(what, || with_stream(stream, || kernels::add_bias(&*a, &bias_t, &mut *b)))?;
+        std::mem::swap(a, b);
+        adds += 1;
+        Ok(())
+    };
+    step("first launch of its sizes", &d, &mut a, &mut b)?;
+    step("the same kernel and sizes again", &d, &mut a, &mut b)?;
+    let mut fresh = dev.zeros((2, Const::<64>))?;
+    step("into a tensor no launch used", &d, &mut a, &mut fresh)?;
+    step("on a second stream, the default's work pending", &s1, &mut a, &mut b)?;
+    d.synchronize()?;
+    s1.synchronize()?;
+    step("the second stream again, nothing pending elsewhere", &s1, &mut a, &mut b)?;
+    s1.synchronize()?;
+    step("a third stream", &s2, &mut a, &mut b)?;
+    step("the third again", &s2, &mut a, &mut b)?;
+    step("a fourth stream, the third's work pending", &s3, &mut a, &mut b)?;
+    step("the default stream, the fourth's work pending", &d, &mut a, &mut b)?;
+    let want: Vec<f32> = x
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (0..adds).fold(*v, |acc, _| acc + bias[i % 64]))
+        .collect();
+    if a.to_vec()? != want {
+        return Err("locks: wrong numbers".into());
+    }
+    println!("locks ok");
+    Ok(())
+}
+
 fn wrong_stream() -> Result<()> {
     let (a, b) = (Device::npu(0)?, Device::npu(1)?);
     let stream = b.new_stream()?;
@@ -234,6 +293,7 @@ fn run(mode: &str) -> Result<()> {
             }
         }
         "wrong" => wrong_stream()?,
+        "locks" => locks(&dev)?,
         "failing" => {
             let x = dev.tensor_from(&data(64, 1), (1, Const::<64>))?;
             let bias = dev.tensor_from(&data(64, 2), (Const::<64>,))?;
@@ -343,6 +403,38 @@ fn launches_are_queued_on_streams_and_reads_wait_for_them() {
     // the only memory kept until exit.
     assert_eq!(field("live"), 4, "{counts}");
     assert_eq!(field("mallocs") - field("frees"), 4, "{counts}");
+
+    // What a launch locks on its thread (issue 29): its stream, always; the
+    // device's tiling cache the first time its stream launches a kernel
+    // with those sizes; each other stream with pending work on its tensors,
+    // to record the event it waits for; and, for each tensor that more than
+    // two streams have used, that tensor's list of the later ones, once to
+    // read it and once to note the launch. In steady state: one.
+    let (ok, stdout, stderr) = run(&fake, "locks", &[]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout,
+        "\
+         first launch of its sizes: locks 2, launch 1, aclrtMemcpy 1, aclrtSynchronizeStream 0, \
+         aclrtMalloc 1, aclrtRecordEvent 0, aclrtStreamWaitEvent 0\n\
+         the same kernel and sizes again: locks 1, launch 1, aclrtMemcpy 0, aclrtSynchronizeStream 0, \
+         aclrtMalloc 0, aclrtRecordEvent 0, aclrtStreamWaitEvent 0\n\
+         into a tensor no launch used: locks 1, launch 1, aclrtMemcpy 0, aclrtSynchronizeStream 0, \
+         aclrtMalloc 0, aclrtRecordEvent 0, aclrtStreamWaitEvent 0\n\
+         on a second stream, the default's work pending: locks 3, launch 1, aclrtMemcpy 0, aclrtSynchronizeStream 0, \
+         aclrtMalloc 0, aclrtRecordEvent 1, aclrtStreamWaitEvent 1\n\
+         the second stream again, nothing pending elsewhere: locks 1, launch 1, aclrtMemcpy 0, aclrtSynchronizeStream 0, \
+         aclrtMalloc 0, aclrtRecordEvent 0, aclrtStreamWaitEvent 0\n\
+         a third stream: locks 5, launch 1, aclrtMemcpy 0, aclrtSynchronizeStream 0, \
+         aclrtMalloc 0, aclrtRecordEvent 0, aclrtStreamWaitEvent 0\n\
+         the third again: locks 7, launch 1, aclrtMemcpy 0, aclrtSynchronizeStream 0, \
+         aclrtMalloc 0, aclrtRecordEvent 0, aclrtStreamWaitEvent 0\n\
+         a fourth stream, the third's work pending: locks 9, launch 1, aclrtMemcpy 0, aclrtSynchronizeStream 0, \
+         aclrtMalloc 0, aclrtRecordEvent 1, aclrtStreamWaitEvent 1\n\
+         the default stream, the fourth's work pending: locks 6, launch 1, aclrtMemcpy 0, aclrtSynchronizeStream 0, \
+         aclrtMalloc 0, aclrtRecordEvent 2, aclrtStreamWaitEvent 2\n\
+         locks ok\n"
+    );
 
     // Streams and events belong to one device.
     let (ok, stdout, stderr) = run(&fake, "wrong", &[]);

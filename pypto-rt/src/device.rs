@@ -84,13 +84,44 @@ pub(crate) struct Npu {
 /// then change its own later launches of those sizes, but never another
 /// kernel's. The host backend reports such a write as
 /// [`crate::Error::TilingWritten`].
+///
+/// The same type is each stream's index of the copies its launches used
+/// (see [`crate::stream::Queue::tilings`]), so that a launch finds its
+/// tiling under the stream's lock instead of this cache's.
 #[derive(Default)]
 pub(crate) struct TilingCache {
     /// By launch stub address, then by the tiling's words: device address.
-    pub(crate) entries:
-        std::collections::HashMap<usize, std::collections::HashMap<Box<[u64]>, usize>>,
+    entries: std::collections::HashMap<usize, std::collections::HashMap<Box<[u64]>, usize>>,
     /// How many copies `entries` holds, over all kernels.
-    pub(crate) count: usize,
+    count: usize,
+}
+
+impl TilingCache {
+    /// The device copy of `words` for the kernel whose launch stub is at
+    /// `kernel`, if kept.
+    pub(crate) fn get(&self, kernel: usize, words: &[u64]) -> Option<usize> {
+        self.entries.get(&kernel)?.get(words).copied()
+    }
+
+    /// Keeps `ptr` as the copy of `words` for `kernel`; `false` (and kept
+    /// nowhere) when [`MAX_TILINGS`] copies are kept already or the key's
+    /// memory cannot be had.
+    pub(crate) fn insert(&mut self, kernel: usize, words: &[u64], ptr: usize) -> bool {
+        if self.count >= MAX_TILINGS {
+            return false;
+        }
+        let mut key = Vec::new();
+        if key.try_reserve_exact(words.len()).is_err() {
+            return false;
+        }
+        key.extend_from_slice(words);
+        self.entries
+            .entry(kernel)
+            .or_default()
+            .insert(key.into_boxed_slice(), ptr);
+        self.count += 1;
+        true
+    }
 }
 
 /// Most distinct tilings kept per device; launches past it copy their

@@ -26,12 +26,13 @@
 use std::cell::RefCell;
 use std::ffi::c_void;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crate::acl::{self, Acl};
-use crate::device::{Device, enter};
+use crate::device::{Device, TilingCache, enter};
 use crate::error::Error;
+use crate::sync;
 
 /// The variable that makes every NPU launch wait for its kernel
 /// (`PYPTO_LAUNCH_BLOCKING=1`), so that a failing kernel is reported by
@@ -72,13 +73,39 @@ pub(crate) struct StreamState {
 }
 
 /// What waits for the stream to pass its queued work before it can be
-/// released.
+/// released, and what its launches read under its lock.
 #[derive(Default)]
 struct Deferred {
     /// Device memory whose owner was dropped while work used it.
     frees: Vec<usize>,
     /// Events the queued work records or waits for.
     events: Vec<Arc<EventRaw>>,
+    /// The device's tiling copies this stream's launches used (see
+    /// [`Queue::tilings`]).
+    tilings: TilingCache,
+}
+
+/// What work queued under a stream's lock is given.
+pub(crate) struct Queue<'a> {
+    /// The stream's handle.
+    pub(crate) raw: acl::Stream,
+    /// The copies of the device's tiling cache ([`crate::device::Npu`]'s)
+    /// that this stream's launches used before, by kernel and content: a
+    /// launch finds its tiling here under the lock it holds anyway to
+    /// queue, and locks the device's cache only the first time this stream
+    /// launches a kernel with those words. The pointers are the device
+    /// cache's, freed only when the process ends, and a stream belongs to
+    /// one device, so none is ever stale or another device's.
+    pub(crate) tilings: &'a mut TilingCache,
+    frees: &'a mut Vec<usize>,
+}
+
+impl Queue<'_> {
+    /// Frees `ptr` once the stream has passed the work queued so far,
+    /// including the work this queues.
+    pub(crate) fn free_later(&mut self, ptr: *mut c_void) {
+        self.frees.push(ptr as usize);
+    }
 }
 
 /// An ACL event, destroyed when the last stream that records or waits for
@@ -132,7 +159,7 @@ impl StreamState {
     }
 
     fn lock(&self) -> MutexGuard<'_, Deferred> {
-        crate::sync::lock(&self.inner)
+        sync::lock(&self.inner)
     }
 
     /// Whether work number `seq` may still be running.
@@ -164,25 +191,50 @@ impl StreamState {
         result.and(freed)
     }
 
-    /// Queues work with `queue` (given the stream handle) under the stream's
-    /// lock and returns its number.
+    /// Queues work with `queue` under the stream's lock, after making the
+    /// stream's device current, and returns its number.
     pub(crate) fn submit(
         &self,
         waits: Vec<Arc<EventRaw>>,
-        queue: impl FnOnce(acl::Stream) -> Result<(), Error>,
+        queue: impl FnOnce(&mut Queue<'_>) -> Result<(), Error>,
     ) -> Result<u64, Error> {
         let mut deferred = self.lock();
         enter(self.acl, self.device)?;
+        self.submit_locked(&mut deferred, waits, queue)
+    }
+
+    /// [`StreamState::submit`] for a caller that has made the stream's
+    /// device current on this thread itself, with no call since that could
+    /// change it: the runtime is not asked again (a launch asks once).
+    pub(crate) fn submit_entered(
+        &self,
+        waits: Vec<Arc<EventRaw>>,
+        queue: impl FnOnce(&mut Queue<'_>) -> Result<(), Error>,
+    ) -> Result<u64, Error> {
+        let mut deferred = self.lock();
+        self.submit_locked(&mut deferred, waits, queue)
+    }
+
+    fn submit_locked(
+        &self,
+        deferred: &mut Deferred,
+        waits: Vec<Arc<EventRaw>>,
+        queue: impl FnOnce(&mut Queue<'_>) -> Result<(), Error>,
+    ) -> Result<u64, Error> {
         for event in waits {
             // SAFETY: both handles are live on this device; the event is
             // kept alive until this stream has passed the wait.
             unsafe { self.acl.stream_wait_event(self.raw, event.handle())? };
             deferred.events.push(event);
         }
-        queue(self.raw)?;
+        queue(&mut Queue {
+            raw: self.raw,
+            tilings: &mut deferred.tilings,
+            frees: &mut deferred.frees,
+        })?;
         let seq = self.submitted.fetch_add(1, Ordering::AcqRel) + 1;
         if launch_blocking() || deferred.frees.len() + deferred.events.len() > MAX_DEFERRED {
-            self.synchronize_locked(&mut deferred)?;
+            self.synchronize_locked(deferred)?;
         }
         Ok(seq)
     }
@@ -407,25 +459,69 @@ pub(crate) fn with_current<R>(f: impl FnOnce(Option<&Stream>) -> R) -> R {
     CURRENT.with(|c| f(c.borrow().as_ref()))
 }
 
+/// Streams a buffer notes without a lock. Most buffers are used by one
+/// stream in their life, a few by two (a copy stream and a compute
+/// stream); a third and later streams are noted behind a lock.
+const USE_SLOTS: usize = 2;
+
 /// The queued work that uses one device buffer: which streams, up to which
 /// work number. Kept per buffer so that host access, frees and launches on
 /// other streams can wait for exactly that work.
+///
+/// A launch reads and updates it on every tensor it is given, so the
+/// common case takes no lock (issue 29): the first [`USE_SLOTS`] streams to
+/// use the buffer each get a slot, set once by their first launch on it (a
+/// `OnceLock`, no mutex), whose number only grows (an atomic maximum).
+/// Only the streams after those are noted in `more`, behind its mutex,
+/// which readers lock only once `spilled` is set. A slot keeps its stream
+/// alive while the buffer lives, finished or not (an entry of `more` only
+/// while its work is pending); a stream's drop still waits for its work.
 #[derive(Default)]
-pub(crate) struct Uses(Mutex<Vec<(Arc<StreamState>, u64)>>);
+pub(crate) struct Uses {
+    slots: [UseSlot; USE_SLOTS],
+    /// Set before the first push to `more`.
+    spilled: AtomicBool,
+    more: Mutex<Vec<(Arc<StreamState>, u64)>>,
+}
+
+/// One stream's use of a buffer: the stream (set by its first launch on
+/// the buffer) and the number of its latest work on it.
+#[derive(Default)]
+struct UseSlot {
+    stream: OnceLock<Arc<StreamState>>,
+    seq: AtomicU64,
+}
 
 impl Uses {
-    fn lock(&self) -> MutexGuard<'_, Vec<(Arc<StreamState>, u64)>> {
-        crate::sync::lock(&self.0)
+    /// Calls `f` with each stream that has pending work on the buffer (each
+    /// stream once).
+    fn each_pending(&self, mut f: impl FnMut(&Arc<StreamState>)) {
+        for slot in &self.slots {
+            if let Some(s) = slot.stream.get()
+                && s.pending(slot.seq.load(Ordering::Acquire))
+            {
+                f(s);
+            }
+        }
+        if self.spilled.load(Ordering::Acquire) {
+            let mut more = sync::lock(&self.more);
+            more.retain(|(s, seq)| s.pending(*seq));
+            for (s, _) in more.iter() {
+                f(s);
+            }
+        }
+    }
+
+    /// The streams with pending work on the buffer.
+    fn pending_streams(&self) -> Vec<Arc<StreamState>> {
+        let mut pending = Vec::new();
+        self.each_pending(|s| pending.push(s.clone()));
+        pending
     }
 
     /// Waits until no queued work uses the buffer.
     pub(crate) fn wait_idle(&self) -> Result<(), Error> {
-        let pending: Vec<Arc<StreamState>> = {
-            let mut uses = self.lock();
-            uses.retain(|(s, seq)| s.pending(*seq));
-            uses.iter().map(|(s, _)| s.clone()).collect()
-        };
-        for stream in pending {
+        for stream in self.pending_streams() {
             stream.synchronize()?;
         }
         Ok(())
@@ -438,20 +534,28 @@ impl Uses {
         stream: &Arc<StreamState>,
         others: &mut Vec<Arc<StreamState>>,
     ) {
-        let mut uses = self.lock();
-        uses.retain(|(s, seq)| s.pending(*seq));
-        for (s, _) in uses.iter() {
+        self.each_pending(|s| {
             if !Arc::ptr_eq(s, stream) && !others.iter().any(|o| Arc::ptr_eq(o, s)) {
                 others.push(s.clone());
             }
-        }
+        });
     }
 
     /// Notes work number `seq` of `stream` as using the buffer.
     pub(crate) fn used_by(&self, stream: &Arc<StreamState>, seq: u64) {
-        let mut uses = self.lock();
-        uses.retain(|(s, n)| s.pending(*n) && !Arc::ptr_eq(s, stream));
-        uses.push((stream.clone(), seq));
+        for slot in &self.slots {
+            // A slot, once set, names one stream for good: the first slot
+            // naming `stream` is the only one that does.
+            let holder = slot.stream.get_or_init(|| stream.clone());
+            if Arc::ptr_eq(holder, stream) {
+                slot.seq.fetch_max(seq, Ordering::AcqRel);
+                return;
+            }
+        }
+        self.spilled.store(true, Ordering::Release);
+        let mut more = sync::lock(&self.more);
+        more.retain(|(s, n)| s.pending(*n) && !Arc::ptr_eq(s, stream));
+        more.push((stream.clone(), seq));
     }
 
     /// For the buffer's drop: hands `ptr` to a stream still using it, to be
@@ -459,11 +563,7 @@ impl Uses {
     /// uses it and the caller may free it now. With pending work on several
     /// streams, all but the last are waited for.
     pub(crate) fn free_when_idle(&self, ptr: *mut c_void) -> bool {
-        let mut pending: Vec<Arc<StreamState>> = {
-            let mut uses = self.lock();
-            uses.retain(|(s, seq)| s.pending(*seq));
-            uses.iter().map(|(s, _)| s.clone()).collect()
-        };
+        let mut pending = self.pending_streams();
         let Some(last) = pending.pop() else {
             return false;
         };

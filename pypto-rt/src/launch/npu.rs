@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use crate::abi::{Entries, KernelDesc, NpuEntry};
 use crate::acl::CopyKind;
-use crate::device::MAX_TILINGS;
-use crate::device::{Device, Npu};
+use crate::device::{Device, Npu, TilingCache};
 use crate::error::Error;
 use crate::stream::{StreamState, Uses};
 
@@ -85,62 +84,67 @@ pub(super) fn wrong_stream(desc: &KernelDesc, device: &Device, stream: &crate::S
 }
 
 /// The device copy of `tiling` for the kernel whose launch stub is
-/// `entry`: from the device's cache when this kernel was launched with
-/// these words before, else copied once and kept. Copies are per kernel, so
-/// a kernel that writes its tiling changes no other kernel's (see
-/// `TilingCache`). Past [`MAX_TILINGS`] copies, a copy for this launch
-/// alone, to be freed by `stream` when it has passed the launch (the
-/// second value).
+/// `entry`: from `seen` (the launching stream's copies, read under the
+/// stream's lock the caller holds) when this stream launched this kernel
+/// with these words before; else from the device's cache, or copied once
+/// and kept there. Copies are per kernel, so a kernel that writes its
+/// tiling changes no other kernel's (see `TilingCache`). Past
+/// [`MAX_TILINGS`](crate::device::MAX_TILINGS) copies, a copy for this launch alone, for the stream to
+/// free when it has passed the launch (the second value). The device must
+/// be current on this thread.
 fn device_tiling(
     npu: &Npu,
+    seen: &mut TilingCache,
     entry: NpuEntry,
     tiling: &[u64],
     bytes: usize,
 ) -> Result<(*mut c_void, bool), Error> {
     let kernel = entry as usize;
-    let mut cache = crate::sync::lock(&npu.tilings);
-    if let Some(&ptr) = cache.entries.get(&kernel).and_then(|k| k.get(tiling)) {
+    if let Some(ptr) = seen.get(kernel, tiling) {
         return Ok((ptr as *mut c_void, false));
     }
-    let ptr = npu.acl.malloc(bytes)?;
-    if !tiling.is_empty() {
-        // SAFETY: `ptr` holds `bytes` of fresh device memory, at least the
-        // size of the words copied; no queued work uses it yet.
-        let copied = unsafe {
-            npu.acl.memcpy(
-                ptr,
-                tiling.as_ptr().cast(),
-                std::mem::size_of_val(tiling),
-                CopyKind::HostToDevice,
-            )
-        };
-        if let Err(e) = copied {
-            // SAFETY: allocated just above and used by nothing.
-            let _ = unsafe { npu.acl.free(ptr) };
-            return Err(e);
+    let mut cache = crate::sync::lock(&npu.tilings);
+    let ptr = match cache.get(kernel, tiling) {
+        Some(ptr) => ptr as *mut c_void,
+        None => {
+            let ptr = npu.acl.malloc(bytes)?;
+            if !tiling.is_empty() {
+                // SAFETY: `ptr` holds `bytes` of fresh device memory, at
+                // least the size of the words copied; no queued work uses
+                // it yet.
+                let copied = unsafe {
+                    npu.acl.memcpy(
+                        ptr,
+                        tiling.as_ptr().cast(),
+                        std::mem::size_of_val(tiling),
+                        CopyKind::HostToDevice,
+                    )
+                };
+                if let Err(e) = copied {
+                    // SAFETY: allocated just above and used by nothing.
+                    let _ = unsafe { npu.acl.free(ptr) };
+                    return Err(e);
+                }
+            }
+            if !cache.insert(kernel, tiling, ptr as usize) {
+                return Ok((ptr, true));
+            }
+            ptr
         }
-    }
-    if cache.count >= MAX_TILINGS {
-        return Ok((ptr, true));
-    }
-    let mut key = Vec::new();
-    if key.try_reserve_exact(tiling.len()).is_ok() {
-        key.extend_from_slice(tiling);
-        cache
-            .entries
-            .entry(kernel)
-            .or_default()
-            .insert(key.into_boxed_slice(), ptr as usize);
-        cache.count += 1;
-        Ok((ptr, false))
-    } else {
-        Ok((ptr, true))
-    }
+    };
+    drop(cache);
+    // A stream that cannot keep it asks the device's cache again next time.
+    seen.insert(kernel, tiling, ptr as usize);
+    Ok((ptr, false))
 }
 
-/// Queues the kernel on `stream` and returns: the tiling comes from the
-/// device's cache, the stream waits (through events) for work on other
-/// streams that uses the same tensors, and each tensor notes the launch.
+/// Queues the kernel on `stream` and returns: the stream waits (through
+/// events) for work on other streams that uses the same tensors, the
+/// tiling comes from the stream's or the device's cache, and each tensor
+/// notes the launch. In steady state (the tiling used on this stream
+/// before, the tensors used by this stream alone or by none) that is one
+/// question to the runtime (which device is current), one lock (the
+/// stream's, which orders its queue) and the launch (issue 29).
 ///
 /// # Safety
 /// As for [`launch`](super::launch), with device addresses on `npu`.
@@ -153,9 +157,6 @@ pub(super) unsafe fn run_on_npu(
     uses: &[&Uses],
 ) -> Result<(), Error> {
     npu.enter()?;
-    // A launch with no dims and no scalars still passes a (1-word) tiling.
-    let tiling_bytes = std::mem::size_of_val(tensors.tiling).max(8);
-    let (tiling, own_tiling) = device_tiling(npu, entry, tensors.tiling, tiling_bytes)?;
     // One event per other stream with queued work on these tensors.
     let mut others = Vec::new();
     for u in uses {
@@ -165,18 +166,37 @@ pub(super) unsafe fn run_on_npu(
         .iter()
         .map(|other| other.record())
         .collect::<Result<Vec<_>, Error>>()?;
+    if !waits.is_empty() {
+        // Recording made each other stream's device current: the same as
+        // the launch's (a tensor is used only by streams of its device),
+        // but asked again rather than assumed.
+        npu.enter()?;
+    }
+    // A launch with no dims and no scalars still passes a (1-word) tiling.
+    let tiling_bytes = std::mem::size_of_val(tensors.tiling).max(8);
     let mut args: Small<*mut c_void> = tensors.pointers.iter().copied().collect();
-    args.push(tiling);
-    // Read by the stub on the host, before it returns.
+    // The device's tiling (below), then the host's, read by the stub on the
+    // host before it returns.
+    args.push(std::ptr::null_mut());
     args.push(tensors.tiling.as_ptr().cast_mut().cast());
-    let queued = stream.submit(waits, |raw| {
+    let tiling_at = args.len() - 2;
+    // The device is current on this thread: entered above, and nothing
+    // since makes another device current.
+    let seq = stream.submit_entered(waits, |queue| {
+        let (tiling, own_tiling) =
+            device_tiling(npu, queue.tilings, entry, tensors.tiling, tiling_bytes)?;
+        args[tiling_at] = tiling;
         // SAFETY: `entry` is the stub compiled for this kernel and this
         // device's architecture (the caller's contract); `args` holds one
         // device address per tensor param, then the tiling's; the memory
         // stays allocated until the stream has passed the launch (each
         // tensor notes it below, and the tiling is cached or freed later).
-        let status = unsafe { entry(blocks, raw, args.as_mut_ptr()) };
+        let status = unsafe { entry(blocks, queue.raw, args.as_mut_ptr()) };
         if status != 0 {
+            if own_tiling {
+                // SAFETY: the launch was not queued, so nothing uses it.
+                let _ = unsafe { npu.acl.free(tiling) };
+            }
             let message = if status as u32 == TILING_RANGE_STATUS {
                 "a `tiling:` field's value does not fit its type in the struct (the host \
                  backend's error names the field)"
@@ -189,25 +209,13 @@ pub(super) unsafe fn run_on_npu(
                 message: message.to_owned(),
             });
         }
-        Ok(())
-    });
-    let seq = match queued {
-        Ok(seq) => seq,
-        Err(e) => {
-            if own_tiling {
-                // SAFETY: not queued, so nothing uses it.
-                let _ = unsafe { npu.acl.free(tiling) };
-            }
-            return Err(e);
+        if own_tiling {
+            queue.free_later(tiling);
         }
-    };
+        Ok(())
+    })?;
     for u in uses {
         u.used_by(stream, seq);
-    }
-    if own_tiling {
-        let once = Uses::default();
-        once.used_by(stream, seq);
-        once.free_when_idle(tiling);
     }
     Ok(())
 }
