@@ -269,6 +269,22 @@ struct BlockState {
     // ... and the ranges of outputs it read (a read of bytes another block
     // writes is a race between blocks).
     std::vector<std::map<uint64_t, uint64_t>> gm_reads;
+
+    // Every field as a new BlockState's, but the lists keep their storage,
+    // so a block on a thread that ran one before allocates nothing to start.
+    void reset()
+    {
+        std::vector<GmRegion> keep_regions = std::move(regions);
+        std::vector<void*> keep_queues = std::move(queues);
+        std::string keep_leak = std::move(sync_leak);
+        *this = BlockState{};
+        keep_regions.clear();
+        keep_queues.clear();
+        keep_leak.clear();
+        regions = std::move(keep_regions);
+        queues = std::move(keep_queues);
+        sync_leak = std::move(keep_leak);
+    }
 };
 
 // The sanitizer checks (pypto-rt's `Sanitize`, PYPTO_SANITIZE).
@@ -888,7 +904,7 @@ int32_t run_core(HostLaunch* launch, CoreRole role, CoreGroup* group, Body&& bod
 {
     install_fault_handler();
     use_fault_stack();
-    block = BlockState{};
+    block.reset();
     bool vector1 = role == CoreRole::MixedVector1;
     bool mixed_vector = role == CoreRole::MixedVector0 || vector1;
     // Mixed kernels number their vector cores 2 * block + sub.

@@ -8,7 +8,6 @@
 
 #include <cstdlib>
 #include <cstdio>
-#include <deque>
 #include <iomanip>
 #include <sstream>
 #include <string>
@@ -72,6 +71,25 @@ struct Slot {
     double model_filled = 0;
     double model_freed = 0;
     bool model_was_freed = false;
+};
+
+// A queue's enqueued buffers, oldest first, as indices into its buffers:
+// a buffer is in it at most once and a queue has at most 255 buffers (an
+// `InitBuffer` count is a uint8_t), so a fixed ring holds them, and a queue
+// allocates nothing for its order.
+class SlotFifo {
+public:
+    bool empty() const { return count_ == 0; }
+    size_t size() const { return count_; }
+    void clear() { head_ = 0, count_ = 0; }
+    void push_back(uint8_t slot) { ring_[static_cast<uint8_t>(head_ + count_)] = slot, ++count_; }
+    uint8_t front() const { return ring_[head_]; }
+    void pop_front() { head_ = static_cast<uint8_t>(head_ + 1), --count_; }
+
+private:
+    uint8_t ring_[256] = {};
+    uint8_t head_ = 0;
+    uint16_t count_ = 0;
 };
 
 // Counts TPipe lifetimes, resets and destroys in this thread: a queue, TBuf
@@ -1131,7 +1149,7 @@ protected:
             s->model_filled = pypto_emu::model_signal(from);
         }
         if (depth_ != 0) {
-            fifo_.push_back(s);
+            fifo_.push_back(static_cast<uint8_t>(s - slots_.data()));
         }
         return true;
     }
@@ -1143,7 +1161,7 @@ protected:
         if (fifo_.empty()) {
             pypto_emu::fail("TQue<", name(), ">::DeQue: the queue is empty; EnQue a tensor first");
         }
-        pypto_emu::Slot* s = fifo_.front();
+        pypto_emu::Slot* s = &slots_[fifo_.front()];
         if (user_src != TPosition::MAX && s->user_src != TPosition::MAX &&
             (s->user_src != user_src || s->user_dst != user_dst)) {
             pypto_emu::fail("TQue<", name(), ">::DeQue<", pypto_emu::position_name(user_src), ", ",
@@ -1272,7 +1290,7 @@ protected:
     TPosition dst_;
     int32_t depth_;
     std::vector<pypto_emu::Slot> slots_;
-    std::deque<pypto_emu::Slot*> fifo_;
+    pypto_emu::SlotFifo fifo_;
     uint32_t cursor_ = 0; // the buffer AllocTensor tries first
     uint32_t base_offset_ = 0;
     uint64_t epoch_ = 0;
