@@ -20,6 +20,15 @@
 
 #![warn(missing_docs)]
 
+/// The module of pypto-rt that generated code names, as a string literal
+/// (`codegen::rust::RT_INTERFACE` is its version): stated once here, so
+/// that the dtype table's Rust paths and the generated wrappers agree.
+macro_rules! rt_module {
+    () => {
+        "::pypto_rt::__private::v3"
+    };
+}
+
 mod builder;
 mod contract;
 pub mod diag;

@@ -19,7 +19,7 @@ pub const RT_INTERFACE: u32 = 3;
 
 /// The module of pypto-rt that generated code names (interface
 /// [`RT_INTERFACE`]).
-const RT: &str = "::pypto_rt::__private::v3";
+const RT: &str = rt_module!();
 
 /// The interface, and its module, that kernels with a workspace need
 /// (`launch_with_workspace`); the rest need only [`RT_INTERFACE`].
@@ -1247,6 +1247,8 @@ mod tests {
         assert_eq!(RT, format!("::pypto_rt::__private::v{RT_INTERFACE}"));
 
         assert_eq!(rust_type(DType::Bf16), format!("{RT}::bf16"));
+        // The module's version is the interface's.
+        assert_eq!(RT, format!("::pypto_rt::__private::v{RT_INTERFACE}"));
     }
 
     #[test]
