@@ -217,6 +217,34 @@ fn locks(dev: &Device) -> Result<()> {
     Ok(())
 }
 
+/// More distinct tilings than a device keeps (4096): add_bias on the
+/// first 1 to 4100 rows of one tensor. Past the cap a launch copies a
+/// tiling of its own, which its stream frees once it has passed the launch.
+fn past_the_cap(dev: &Device) -> Result<()> {
+    let rows = 4100;
+    let bias = data(64, 11);
+    let x = data(rows * 64, 12);
+    let bias_t = dev.tensor_from(&bias, (Const::<64>,))?;
+    let xt = dev.tensor_from(&x, (rows, Const::<64>))?;
+    let mut out = dev.zeros((rows, Const::<64>))?;
+    let before = snapshot();
+    for n in 1..=4096 {
+        kernels::add_bias(xt.slice(..n)?, &bias_t, out.slice_mut(..n)?)?;
+    }
+    report("4096 sizes", &before);
+    for n in 4097..=4100 {
+        cost(&format!("{n} rows"), || kernels::add_bias(xt.slice(..n)?, &bias_t, out.slice_mut(..n)?))?;
+    }
+    cost("4100 rows again", || kernels::add_bias(xt.slice(..)?, &bias_t, out.slice_mut(..)?))?;
+    cost("4096 rows again", || kernels::add_bias(xt.slice(..4096)?, &bias_t, out.slice_mut(..4096)?))?;
+    let want: Vec<f32> = x.iter().enumerate().map(|(i, v)| v + bias[i % 64]).collect();
+    if out.to_vec()? != want {
+        return Err("past the cap: wrong numbers".into());
+    }
+    println!("past the cap ok");
+    Ok(())
+}
+
 fn wrong_stream() -> Result<()> {
     let (a, b) = (Device::npu(0)?, Device::npu(1)?);
     let stream = b.new_stream()?;
@@ -294,6 +322,7 @@ fn run(mode: &str) -> Result<()> {
         }
         "wrong" => wrong_stream()?,
         "locks" => locks(&dev)?,
+        "past-the-cap" => past_the_cap(&dev)?,
         "failing" => {
             let x = dev.tensor_from(&data(64, 1), (1, Const::<64>))?;
             let bias = dev.tensor_from(&data(64, 2), (Const::<64>,))?;
@@ -435,6 +464,49 @@ fn launches_are_queued_on_streams_and_reads_wait_for_them() {
          aclrtMalloc 0, aclrtRecordEvent 2, aclrtStreamWaitEvent 2\n\
          locks ok\n"
     );
+
+    // Past the device's 4096 tilings, each launch of a new size copies its
+    // own (and locks the device's cache to look first), which its stream
+    // frees once it has passed the launch: at exit only the 4096 cached
+    // copies are left.
+    let report = tmp.join("fake-acl-cap-report.txt");
+    let (ok, stdout, stderr) = run(
+        &fake,
+        "past-the-cap",
+        &[("PYPTO_FAKE_ACL_REPORT", report.to_str().unwrap())],
+    );
+    assert!(ok, "{stderr}");
+    let past = |what: &str| {
+        format!(
+            "{what}: locks 2, launch 1, aclrtMemcpy 1, aclrtSynchronizeStream 0, aclrtMalloc 1, \
+             aclrtRecordEvent 0, aclrtStreamWaitEvent 0\n"
+        )
+    };
+    assert_eq!(
+        stdout,
+        format!(
+            "4096 sizes: launch 4096, aclrtMemcpy 4096, aclrtSynchronizeStream 0, \
+             aclrtMalloc 4096, aclrtRecordEvent 0, aclrtStreamWaitEvent 0\n\
+             {}{}{}{}{}\
+             4096 rows again: locks 1, launch 1, aclrtMemcpy 0, aclrtSynchronizeStream 0, \
+             aclrtMalloc 0, aclrtRecordEvent 0, aclrtStreamWaitEvent 0\n\
+             past the cap ok\n",
+            past("4097 rows"),
+            past("4098 rows"),
+            past("4099 rows"),
+            past("4100 rows"),
+            past("4100 rows again"),
+        )
+    );
+    let counts = std::fs::read_to_string(&report).unwrap();
+    let field = |name: &str| -> i64 {
+        counts
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap()
+    };
+    assert_eq!(field("live"), 4096, "{counts}");
+    assert_eq!(field("mallocs") - field("frees"), 4096, "{counts}");
 
     // Streams and events belong to one device.
     let (ok, stdout, stderr) = run(&fake, "wrong", &[]);

@@ -395,6 +395,31 @@ mod tests {
     }
 
     #[test]
+    fn tiling_caches_keep_copies_per_kernel_up_to_the_cap() {
+        let mut cache = TilingCache::default();
+        assert!(cache.insert(1, &[4, 64], 0x100));
+        assert_eq!(cache.get(1, &[4, 64]), Some(0x100));
+        assert_eq!(cache.get(1, &[4]), None);
+        // Another kernel with the same words gets a copy of its own.
+        assert_eq!(cache.get(2, &[4, 64]), None);
+        assert!(cache.insert(2, &[4, 64], 0x200));
+        assert_eq!(cache.get(1, &[4, 64]), Some(0x100));
+        assert_eq!(cache.get(2, &[4, 64]), Some(0x200));
+        for i in 2..MAX_TILINGS {
+            assert!(cache.insert(3, &[i as u64], i));
+        }
+        // Full: nothing more is kept, and what was kept stays.
+        assert!(!cache.insert(3, &[u64::MAX], 1));
+        assert!(!cache.insert(4, &[], 1));
+        assert_eq!(cache.get(3, &[u64::MAX]), None);
+        assert_eq!(cache.get(3, &[2]), Some(2));
+        assert_eq!(
+            cache.get(3, &[MAX_TILINGS as u64 - 1]),
+            Some(MAX_TILINGS - 1)
+        );
+    }
+
+    #[test]
     fn device_names_parse_or_fail_clearly() {
         assert!(Device::parse("host").unwrap().is_host());
         assert!(Device::parse(" cpu ").unwrap().is_host());
