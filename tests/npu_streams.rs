@@ -214,6 +214,25 @@ fn locks(dev: &Device) -> Result<()> {
         return Err("locks: wrong numbers".into());
     }
     println!("locks ok");
+    // A tensor dropped while launches on four streams use it: three are
+    // waited for, and the last frees it once it has passed its launch.
+    let shared = dev.tensor_from(&bias, (Const::<64>,))?;
+    let mut outs = Vec::new();
+    for stream in [&d, &s1, &s2, &s3] {
+        let mut out = dev.zeros((2, Const::<64>))?;
+        with_stream(stream, || kernels::add_bias(&a, &shared, &mut out))?;
+        outs.push(out);
+    }
+    let before = snapshot();
+    drop(shared);
+    report("dropped with work on four streams", &before);
+    let want: Vec<f32> = want.iter().enumerate().map(|(i, v)| v + bias[i % 64]).collect();
+    for out in outs {
+        if out.to_vec()? != want {
+            return Err("dropped while used: wrong numbers".into());
+        }
+    }
+    println!("dropped ok");
     Ok(())
 }
 
@@ -439,7 +458,12 @@ fn launches_are_queued_on_streams_and_reads_wait_for_them() {
     // to record the event it waits for; and, for each tensor that more than
     // two streams have used, that tensor's list of the later ones, once to
     // read it and once to note the launch. In steady state: one.
-    let (ok, stdout, stderr) = run(&fake, "locks", &[]);
+    let report = tmp.join("fake-acl-locks-report.txt");
+    let (ok, stdout, stderr) = run(
+        &fake,
+        "locks",
+        &[("PYPTO_FAKE_ACL_REPORT", report.to_str().unwrap())],
+    );
     assert!(ok, "{stderr}");
     assert_eq!(
         stdout,
@@ -462,8 +486,22 @@ fn launches_are_queued_on_streams_and_reads_wait_for_them() {
          aclrtMalloc 0, aclrtRecordEvent 1, aclrtStreamWaitEvent 1\n\
          the default stream, the fourth's work pending: locks 6, launch 1, aclrtMemcpy 0, aclrtSynchronizeStream 0, \
          aclrtMalloc 0, aclrtRecordEvent 2, aclrtStreamWaitEvent 2\n\
-         locks ok\n"
+         locks ok\n\
+         dropped with work on four streams: launch 0, aclrtMemcpy 0, aclrtSynchronizeStream 3, \
+         aclrtMalloc 0, aclrtRecordEvent 0, aclrtStreamWaitEvent 0\n\
+         dropped ok\n"
     );
+    // Every tensor was freed (the fake refuses to free memory queued work
+    // uses); the one tiling stays.
+    let counts = std::fs::read_to_string(&report).unwrap();
+    let field = |name: &str| -> i64 {
+        counts
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap()
+    };
+    assert_eq!(field("live"), 1, "{counts}");
+    assert_eq!(field("mallocs") - field("frees"), 1, "{counts}");
 
     // Past the device's 4096 tilings, each launch of a new size copies its
     // own (and locks the device's cache to look first), which its stream
