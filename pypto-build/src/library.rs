@@ -17,6 +17,7 @@ pub const EMULATION_HEADERS: &[(&str, &str)] = embed![
     "acl/acl.h" => "include/acl/acl.h",
     "cpu_debug_launch.h" => "include/cpu_debug_launch.h",
     "pypto_run.h" => "include/pypto_run.h",
+    "pypto_emu/arch.h" => "include/pypto_emu/arch.h",
     "pypto_emu/memories.h" => "include/pypto_emu/memories.h",
     "pypto_emu/instr.h" => "include/pypto_emu/instr.h",
     "pypto_emu/access.h" => "include/pypto_emu/access.h",

@@ -262,8 +262,9 @@ const TARGETS: [(Target, &str, Arch); 3] = [
 ];
 
 /// One architecture's facts; adding an architecture is adding a row here
-/// (and its `pypto_rt::NpuArch` variant, and its cases in the emulation's
-/// headers under `host_define`).
+/// (and its `pypto_rt::NpuArch` variant, and its row in the emulation's
+/// architecture table, templates/include/pypto_emu/arch.h, which
+/// `host_define` picks).
 struct ArchRow {
     arch: Arch,
     /// The suffix of its symbols and directories.
@@ -274,8 +275,9 @@ struct ArchRow {
     npu_arch_flag: &'static str,
     /// The pre-8.5 `--cce-aicore-arch=dav-<family>-vec|cube` family.
     core_family: &'static str,
-    /// What the emulation's headers test to behave as this architecture
-    /// when a kernel is built for it alone; `None` for the default (A2/A3).
+    /// The macro that picks this architecture's row of the emulation's
+    /// pypto_emu/arch.h when a kernel is built for it alone; `None` for
+    /// the default row (A2/A3).
     host_define: Option<&'static str>,
     description: &'static str,
 }
@@ -357,8 +359,8 @@ impl Arch {
         self.row().core_family
     }
 
-    /// The macro the emulation's headers test for this architecture, when
-    /// it is not the default.
+    /// The macro that picks this architecture's row of the emulation's
+    /// arch.h, when it is not the default.
     pub fn host_define(self) -> Option<&'static str> {
         self.row().host_define
     }

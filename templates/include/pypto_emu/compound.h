@@ -31,11 +31,6 @@
 
 namespace pypto_emu {
 
-#if defined(PYPTO_TARGET_950)
-#define PYPTO_COMPOUND_NOTE " (the Atlas A2/A3 list is applied on Ascend 950 too)"
-#else
-#define PYPTO_COMPOUND_NOTE ""
-#endif
 
 template <typename T>
 constexpr bool relu_arith_type = one_of<T, int16_t, half, float>;
@@ -269,11 +264,11 @@ inline void require_deq_scale(const char* what)
 } // namespace pypto_emu
 
 #define PYPTO_COMPOUND_TYPE(trait, op, supported)                                                         \
-    static_assert(pypto_emu::trait<T>, op ": element type not supported on " PYPTO_VECTOR_TARGET         \
-                                          " (supported: " supported ")" PYPTO_COMPOUND_NOTE)
+    static_assert(pypto_emu::trait<T>, op ": element type not supported on " PYPTO_ARCH(TARGET_NAME)         \
+                                          " (supported: " supported ")" PYPTO_ARCH(COMPOUND_NOTE))
 #define PYPTO_COMPOUND_PAIR(trait, op, supported)                                                         \
-    static_assert(pypto_emu::trait<T, U>, op ": type pair (dst, src) not supported on " PYPTO_VECTOR_TARGET \
-                                             " (supported: " supported ")" PYPTO_COMPOUND_NOTE)
+    static_assert(pypto_emu::trait<T, U>, op ": type pair (dst, src) not supported on " PYPTO_ARCH(TARGET_NAME) \
+                                             " (supported: " supported ")" PYPTO_ARCH(COMPOUND_NOTE))
 
 // Same-type binary compounds: count form and the two mask forms.
 #define PYPTO_COMPOUND_SAME(NAME, TRAIT, TYPES, FN)                                                        \
@@ -519,4 +514,3 @@ void CastDequant(const LocalTensor<T>& dst, const LocalTensor<U>& src, const int
 #undef PYPTO_COMPOUND_LEN
 #undef PYPTO_COMPOUND_TYPE
 #undef PYPTO_COMPOUND_PAIR
-#undef PYPTO_COMPOUND_NOTE

@@ -114,20 +114,7 @@ template <typename T, typename... List>
 constexpr bool copy_one_of = (std::is_same_v<T, List> || ...);
 
 // Element types of DataCopy and DataCopyPad between GM and UB and within UB.
-#if defined(PYPTO_TARGET_950)
-#define PYPTO_COPY_TARGET "Ascend 950"
-template <typename T>
-constexpr bool datacopy_type = sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8;
-#define PYPTO_DATACOPY_TYPES "8-, 16-, 32- and 64-bit types"
-#else
-#define PYPTO_COPY_TARGET "Atlas A2/A3"
-template <typename T>
-constexpr bool datacopy_type = copy_one_of<T, int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t,
-                                           uint32_t, float, int64_t, uint64_t, double>;
-#define PYPTO_DATACOPY_TYPES                                                                             \
-    "int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float, int64_t, uint64_t, " \
-    "double"
-#endif
+// The list is the picked row's (arch.h): `Target::datacopy<T>`.
 // The slice and Nd2Nz forms: no 64-bit types on A2/A3.
 template <typename T>
 constexpr bool slice_type =
@@ -136,7 +123,7 @@ template <typename T>
 constexpr bool nz2nd_type = copy_one_of<T, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float>;
 
 #define PYPTO_REQUIRE_COPY_TYPE(trait, op, supported)                                                    \
-    static_assert(pypto_emu::trait<T>, op ": element type not supported on " PYPTO_COPY_TARGET          \
+    static_assert(pypto_emu::trait<T>, op ": element type not supported on " PYPTO_ARCH(TARGET_NAME)          \
                                           " (supported: " supported ")")
 
 template <typename T>
@@ -383,14 +370,12 @@ void bias_table_copy(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTen
     const char* what = "DataCopy(L1->BiasTable, DataCopyParams)";
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, int32_t>,
                   "DataCopy(L1->BiasTable): emulated for float and int32_t on both sides");
-#if defined(PYPTO_TARGET_950)
-    constexpr uint64_t unit = 32;
-    if (p.blockLen % 2 != 0) {
-        fail(what, ": blockLen ", p.blockLen, " is odd; Ascend 950 moves 64-byte pairs of 32-byte units");
+    constexpr uint64_t unit = Target::bias_table_unit;
+    if constexpr (Target::bias_table_pairs) {
+        if (p.blockLen % 2 != 0) {
+            fail(what, ": blockLen ", p.blockLen, " is odd; Ascend 950 moves 64-byte pairs of 32-byte units");
+        }
     }
-#else
-    constexpr uint64_t unit = 64;
-#endif
     if (memory_of(src.position()) != Memory::L1) {
         fail(what, ": the source is at position ", position_name(src.position()),
              "; the bias table is filled from the L1 buffer (C1)");
@@ -437,7 +422,7 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint3
 {
     pypto_emu::AtSite at_site(site, "DataCopy");
     pypto_emu::OnPipe on_pipe(PIPE_MTE2);
-    PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
+    PYPTO_REQUIRE_COPY_TYPE(Target::datacopy, "DataCopy", PYPTO_ARCH(DATACOPY_TYPES));
     const char* what = "DataCopy(GM->local)";
     pypto_emu::model_copy(pypto_emu::Memory::GM, pypto_emu::memory_of(dst.position()), uint64_t{count} * sizeof(T), 1,
                           src.GetPhyAddr());
@@ -460,7 +445,7 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint3
 {
     pypto_emu::AtSite at_site(site, "DataCopy");
     pypto_emu::OnPipe on_pipe(PIPE_MTE3);
-    PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
+    PYPTO_REQUIRE_COPY_TYPE(Target::datacopy, "DataCopy", PYPTO_ARCH(DATACOPY_TYPES));
     const char* what = "DataCopy(local->GM)";
     pypto_emu::model_copy(pypto_emu::memory_of(src.position()), pypto_emu::Memory::GM, uint64_t{count} * sizeof(T));
     pypto_emu::check_count_bytes<T>(count, what);
@@ -481,7 +466,7 @@ template <typename T>
 void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "DataCopy");
-    PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
+    PYPTO_REQUIRE_COPY_TYPE(Target::datacopy, "DataCopy", PYPTO_ARCH(DATACOPY_TYPES));
     const char* what = "DataCopy(local->local)";
     pypto_emu::model_copy(pypto_emu::memory_of(src.position()), pypto_emu::memory_of(dst.position()),
                           uint64_t{count} * sizeof(T));
@@ -508,7 +493,7 @@ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataC
 {
     pypto_emu::AtSite at_site(site, "DataCopy");
     pypto_emu::OnPipe on_pipe(PIPE_MTE2);
-    PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
+    PYPTO_REQUIRE_COPY_TYPE(Target::datacopy, "DataCopy", PYPTO_ARCH(DATACOPY_TYPES));
     const char* what = "DataCopy(GM->local, DataCopyParams)";
     pypto_emu::model_copy(pypto_emu::Memory::GM, pypto_emu::memory_of(dst.position()),
                           uint64_t{p.blockCount} * p.blockLen * 32, p.blockCount, src.GetPhyAddr());
@@ -533,7 +518,7 @@ void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataC
 {
     pypto_emu::AtSite at_site(site, "DataCopy");
     pypto_emu::OnPipe on_pipe(PIPE_MTE3);
-    PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
+    PYPTO_REQUIRE_COPY_TYPE(Target::datacopy, "DataCopy", PYPTO_ARCH(DATACOPY_TYPES));
     const char* what = "DataCopy(local->GM, DataCopyParams)";
     pypto_emu::model_copy(pypto_emu::memory_of(src.position()), pypto_emu::Memory::GM,
                           uint64_t{p.blockCount} * p.blockLen * 32, p.blockCount);
@@ -562,7 +547,7 @@ template <typename T>
 void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "DataCopy");
-    PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopy", PYPTO_DATACOPY_TYPES);
+    PYPTO_REQUIRE_COPY_TYPE(Target::datacopy, "DataCopy", PYPTO_ARCH(DATACOPY_TYPES));
     const char* what = "DataCopy(local->local, DataCopyParams)";
     if (pypto_emu::memory_of(dst.position()) == pypto_emu::Memory::BT) {
         pypto_emu::bias_table_copy(dst, src, p);
@@ -685,7 +670,7 @@ template <typename T, TPosition pos = TPosition::MAX>
 void SetPadValue(T paddingValue, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "SetPadValue");
-    PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "SetPadValue", PYPTO_DATACOPY_TYPES);
+    PYPTO_REQUIRE_COPY_TYPE(Target::datacopy, "SetPadValue", PYPTO_ARCH(DATACOPY_TYPES));
     static_assert(pos == TPosition::VECIN || pos == TPosition::VECOUT || pos == TPosition::MAX,
                   "SetPadValue<T, pos>: pos must be TPosition::VECIN, VECOUT or MAX");
     pypto_emu::poll("SetPadValue");
@@ -711,7 +696,7 @@ void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Da
 {
     pypto_emu::AtSite at_site(site, "DataCopyPad");
     pypto_emu::OnPipe on_pipe(PIPE_MTE2);
-    PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopyPad", PYPTO_DATACOPY_TYPES);
+    PYPTO_REQUIRE_COPY_TYPE(Target::datacopy, "DataCopyPad", PYPTO_ARCH(DATACOPY_TYPES));
     const char* what = "DataCopyPad(GM->local)";
     pypto_emu::model_copy(pypto_emu::Memory::GM, pypto_emu::memory_of(dst.position()),
                           uint64_t{p.blockCount} * p.blockLen, p.blockCount, src.GetPhyAddr());
@@ -795,7 +780,7 @@ void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const Da
 {
     pypto_emu::AtSite at_site(site, "DataCopyPad");
     pypto_emu::OnPipe on_pipe(PIPE_MTE3);
-    PYPTO_REQUIRE_COPY_TYPE(datacopy_type, "DataCopyPad", PYPTO_DATACOPY_TYPES);
+    PYPTO_REQUIRE_COPY_TYPE(Target::datacopy, "DataCopyPad", PYPTO_ARCH(DATACOPY_TYPES));
     const char* what = "DataCopyPad(local->GM)";
     pypto_emu::model_copy(pypto_emu::memory_of(src.position()), pypto_emu::Memory::GM,
                           uint64_t{p.blockCount} * p.blockLen, p.blockCount);

@@ -67,33 +67,7 @@ struct TransposeParamsExt {
 
 namespace pypto_emu {
 
-#if defined(PYPTO_TARGET_950)
-template <typename T>
-constexpr bool gather_type =
-    one_of<T, int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float, int64_t, uint64_t>;
-#define PYPTO_GATHER_TYPES "int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float, int64_t, uint64_t"
-template <typename T>
-constexpr bool gatherb_type = gather_type<T>;
-#define PYPTO_GATHERB_TYPES PYPTO_GATHER_TYPES
-template <typename T>
-constexpr bool transpose16_type = one_of<T, int16_t, uint16_t, half>;
-template <typename T>
-constexpr bool transpose_ext_type = one_of<T, int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t,
-                                           uint32_t, float>;
-#define PYPTO_TRANSPOSE_EXT_TYPES "int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float"
-#else
-template <typename T>
-constexpr bool gather_type = one_of<T, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float>;
-#define PYPTO_GATHER_TYPES "int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float"
-template <typename T>
-constexpr bool gatherb_type = one_of<T, uint16_t, uint32_t>;
-#define PYPTO_GATHERB_TYPES "uint16_t, uint32_t"
-template <typename T>
-constexpr bool transpose16_type = one_of<T, int16_t, uint16_t, half>;
-template <typename T>
-constexpr bool transpose_ext_type = one_of<T, int8_t, uint8_t, int16_t, uint16_t, half, int32_t, uint32_t, float>;
-#define PYPTO_TRANSPOSE_EXT_TYPES "int8_t, uint8_t, int16_t, uint16_t, half, int32_t, uint32_t, float"
-#endif
+// The Gather, Gatherb and Transpose type lists are the picked row's (arch.h).
 template <typename T>
 constexpr bool vec_index_type = one_of<T, int16_t, half, int32_t, float>;
 
@@ -137,7 +111,7 @@ void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTen
     pypto_emu::AtSite at_site(site, "Gather");
     // initcheck: the destination counts as written in full (not checked per element).
     pypto_emu::access_write(dst, 0, dst.GetLength());
-    PYPTO_REQUIRE_TYPE(gather_type, "Gather", PYPTO_GATHER_TYPES);
+    PYPTO_REQUIRE_TYPE(Target::gather, "Gather", PYPTO_ARCH(GATHER_TYPES));
     const char* what = "Gather";
     if (count > static_cast<uint32_t>(INT32_MAX)) {
         pypto_emu::fail(what, ": count ", count, " is too large");
@@ -245,7 +219,7 @@ void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTen
     pypto_emu::AtSite at_site(site, "Gather");
     // initcheck: the destination counts as written in full (not checked per element).
     pypto_emu::access_write(dst, 0, dst.GetLength());
-    PYPTO_REQUIRE_TYPE(gather_type, "Gather", PYPTO_GATHER_TYPES);
+    PYPTO_REQUIRE_TYPE(Target::gather, "Gather", PYPTO_ARCH(GATHER_TYPES));
     pypto_emu::masked_gather(dst, src, srcOffset, srcBaseAddr, pypto_emu::MaskArg::Bitwise, mask, 0, repeatTime,
                              dstRepStride);
 }
@@ -257,7 +231,7 @@ void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTen
     pypto_emu::AtSite at_site(site, "Gather");
     // initcheck: the destination counts as written in full (not checked per element).
     pypto_emu::access_write(dst, 0, dst.GetLength());
-    PYPTO_REQUIRE_TYPE(gather_type, "Gather", PYPTO_GATHER_TYPES);
+    PYPTO_REQUIRE_TYPE(Target::gather, "Gather", PYPTO_ARCH(GATHER_TYPES));
     pypto_emu::masked_gather(dst, src, srcOffset, srcBaseAddr, pypto_emu::MaskArg::Continuous, nullptr, mask,
                              repeatTime, dstRepStride);
 }
@@ -274,7 +248,7 @@ void Gatherb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTe
     pypto_emu::AtSite at_site(site, "Gatherb");
     // initcheck: the destination counts as written in full (not checked per element).
     pypto_emu::access_write(dst, 0, dst.GetLength());
-    PYPTO_REQUIRE_TYPE(gatherb_type, "Gatherb", PYPTO_GATHERB_TYPES);
+    PYPTO_REQUIRE_TYPE(Target::gatherb, "Gatherb", PYPTO_ARCH(GATHERB_TYPES));
     const char* what = "Gatherb";
     pypto_emu::poll(what);
     pypto_emu::check_vector_operand(dst, 0, what);
@@ -339,7 +313,7 @@ template <typename T>
 void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Transpose");
-    PYPTO_REQUIRE_TYPE(transpose16_type, "Transpose", "int16_t, uint16_t, half");
+    PYPTO_REQUIRE_TYPE(Target::transpose16, "Transpose", "int16_t, uint16_t, half");
     const char* what = "Transpose";
     pypto_emu::check_vector_operand(dst, 256, what);
     pypto_emu::check_vector_operand(src, 256, what);
@@ -365,22 +339,17 @@ void Transpose(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Local
     // initcheck: the destination counts as written in full (not checked per element).
     pypto_emu::access_write(dst, 0, dst.GetLength());
     pypto_emu::access_write(sharedTmpBuffer, 0, sharedTmpBuffer.GetLength());
-    PYPTO_REQUIRE_TYPE(transpose_ext_type, "Transpose(TransposeParamsExt)", PYPTO_TRANSPOSE_EXT_TYPES);
+    PYPTO_REQUIRE_TYPE(Target::transpose_ext, "Transpose(TransposeParamsExt)", PYPTO_ARCH(TRANSPOSE_EXT_TYPES));
     const char* what = "Transpose(TransposeParamsExt)";
     pypto_emu::poll(what);
     switch (p.transposeType) {
     case TransposeType::TRANSPOSE_TYPE_NONE:
         return;
     case TransposeType::TRANSPOSE_ND2ND_B16: {
-#if defined(PYPTO_TARGET_950)
-        constexpr bool ok = pypto_emu::transpose16_type<T>;
-        const char* types = "int16_t, uint16_t or half";
-#else
-        constexpr bool ok = std::is_same_v<T, uint16_t>;
-        const char* types = "uint16_t";
-#endif
+        constexpr bool ok = pypto_emu::Target::transpose_nd2nd_b16<T>;
+        const char* types = pypto_emu::Target::transpose_nd2nd_b16_types;
         if (!ok) {
-            pypto_emu::fail(what, ": TRANSPOSE_ND2ND_B16 takes ", types, " elements on " PYPTO_VECTOR_TARGET);
+            pypto_emu::fail(what, ": TRANSPOSE_ND2ND_B16 takes ", types, " elements on " PYPTO_ARCH(TARGET_NAME));
         }
         if (p.hSize != 16 || p.wSize != 16) {
             pypto_emu::fail(what, ": TRANSPOSE_ND2ND_B16 takes hSize and wSize 16, not ", p.hSize, " and ",
@@ -501,15 +470,7 @@ struct TransDataTo5HDParams {
 
 namespace pypto_emu {
 
-#if defined(PYPTO_TARGET_950)
-template <typename T>
-constexpr bool trans_5hd_type = one_of<T, int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float>;
-#define PYPTO_TRANS_5HD_TYPES "int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float"
-#else
-template <typename T>
-constexpr bool trans_5hd_type = one_of<T, int8_t, uint8_t, int16_t, uint16_t, half, int32_t, uint32_t, float>;
-#define PYPTO_TRANS_5HD_TYPES "int8_t, uint8_t, int16_t, uint16_t, half, int32_t, uint32_t, float"
-#endif
+// The TransDataTo5HD type list is the picked row's (arch.h).
 
 // The 16 destination and 16 source blocks, as Unified Buffer byte
 // addresses, and how far each may reach (its tensor's end, or the Unified
@@ -604,7 +565,7 @@ void TransDataTo5HD(uint64_t dstList[NCHW_CONV_ADDR_LIST_SIZE], uint64_t srcList
                     const TransDataTo5HDParams& nchwconvParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "TransDataTo5HD");
-    PYPTO_REQUIRE_TYPE(trans_5hd_type, "TransDataTo5HD", PYPTO_TRANS_5HD_TYPES);
+    PYPTO_REQUIRE_TYPE(Target::trans_5hd, "TransDataTo5HD", PYPTO_ARCH(TRANS_5HD_TYPES));
     const char* what = "TransDataTo5HD";
     pypto_emu::poll(what);
     pypto_emu::Trans5hdBlocks b;
@@ -622,7 +583,7 @@ void TransDataTo5HD(const LocalTensor<uint64_t>& dst, const LocalTensor<uint64_t
                     const TransDataTo5HDParams& nchwconvParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "TransDataTo5HD");
-    PYPTO_REQUIRE_TYPE(trans_5hd_type, "TransDataTo5HD", PYPTO_TRANS_5HD_TYPES);
+    PYPTO_REQUIRE_TYPE(Target::trans_5hd, "TransDataTo5HD", PYPTO_ARCH(TRANS_5HD_TYPES));
     const char* what = "TransDataTo5HD";
     pypto_emu::check_vector_operand(dst, 16, what);
     pypto_emu::check_vector_operand(src, 16, what);
@@ -644,7 +605,7 @@ void TransDataTo5HD(const LocalTensor<T> (&dstList)[NCHW_CONV_ADDR_LIST_SIZE],
                     const TransDataTo5HDParams& nchwconvParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "TransDataTo5HD");
-    PYPTO_REQUIRE_TYPE(trans_5hd_type, "TransDataTo5HD", PYPTO_TRANS_5HD_TYPES);
+    PYPTO_REQUIRE_TYPE(Target::trans_5hd, "TransDataTo5HD", PYPTO_ARCH(TRANS_5HD_TYPES));
     const char* what = "TransDataTo5HD";
     pypto_emu::Trans5hdBlocks b;
     for (int i = 0; i < 16; ++i) {

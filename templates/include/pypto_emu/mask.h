@@ -455,13 +455,7 @@ void masked_unary(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor
     });
 }
 
-#if defined(PYPTO_TARGET_950)
-template <typename T>
-constexpr bool logic_type = one_of<T, int8_t, uint8_t, int16_t, uint16_t, int32_t, uint32_t>;
-#else
-template <typename T>
-constexpr bool logic_type = one_of<T, int16_t, uint16_t>;
-#endif
+// And/Or/Not take the picked row's `Target::logic<T>` (arch.h).
 template <typename T>
 constexpr bool shift_type = one_of<T, int16_t, uint16_t, int32_t, uint32_t>;
 template <typename T>
@@ -531,7 +525,7 @@ void check_compare_mode(CMPMODE mode, const char* what)
 {
     if constexpr (std::is_same_v<T, int32_t>) {
         if (mode != CMPMODE::EQ) {
-            fail(what, ": int32_t operands support only CMPMODE::EQ on " PYPTO_VECTOR_TARGET);
+            fail(what, ": int32_t operands support only CMPMODE::EQ on " PYPTO_ARCH(TARGET_NAME));
         }
     }
 }
@@ -711,7 +705,7 @@ template <typename T>
 void And(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "And");
-    PYPTO_REQUIRE_TYPE(logic_type, "And", "int16_t, uint16_t");
+    PYPTO_REQUIRE_TYPE(Target::logic, "And", "int16_t, uint16_t");
     pypto_emu::binary(dst, src0, src1, count, "And", [](auto a, auto b) { return a & b; });
 }
 
@@ -719,7 +713,7 @@ template <typename T>
 void Or(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Or");
-    PYPTO_REQUIRE_TYPE(logic_type, "Or", "int16_t, uint16_t");
+    PYPTO_REQUIRE_TYPE(Target::logic, "Or", "int16_t, uint16_t");
     pypto_emu::binary(dst, src0, src1, count, "Or", [](auto a, auto b) { return a | b; });
 }
 
@@ -727,7 +721,7 @@ template <typename T>
 void Not(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Not");
-    PYPTO_REQUIRE_TYPE(logic_type, "Not", "int16_t, uint16_t");
+    PYPTO_REQUIRE_TYPE(Target::logic, "Not", "int16_t, uint16_t");
     pypto_emu::unary(dst, src, count, "Not", [](auto a) { return ~a; });
 }
 
@@ -765,31 +759,31 @@ void ShiftRight(const LocalTensor<T>& dst, const LocalTensor<T>& src, const pypt
 
 // ---- mask forms --------------------------------------------------------------
 
-PYPTO_MASK_BINARY(Add, arith_type, "int16_t, half, int32_t, float", a + b)
-PYPTO_MASK_BINARY(Sub, arith_type, "int16_t, half, int32_t, float", a - b)
-PYPTO_MASK_BINARY(Mul, arith_type, "int16_t, half, int32_t, float", a * b)
-PYPTO_MASK_BINARY(Div, div_type, "half, float", a / b)
-PYPTO_MASK_BINARY(Max, arith_type, "int16_t, half, int32_t, float", a > b ? a : b)
-PYPTO_MASK_BINARY(Min, arith_type, "int16_t, half, int32_t, float", a < b ? a : b)
-PYPTO_MASK_BINARY(And, logic_type, "int16_t, uint16_t", a & b)
-PYPTO_MASK_BINARY(Or, logic_type, "int16_t, uint16_t", a | b)
+PYPTO_MASK_BINARY(Add, Target::arith, "int16_t, half, int32_t, float", a + b)
+PYPTO_MASK_BINARY(Sub, Target::arith, "int16_t, half, int32_t, float", a - b)
+PYPTO_MASK_BINARY(Mul, Target::arith, "int16_t, half, int32_t, float", a * b)
+PYPTO_MASK_BINARY(Div, Target::div, "half, float", a / b)
+PYPTO_MASK_BINARY(Max, Target::arith, "int16_t, half, int32_t, float", a > b ? a : b)
+PYPTO_MASK_BINARY(Min, Target::arith, "int16_t, half, int32_t, float", a < b ? a : b)
+PYPTO_MASK_BINARY(And, Target::logic, "int16_t, uint16_t", a & b)
+PYPTO_MASK_BINARY(Or, Target::logic, "int16_t, uint16_t", a | b)
 
-PYPTO_MASK_SCALAR(Adds, arith_type, "int16_t, half, int32_t, float", (void)0, a + s)
-PYPTO_MASK_SCALAR(Muls, arith_type, "int16_t, half, int32_t, float", (void)0, a * s)
-PYPTO_MASK_SCALAR(Maxs, arith_type, "int16_t, half, int32_t, float", (void)0, a > s ? a : s)
-PYPTO_MASK_SCALAR(Mins, arith_type, "int16_t, half, int32_t, float", (void)0, a < s ? a : s)
+PYPTO_MASK_SCALAR(Adds, Target::arith, "int16_t, half, int32_t, float", (void)0, a + s)
+PYPTO_MASK_SCALAR(Muls, Target::arith, "int16_t, half, int32_t, float", (void)0, a * s)
+PYPTO_MASK_SCALAR(Maxs, Target::arith, "int16_t, half, int32_t, float", (void)0, a > s ? a : s)
+PYPTO_MASK_SCALAR(Mins, Target::arith, "int16_t, half, int32_t, float", (void)0, a < s ? a : s)
 PYPTO_MASK_SCALAR(LeakyRelu, leaky_type, "half, float", (void)0, a >= 0 ? a : a * s)
 PYPTO_MASK_SCALAR(ShiftLeft, shift_type, "int16_t, uint16_t, int32_t, uint32_t",
                   pypto_emu::check_shift(scalarValue, "ShiftLeft"), pypto_emu::shift_left<T>(a, s))
 
-PYPTO_MASK_UNARY(Exp, math_type, "half, float", std::exp(static_cast<float>(a)))
-PYPTO_MASK_UNARY(Ln, math_type, "half, float", std::log(static_cast<float>(a)))
-PYPTO_MASK_UNARY(Abs, math_type, "half, float", std::fabs(static_cast<float>(a)))
-PYPTO_MASK_UNARY(Reciprocal, math_type, "half, float", 1.0f / static_cast<float>(a))
-PYPTO_MASK_UNARY(Sqrt, math_type, "half, float", std::sqrt(static_cast<float>(a)))
-PYPTO_MASK_UNARY(Rsqrt, math_type, "half, float", 1.0f / std::sqrt(static_cast<float>(a)))
-PYPTO_MASK_UNARY(Relu, relu_type, "half, int32_t, float", a > 0 ? a : decltype(a)(0))
-PYPTO_MASK_UNARY(Not, logic_type, "int16_t, uint16_t", ~a)
+PYPTO_MASK_UNARY(Exp, Target::math, "half, float", std::exp(static_cast<float>(a)))
+PYPTO_MASK_UNARY(Ln, Target::math, "half, float", std::log(static_cast<float>(a)))
+PYPTO_MASK_UNARY(Abs, Target::math, "half, float", std::fabs(static_cast<float>(a)))
+PYPTO_MASK_UNARY(Reciprocal, Target::math, "half, float", 1.0f / static_cast<float>(a))
+PYPTO_MASK_UNARY(Sqrt, Target::math, "half, float", std::sqrt(static_cast<float>(a)))
+PYPTO_MASK_UNARY(Rsqrt, Target::math, "half, float", 1.0f / std::sqrt(static_cast<float>(a)))
+PYPTO_MASK_UNARY(Relu, Target::relu, "half, int32_t, float", a > 0 ? a : decltype(a)(0))
+PYPTO_MASK_UNARY(Not, Target::logic, "int16_t, uint16_t", ~a)
 
 template <typename T, bool isSetMask = true>
 void ShiftRight(const LocalTensor<T>& dst, const LocalTensor<T>& src, const pypto_emu::same_t<T>& scalarValue,
@@ -986,7 +980,7 @@ void Duplicate(const LocalTensor<T>& dst, const pypto_emu::same_t<T>& scalarValu
                const int32_t repeatTime, const uint16_t dstBlockStride, const uint8_t dstRepeatStride, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Duplicate");
-    PYPTO_REQUIRE_TYPE(duplicate_type, "Duplicate", "int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
+    PYPTO_REQUIRE_TYPE(Target::duplicate, "Duplicate", "int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
     pypto_emu::masked_duplicate<T>(dst, scalarValue, PYPTO_MASK_ARG(mask, 0), repeatTime, dstBlockStride,
                                    dstRepeatStride);
 }
@@ -996,7 +990,7 @@ void Duplicate(const LocalTensor<T>& dst, const pypto_emu::same_t<T>& scalarValu
                const int32_t repeatTime, const uint16_t dstBlockStride, const uint8_t dstRepeatStride, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Duplicate");
-    PYPTO_REQUIRE_TYPE(duplicate_type, "Duplicate", "int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
+    PYPTO_REQUIRE_TYPE(Target::duplicate, "Duplicate", "int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
     pypto_emu::masked_duplicate<T>(dst, scalarValue, PYPTO_MASK_LEN(mask), repeatTime, dstBlockStride,
                                    dstRepeatStride);
 }
@@ -1321,7 +1315,7 @@ void Compare(const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmp
              const BinaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Compare");
-    PYPTO_REQUIRE_TYPE(math_type, "Compare", "half, float");
+    PYPTO_REQUIRE_TYPE(Target::math, "Compare", "half, float");
     const char* what = "Compare";
     pypto_emu::RepeatPlan p = pypto_emu::make_plan(
         what, sizeof(T), isSetMask ? pypto_emu::MaskArg::Bitwise : pypto_emu::MaskArg::Register, mask, 0, 1);
@@ -1346,7 +1340,7 @@ void Compare(const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmp
              const BinaryRepeatParams& repeatParams, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Compare");
-    PYPTO_REQUIRE_TYPE(math_type, "Compare", "half, float");
+    PYPTO_REQUIRE_TYPE(Target::math, "Compare", "half, float");
     const char* what = "Compare";
     uint64_t bits[2];
     if (mask > 256 / sizeof(T)) {

@@ -72,19 +72,8 @@ inline constexpr PowerConfig defaultPowerConfig{};
 
 namespace pypto_emu {
 
-#if defined(PYPTO_TARGET_950)
-template <typename T>
-constexpr bool power_type = one_of<T, uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, half, bfloat16_t, float>;
-#define PYPTO_POWER_TYPES "uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, half, bfloat16_t, float"
-constexpr bool config_allowed = true;
-#else
-template <typename T>
-constexpr bool power_type = one_of<T, half, float, int32_t>;
-#define PYPTO_POWER_TYPES "half, float, int32_t"
-// The `config` template parameter of the high-level math is documented for
-// the Ascend 950 only: A2/A3 kernels keep the default.
-constexpr bool config_allowed = false;
-#endif
+// The Power type list and whether `config` may be set (`Target::math_config`:
+// documented for the Ascend 950 only) are the picked row's (arch.h).
 
 inline int32_t math_count(uint32_t count, const char* what)
 {
@@ -180,7 +169,7 @@ inline float in_trig_range(float x, bool limited, int32_t i, const char* what)
 {
     if (limited && std::fabs(x) > 65504.0f) {
         fail(what, ": src[", i, "] = ", x, " is outside [-65504, 65504], the documented input range on ",
-             PYPTO_VECTOR_TARGET);
+             PYPTO_ARCH(TARGET_NAME));
     }
     return x;
 }
@@ -234,7 +223,7 @@ C power_of(C x, C y)
 
 } // namespace pypto_emu
 
-#define PYPTO_MATH_TYPE(op) PYPTO_REQUIRE_TYPE(math_type, op, "half, float")
+#define PYPTO_MATH_TYPE(op) PYPTO_REQUIRE_TYPE(Target::math, op, "half, float")
 
 // One unary high-level function in its four documented forms: with or
 // without sharedTmpBuffer, with calCount or over the whole source.
@@ -248,7 +237,7 @@ C power_of(C x, C y)
         PYPTO_MATH_TYPE(#NAME);                                                                                     \
         static_assert(CONFIG_OK, #NAME ": the config template parameter (" #CONFIG_T                                \
                                        ") is documented for the Ascend 950 only; keep the default on " \
-                                       PYPTO_VECTOR_TARGET);                                                       \
+                                       PYPTO_ARCH(TARGET_NAME));                                                       \
         const char* what = #NAME;                                                                                   \
         pypto_emu::math_apply<T>(what, dstTensor, &srcTensor, nullptr, T(), T(), &sharedTmpBuffer,                \
                                  pypto_emu::math_count(calCount, what),                                             \
@@ -268,7 +257,7 @@ C power_of(C x, C y)
         PYPTO_MATH_TYPE(#NAME);                                                                                     \
         static_assert(CONFIG_OK, #NAME ": the config template parameter (" #CONFIG_T                                \
                                        ") is documented for the Ascend 950 only; keep the default on " \
-                                       PYPTO_VECTOR_TARGET);                                                       \
+                                       PYPTO_ARCH(TARGET_NAME));                                                       \
         const char* what = #NAME;                                                                                   \
         pypto_emu::math_apply<T>(what, dstTensor, &srcTensor, nullptr, T(), T(), nullptr,                          \
                                  pypto_emu::math_count(calCount, what),                                             \
@@ -326,20 +315,20 @@ namespace AscendC {
 
 // Sin and Cos: RADIAN_REDUCTION (950) takes the whole float range.
 PYPTO_MATH_UNARY(Sin, SinConfig, defaultSinConfig,
-                 pypto_emu::config_allowed || config.algo == SinAlgo::POLYNOMIAL_APPROXIMATION,
+                 pypto_emu::Target::math_config || config.algo == SinAlgo::POLYNOMIAL_APPROXIMATION,
                  std::sin(pypto_emu::in_trig_range(
-                     x, !pypto_emu::config_allowed || config.algo == SinAlgo::POLYNOMIAL_APPROXIMATION, i, what)))
+                     x, !pypto_emu::Target::math_config || config.algo == SinAlgo::POLYNOMIAL_APPROXIMATION, i, what)))
 PYPTO_MATH_UNARY(Cos, CosConfig, defaultCosConfig,
-                 pypto_emu::config_allowed || config.algo == CosAlgo::POLYNOMIAL_APPROXIMATION,
+                 pypto_emu::Target::math_config || config.algo == CosAlgo::POLYNOMIAL_APPROXIMATION,
                  std::cos(pypto_emu::in_trig_range(
-                     x, !pypto_emu::config_allowed || config.algo == CosAlgo::POLYNOMIAL_APPROXIMATION, i, what)))
+                     x, !pypto_emu::Target::math_config || config.algo == CosAlgo::POLYNOMIAL_APPROXIMATION, i, what)))
 PYPTO_MATH_UNARY(Tanh, TanhConfig, DEFAULT_TANH_CONFIG,
-                 pypto_emu::config_allowed || config.algo == TanhAlgo::INTRINSIC, std::tanh(x))
+                 pypto_emu::Target::math_config || config.algo == TanhAlgo::INTRINSIC, std::tanh(x))
 PYPTO_MATH_UNARY(Erf, ErfConfig, defaultErfConfig,
-                 pypto_emu::config_allowed || config.algo == ErfAlgo::PADE_APPROXIMATION, std::erf(x))
+                 pypto_emu::Target::math_config || config.algo == ErfAlgo::PADE_APPROXIMATION, std::erf(x))
 // Atan's POLYNOMIAL_APPROXIMATION (950) is documented for float only.
 PYPTO_MATH_UNARY(Atan, AtanConfig, defaultAtanConfig,
-                 (pypto_emu::config_allowed || config.algo == AtanAlgo::TAYLOR_EXPANSION) &&
+                 (pypto_emu::Target::math_config || config.algo == AtanAlgo::TAYLOR_EXPANSION) &&
                      (config.algo == AtanAlgo::TAYLOR_EXPANSION || std::is_same_v<T, float>),
                  std::atan(x))
 
@@ -507,10 +496,10 @@ void Exp(const LocalTensor<T>& dstLocal, const LocalTensor<T>& srcLocal, const u
 // tensor). half and float follow the C library's powf (a negative base
 // with a non-integer exponent is NaN, x^0 is 1, 0^negative is inf).
 #define PYPTO_POWER_CHECKS                                                                                          \
-    PYPTO_REQUIRE_TYPE(power_type, "Power", PYPTO_POWER_TYPES);                                                     \
-    static_assert(pypto_emu::config_allowed || config.algo == PowerAlgo::INTRINSIC,                                 \
+    PYPTO_REQUIRE_TYPE(Target::power, "Power", PYPTO_ARCH(POWER_TYPES));                                                     \
+    static_assert(pypto_emu::Target::math_config || config.algo == PowerAlgo::INTRINSIC,                                 \
                   "Power: the config template parameter (PowerConfig) is documented for the Ascend 950 only; "     \
-                  "keep the default on " PYPTO_VECTOR_TARGET)
+                  "keep the default on " PYPTO_ARCH(TARGET_NAME))
 #define PYPTO_POWER_FN [](auto x, auto y, int32_t) { return pypto_emu::power_of(x, y); }
 
 template <typename T, bool isReuseSource = false, const PowerConfig& config = defaultPowerConfig>
@@ -617,10 +606,10 @@ void Power(const LocalTensor<T>& dstTensor, const T& src0Scalar, const LocalTens
 // only) as the exact remainder.
 #define PYPTO_FMOD_CHECKS                                                                                           \
     PYPTO_MATH_TYPE("Fmod");                                                                                        \
-    static_assert(pypto_emu::config_allowed || (config.algo == FmodAlgo::NORMAL &&                                 \
+    static_assert(pypto_emu::Target::math_config || (config.algo == FmodAlgo::NORMAL &&                                 \
                                                 config.iterationNum == FMOD_ITERATION_NUM_MAX),                    \
                   "Fmod: the config template parameter (FmodConfig) is documented for the Ascend 950 only; keep "  \
-                  "the default on " PYPTO_VECTOR_TARGET);                                                          \
+                  "the default on " PYPTO_ARCH(TARGET_NAME));                                                          \
     static_assert(config.algo == FmodAlgo::NORMAL || std::is_same_v<T, float>,                                     \
                   "Fmod: ITERATION_COMPENSATION takes float only (documented)");                                    \
     static_assert(config.iterationNum >= 1 && config.iterationNum <= FMOD_ITERATION_NUM_MAX,                        \

@@ -2,10 +2,13 @@
 // (`pipe_t`), the memory positions (`TPosition`), the on-chip memories with
 // their sizes, alignments and names, and where a kernel called an
 // instruction (`Site`). Every other header builds on these; this one
-// includes none of them.
+// includes only arch.h (the architecture rows).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+
+#include "arch.h"
 
 // Pipes are global names in CANN (`PIPE_V` and `AscendC::PIPE_V` both work).
 enum pipe_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL, PIPE_FIX };
@@ -26,42 +29,11 @@ using AscendC::TPosition;
 
 enum class Memory : uint8_t { GM, UB, L1, L0A, L0B, L0C, BT, FB, COUNT };
 
-struct MemorySpec {
-    const char* name;
-    uint32_t capacity; // bytes on the chip
-    uint32_t usable;   // bytes a kernel's buffers may take
-    uint32_t align;    // start-address alignment, bytes
-    const char* why;   // what the difference between capacity and usable is
-};
-
-// Atlas A2/A3 (NPU architecture 2201) unless PYPTO_TARGET_950 is defined.
+// The sizes, alignments and names of the picked architecture's row (arch.h).
 inline const MemorySpec& memory_spec(Memory m)
 {
-#if defined(PYPTO_TARGET_950)
-    static const MemorySpec specs[] = {
-        {"global memory", 0, 0, 1, ""},
-        {"Unified Buffer", 256 * 1024, 248 * 1024, 32, "256 KiB less the 6 KiB stack and 2 KiB API reserves"},
-        {"L1 buffer", 512 * 1024, 512 * 1024, 32, ""},
-        {"L0A buffer", 64 * 1024, 64 * 1024, 512, ""},
-        {"L0B buffer", 64 * 1024, 64 * 1024, 512, ""},
-        {"L0C buffer", 256 * 1024, 256 * 1024, 64, ""},
-        {"BiasTable", 4 * 1024, 4 * 1024, 64, ""},
-        {"Fixpipe buffer", 4 * 1024, 4 * 1024, 64, ""},
-    };
-#else
-    static const MemorySpec specs[] = {
-        {"global memory", 0, 0, 1, ""},
-        {"Unified Buffer", 192 * 1024, 192 * 1024 - 256 - 8 * 1024, 32,
-         "192 KiB less the 256 B framework and 8 KiB API reserves"},
-        {"L1 buffer", 512 * 1024, 512 * 1024 - 256, 32, "512 KiB less the 256 B framework reserve"},
-        {"L0A buffer", 64 * 1024, 64 * 1024, 512, ""},
-        {"L0B buffer", 64 * 1024, 64 * 1024, 512, ""},
-        {"L0C buffer", 128 * 1024, 128 * 1024, 64, ""},
-        {"BiasTable", 1024, 1024, 64, ""},
-        {"Fixpipe buffer", 2 * 1024, 2 * 1024, 64, ""},
-    };
-#endif
-    return specs[static_cast<int>(m)];
+    static_assert(sizeof(Target::memories) / sizeof(MemorySpec) == static_cast<size_t>(Memory::COUNT));
+    return Target::memories[static_cast<int>(m)];
 }
 
 constexpr Memory memory_of(TPosition p)

@@ -338,18 +338,19 @@ public:
     template <typename CAST_T>
     GlobalTensor<CAST_T> ReinterpretCast() const
     {
-#if defined(PYPTO_TARGET_950)
-        GlobalTensor<CAST_T> other;
-        other.data_ = reinterpret_cast<CAST_T*>(data_);
-        other.size_ = size_ * pypto_emu::bits_of<T> / pypto_emu::bits_of<CAST_T>;
-        other.launch_ = launch_;
-        return other;
-#else
-        static_assert(pypto_emu::dependent_false<CAST_T>,
-                      "GlobalTensor::ReinterpretCast is not supported on Atlas A2/A3 (documented for Ascend 950 "
-                      "only); call SetGlobalBuffer on a GlobalTensor of the new type with GetPhyAddr() instead");
-        return {};
-#endif
+        if constexpr (pypto_emu::Target::reinterpret_cast_gm) {
+            GlobalTensor<CAST_T> other;
+            other.data_ = reinterpret_cast<CAST_T*>(data_);
+            other.size_ = size_ * pypto_emu::bits_of<T> / pypto_emu::bits_of<CAST_T>;
+            other.launch_ = launch_;
+            return other;
+        } else {
+            static_assert(pypto_emu::dependent_false<CAST_T>,
+                          "GlobalTensor::ReinterpretCast is not supported on " PYPTO_ARCH(TARGET_NAME) " (documented for "
+                          "Ascend 950 only); call SetGlobalBuffer on a GlobalTensor of the new type with "
+                          "GetPhyAddr() instead");
+            return {};
+        }
     }
 
     // For the emulation's copies: checks [offset, offset + count) and

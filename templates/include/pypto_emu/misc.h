@@ -14,11 +14,7 @@
 // The NPU architecture the kernel is compiled for, as bisheng defines it:
 // 2201 for Atlas A2/A3 (the default), 3510 for the Ascend 950.
 #ifndef __NPU_ARCH__
-#if defined(PYPTO_TARGET_950)
-#define __NPU_ARCH__ 3510
-#else
-#define __NPU_ARCH__ 2201
-#endif
+#define __NPU_ARCH__ PYPTO_ARCH(NPU_ARCH)
 #endif
 
 // `__mix__(cube, vector)` marks a mixed kernel's entry; the kernel type
@@ -47,11 +43,7 @@
 // Quantisation modes of Fixpipe and L0C copies (global in CANN).
 enum QuantMode_t {
     NoQuant, F322F16, F322BF16, DEQF16, VDEQF16, QF322B8_PRE, VQF322B8_PRE, REQ8, VREQ8,
-#if defined(PYPTO_TARGET_950)
-    QF322FP8_PRE, VQF322FP8_PRE, QF322HIF8_PRE, VQF322HIF8_PRE, QF322HIF8_PRE_HYBRID,
-    VQF322HIF8_PRE_HYBRID, QS322BF16_PRE, VQS322BF16_PRE, QF322F16_PRE, VQF322F16_PRE,
-    QF322BF16_PRE, VQF322BF16_PRE, QF322F32_PRE, VQF322F32_PRE,
-#endif
+    PYPTO_ARCH(EXTRA_QUANT_MODES) // the picked row's own modes (arch.h)
 };
 
 namespace AscendC {
@@ -93,11 +85,7 @@ inline int64_t GetSystemCycle()
     auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                   std::chrono::steady_clock::now().time_since_epoch())
                   .count();
-#if defined(PYPTO_TARGET_950)
-    return static_cast<int64_t>(ns);
-#else
-    return static_cast<int64_t>(ns / 20);
-#endif
+    return static_cast<int64_t>(ns / pypto_emu::Target::system_cycle_ns);
 }
 
 // Physical memories, for static tensor programming.

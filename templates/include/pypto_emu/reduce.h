@@ -56,15 +56,7 @@ namespace pypto_emu {
 using AscendC::ReduceOrder;
 using AscendC::ReduceType;
 
-#if defined(PYPTO_TARGET_950)
-template <typename T>
-constexpr bool reduce_type = one_of<T, int16_t, uint16_t, half, int32_t, uint32_t, float>;
-#define PYPTO_REDUCE_TYPES "int16_t, uint16_t, half, int32_t, uint32_t, float"
-#else
-template <typename T>
-constexpr bool reduce_type = one_of<T, half, float>;
-#define PYPTO_REDUCE_TYPES "half, float"
-#endif
+// The ReduceMax/Min/Sum type list is the picked row's (arch.h).
 template <typename T>
 constexpr bool reduce_float_type = one_of<T, half, float>;
 
@@ -700,9 +692,9 @@ void reduce_sum_mask(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTen
 namespace AscendC {
 
 #define PYPTO_REDUCE_REQUIRE(NAME)                                                                      \
-    PYPTO_REQUIRE_TYPE(reduce_type, NAME, PYPTO_REDUCE_TYPES);                                        \
+    PYPTO_REQUIRE_TYPE(Target::reduce, NAME, PYPTO_ARCH(REDUCE_TYPES));                                        \
     static_assert(std::is_same_v<T, U>, NAME ": the destination and source element types must be the " \
-                                             "same on " PYPTO_VECTOR_TARGET)
+                                             "same on " PYPTO_ARCH(TARGET_NAME))
 
 #define PYPTO_REDUCE_FLOAT_REQUIRE(NAME)                                                                \
     static_assert(pypto_emu::reduce_float_type<T>, NAME ": element type not supported by the vector unit " \
@@ -1057,9 +1049,8 @@ template <typename T>
 void GetReduceRepeatMaxMinSpr(T& maxMinValue, T& maxMinIndex, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "GetReduceRepeatMaxMinSpr");
-#if defined(PYPTO_TARGET_950)
-    static_assert(!std::is_same_v<T, T>, "GetReduceRepeatMaxMinSpr: not supported on Ascend 950");
-#endif
+    static_assert(std::is_same_v<T, T> && pypto_emu::Target::reduce_max_min_spr,
+                  "GetReduceRepeatMaxMinSpr: not supported on " PYPTO_ARCH(TARGET_NAME));
     static_assert(pypto_emu::reduce_float_type<T>, "GetReduceRepeatMaxMinSpr: T must be half or float");
     const char* what = "GetReduceRepeatMaxMinSpr";
     pypto_emu::poll(what);

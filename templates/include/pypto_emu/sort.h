@@ -340,16 +340,7 @@ struct GatherMaskParams {
 
 namespace pypto_emu {
 
-#if defined(PYPTO_TARGET_950)
-template <typename T>
-constexpr bool gather_mask_type =
-    one_of<T, int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float>;
-#define PYPTO_GATHER_MASK_TYPES "int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float"
-#else
-template <typename T>
-constexpr bool gather_mask_type = one_of<T, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float>;
-#define PYPTO_GATHER_MASK_TYPES "int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float"
-#endif
+// The GatherMask type list is the picked row's (arch.h).
 // The pattern tensor's element: unsigned, of T's width.
 template <typename T>
 using gather_pattern_t = std::conditional_t<sizeof(T) == 1, uint8_t, std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>>;
@@ -444,7 +435,7 @@ void GatherMask(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const Loc
                 uint64_t& rsvdCnt, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "GatherMask");
-    PYPTO_REQUIRE_TYPE(gather_mask_type, "GatherMask", PYPTO_GATHER_MASK_TYPES);
+    PYPTO_REQUIRE_TYPE(Target::gather_mask, "GatherMask", PYPTO_ARCH(GATHER_MASK_TYPES));
     static_assert(std::is_same_v<U, pypto_emu::gather_pattern_t<T>>,
                   "GatherMask: src1Pattern's type must be the unsigned type of T's width (uint16_t for 16-bit T, "
                   "uint32_t for 32-bit T)");
@@ -483,7 +474,7 @@ void GatherMask(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const uin
                 uint64_t& rsvdCnt, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "GatherMask");
-    PYPTO_REQUIRE_TYPE(gather_mask_type, "GatherMask", PYPTO_GATHER_MASK_TYPES);
+    PYPTO_REQUIRE_TYPE(Target::gather_mask, "GatherMask", PYPTO_ARCH(GATHER_MASK_TYPES));
     const char* what = "GatherMask";
     if (src1Pattern < 1 || src1Pattern > 7) {
         pypto_emu::poll(what);

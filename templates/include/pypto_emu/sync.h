@@ -256,7 +256,7 @@ inline void DisableDmaAtomic() { SetAtomicNone(); }
 // the core's own earlier set (mode 0 with one block, mode 1), and a set of
 // mode 2 or 4 (to the other core kind) is an error. Mode 0 with several
 // blocks synchronises every block's cores: not emulated (an error at the
-// set). Ascend 950 (PYPTO_TARGET_950) documents its wait's mode as taking
+// set). Ascend 950 (its row in arch.h) documents its wait's mode as taking
 // effect; the host treats modes 0-2 alike there too (they share the flag
 // IDs), and mode 4 is not emulated.
 } // namespace AscendC
@@ -381,16 +381,11 @@ namespace AscendC {
 template <uint8_t modeId, pipe_t pipe>
 inline void CrossCoreSetFlag(uint16_t flagId)
 {
-#if defined(PYPTO_TARGET_950)
-    static_assert(modeId == 0 || modeId == 1 || modeId == 2 || modeId == 4,
-                  "CrossCoreSetFlag: modeId must be 0, 1, 2 or 4");
-    static_assert(pipe != PIPE_ALL && (pipe != PIPE_S || modeId == 4),
-                  "CrossCoreSetFlag: PIPE_ALL is not supported (PIPE_S only in mode 4)");
-#else
-    static_assert(modeId <= 2, "CrossCoreSetFlag: modeId must be 0, 1 or 2 on Atlas A2/A3");
-    static_assert(pipe != PIPE_ALL && pipe != PIPE_S,
-                  "CrossCoreSetFlag: PIPE_S and PIPE_ALL are not supported");
-#endif
+    // The modes and pipes of the picked row (arch.h).
+    static_assert(modeId < 32 && ((pypto_emu::Target::cross_core_modes >> modeId) & 1) != 0,
+                  PYPTO_ARCH(CROSS_CORE_MODES));
+    static_assert(pipe != PIPE_ALL && (pipe != PIPE_S || modeId == pypto_emu::Target::cross_core_pipe_s_mode),
+                  PYPTO_ARCH(CROSS_CORE_PIPES));
     pypto_emu::poll("CrossCoreSetFlag");
     uint16_t limit = modeId == 4 ? 27 : 16;
     std::string what = pypto_emu::concat("CrossCoreSetFlag<", static_cast<int>(modeId), ">(",

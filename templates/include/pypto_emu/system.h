@@ -171,10 +171,8 @@ enum class DcciDst : uint8_t { CACHELINE_ALL, CACHELINE_UB, CACHELINE_OUT, CACHE
 template <DcciDst dcciDst>
 constexpr void check_dcci_dst()
 {
-#if !defined(PYPTO_TARGET_950)
-    static_assert(dcciDst != DcciDst::CACHELINE_ATOMIC,
-                  "DataCacheCleanAndInvalid: DcciDst::CACHELINE_ATOMIC is not supported on Atlas A2/A3");
-#endif
+    static_assert(pypto_emu::Target::dcci_cacheline_atomic || dcciDst != DcciDst::CACHELINE_ATOMIC,
+                  "DataCacheCleanAndInvalid: DcciDst::CACHELINE_ATOMIC is not supported on " PYPTO_ARCH(TARGET_NAME));
 }
 
 // No data cache on the host: scalar accesses always see global memory, so

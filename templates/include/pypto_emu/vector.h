@@ -14,35 +14,8 @@
 
 namespace pypto_emu {
 
-template <typename T, typename... List>
-constexpr bool one_of = (std::is_same_v<T, List> || ...);
-
-#if defined(PYPTO_TARGET_950)
-#define PYPTO_VECTOR_TARGET "Ascend 950"
-template <typename T>
-constexpr bool arith_type = one_of<T, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float>;
-template <typename T>
-constexpr bool div_type = one_of<T, int16_t, uint16_t, half, int32_t, uint32_t, float>;
-template <typename T>
-constexpr bool relu_type = one_of<T, half, int32_t, float>;
-template <typename T>
-constexpr bool math_type = one_of<T, half, float>;
-template <typename T>
-constexpr bool duplicate_type =
-    one_of<T, bool, int8_t, uint8_t, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float>;
-#else
-#define PYPTO_VECTOR_TARGET "Atlas A2/A3"
-template <typename T>
-constexpr bool arith_type = one_of<T, int16_t, half, int32_t, float>;
-template <typename T>
-constexpr bool div_type = one_of<T, half, float>;
-template <typename T>
-constexpr bool relu_type = one_of<T, half, int32_t, float>;
-template <typename T>
-constexpr bool math_type = one_of<T, half, float>;
-template <typename T>
-constexpr bool duplicate_type = one_of<T, int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float>;
-#endif
+// The element types each instruction takes are the picked row's
+// (arch.h): `Target::arith<T>` and its neighbours.
 
 // The type arithmetic is done in: float for the narrow floats.
 template <typename T>
@@ -159,7 +132,7 @@ void unary(const AscendC::LocalTensor<T>& dst, const AscendC::LocalTensor<T>& sr
 
 #define PYPTO_REQUIRE_TYPE(trait, op, supported)                                                  \
     static_assert(pypto_emu::trait<T>, op ": element type not supported by the vector unit on "  \
-                                          PYPTO_VECTOR_TARGET " (supported: " supported ")")
+                                          PYPTO_ARCH(TARGET_NAME) " (supported: " supported ")")
 
 namespace AscendC {
 
@@ -168,7 +141,7 @@ void Add(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTenso
          const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Add");
-    PYPTO_REQUIRE_TYPE(arith_type, "Add", "int16_t, half, int32_t, float; Cast bfloat16_t to float first");
+    PYPTO_REQUIRE_TYPE(Target::arith, "Add", "int16_t, half, int32_t, float; Cast bfloat16_t to float first");
     pypto_emu::binary(dst, src0, src1, count, "Add", [](auto a, auto b) { return a + b; });
 }
 
@@ -177,7 +150,7 @@ void Sub(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTenso
          const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Sub");
-    PYPTO_REQUIRE_TYPE(arith_type, "Sub", "int16_t, half, int32_t, float; Cast bfloat16_t to float first");
+    PYPTO_REQUIRE_TYPE(Target::arith, "Sub", "int16_t, half, int32_t, float; Cast bfloat16_t to float first");
     pypto_emu::binary(dst, src0, src1, count, "Sub", [](auto a, auto b) { return a - b; });
 }
 
@@ -186,7 +159,7 @@ void Mul(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTenso
          const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Mul");
-    PYPTO_REQUIRE_TYPE(arith_type, "Mul", "int16_t, half, int32_t, float; Cast bfloat16_t to float first");
+    PYPTO_REQUIRE_TYPE(Target::arith, "Mul", "int16_t, half, int32_t, float; Cast bfloat16_t to float first");
     pypto_emu::binary(dst, src0, src1, count, "Mul", [](auto a, auto b) { return a * b; });
 }
 
@@ -195,7 +168,7 @@ void Div(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTenso
          const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Div");
-    PYPTO_REQUIRE_TYPE(div_type, "Div", "half, float");
+    PYPTO_REQUIRE_TYPE(Target::div, "Div", "half, float");
     pypto_emu::binary(dst, src0, src1, count, "Div", [](auto a, auto b) { return a / b; });
 }
 
@@ -204,7 +177,7 @@ void Max(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTenso
          const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Max");
-    PYPTO_REQUIRE_TYPE(arith_type, "Max", "int16_t, half, int32_t, float");
+    PYPTO_REQUIRE_TYPE(Target::arith, "Max", "int16_t, half, int32_t, float");
     pypto_emu::binary(dst, src0, src1, count, "Max", [](auto a, auto b) { return a > b ? a : b; });
 }
 
@@ -213,7 +186,7 @@ void Min(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTenso
          const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Min");
-    PYPTO_REQUIRE_TYPE(arith_type, "Min", "int16_t, half, int32_t, float");
+    PYPTO_REQUIRE_TYPE(Target::arith, "Min", "int16_t, half, int32_t, float");
     pypto_emu::binary(dst, src0, src1, count, "Min", [](auto a, auto b) { return a < b ? a : b; });
 }
 
@@ -222,7 +195,7 @@ void Adds(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarV
           const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Adds");
-    PYPTO_REQUIRE_TYPE(arith_type, "Adds", "int16_t, half, int32_t, float");
+    PYPTO_REQUIRE_TYPE(Target::arith, "Adds", "int16_t, half, int32_t, float");
     auto s = static_cast<pypto_emu::compute_t<T>>(scalarValue);
     pypto_emu::unary(dst, src, count, "Adds", [s](auto a) { return a + s; });
 }
@@ -232,7 +205,7 @@ void Muls(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarV
           const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Muls");
-    PYPTO_REQUIRE_TYPE(arith_type, "Muls", "int16_t, half, int32_t, float");
+    PYPTO_REQUIRE_TYPE(Target::arith, "Muls", "int16_t, half, int32_t, float");
     auto s = static_cast<pypto_emu::compute_t<T>>(scalarValue);
     pypto_emu::unary(dst, src, count, "Muls", [s](auto a) { return a * s; });
 }
@@ -242,7 +215,7 @@ void Maxs(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarV
           const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Maxs");
-    PYPTO_REQUIRE_TYPE(arith_type, "Maxs", "int16_t, half, int32_t, float");
+    PYPTO_REQUIRE_TYPE(Target::arith, "Maxs", "int16_t, half, int32_t, float");
     auto s = static_cast<pypto_emu::compute_t<T>>(scalarValue);
     pypto_emu::unary(dst, src, count, "Maxs", [s](auto a) { return a > s ? a : s; });
 }
@@ -252,7 +225,7 @@ void Mins(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarV
           const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Mins");
-    PYPTO_REQUIRE_TYPE(arith_type, "Mins", "int16_t, half, int32_t, float");
+    PYPTO_REQUIRE_TYPE(Target::arith, "Mins", "int16_t, half, int32_t, float");
     auto s = static_cast<pypto_emu::compute_t<T>>(scalarValue);
     pypto_emu::unary(dst, src, count, "Mins", [s](auto a) { return a < s ? a : s; });
 }
@@ -261,7 +234,7 @@ template <typename T>
 void Relu(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Relu");
-    PYPTO_REQUIRE_TYPE(relu_type, "Relu", "half, int32_t, float");
+    PYPTO_REQUIRE_TYPE(Target::relu, "Relu", "half, int32_t, float");
     pypto_emu::unary(dst, src, count, "Relu", [](auto a) { return a > 0 ? a : decltype(a)(0); });
 }
 
@@ -269,7 +242,7 @@ template <typename T>
 void Exp(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Exp");
-    PYPTO_REQUIRE_TYPE(math_type, "Exp", "half, float");
+    PYPTO_REQUIRE_TYPE(Target::math, "Exp", "half, float");
     pypto_emu::unary(dst, src, count, "Exp", [](float a) { return std::exp(a); });
 }
 
@@ -277,7 +250,7 @@ template <typename T>
 void Ln(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Ln");
-    PYPTO_REQUIRE_TYPE(math_type, "Ln", "half, float");
+    PYPTO_REQUIRE_TYPE(Target::math, "Ln", "half, float");
     pypto_emu::unary(dst, src, count, "Ln", [](float a) { return std::log(a); });
 }
 
@@ -285,7 +258,7 @@ template <typename T>
 void Abs(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Abs");
-    PYPTO_REQUIRE_TYPE(math_type, "Abs", "half, float");
+    PYPTO_REQUIRE_TYPE(Target::math, "Abs", "half, float");
     pypto_emu::unary(dst, src, count, "Abs", [](float a) { return std::fabs(a); });
 }
 
@@ -293,7 +266,7 @@ template <typename T>
 void Sqrt(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Sqrt");
-    PYPTO_REQUIRE_TYPE(math_type, "Sqrt", "half, float");
+    PYPTO_REQUIRE_TYPE(Target::math, "Sqrt", "half, float");
     pypto_emu::unary(dst, src, count, "Sqrt", [](float a) { return std::sqrt(a); });
 }
 
@@ -301,7 +274,7 @@ template <typename T>
 void Rsqrt(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Rsqrt");
-    PYPTO_REQUIRE_TYPE(math_type, "Rsqrt", "half, float");
+    PYPTO_REQUIRE_TYPE(Target::math, "Rsqrt", "half, float");
     pypto_emu::unary(dst, src, count, "Rsqrt", [](float a) { return 1.0f / std::sqrt(a); });
 }
 
@@ -309,7 +282,7 @@ template <typename T>
 void Reciprocal(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Reciprocal");
-    PYPTO_REQUIRE_TYPE(math_type, "Reciprocal", "half, float");
+    PYPTO_REQUIRE_TYPE(Target::math, "Reciprocal", "half, float");
     pypto_emu::unary(dst, src, count, "Reciprocal", [](float a) { return 1.0f / a; });
 }
 
@@ -317,7 +290,7 @@ template <typename T>
 void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& count, pypto_emu::Site site = pypto_emu::Site::here())
 {
     pypto_emu::AtSite at_site(site, "Duplicate");
-    PYPTO_REQUIRE_TYPE(duplicate_type, "Duplicate",
+    PYPTO_REQUIRE_TYPE(Target::duplicate, "Duplicate",
                        "int16_t, uint16_t, half, bfloat16_t, int32_t, uint32_t, float");
     pypto_emu::check_vector_operand(dst, count, "Duplicate");
     pypto_emu::access_write(dst, 0, count > 0 ? static_cast<uint64_t>(count) * sizeof(T) : 0);
@@ -568,7 +541,7 @@ void check_cast_mode(RoundMode mode, const char* what)
             }
         }
         fail(what, ": ", type_name<U>(), " -> ", type_name<T>(), " takes ", list, ", not ", round_mode_name(mode),
-             " (" PYPTO_VECTOR_TARGET ")");
+             " (" PYPTO_ARCH(TARGET_NAME) ")");
     }
     if constexpr (std::is_same_v<T, half> && std::is_same_v<U, int32_t>) {
         if (!deq_scale().set) {
@@ -638,7 +611,7 @@ inline void SetDeqScale(half scale, pypto_emu::Site site = pypto_emu::Site::here
 
 #define PYPTO_CAST_TYPES_OK                                                                                        \
     static_assert(pypto_emu::cast_modes<T, U>() != 0,                                                              \
-                  "Cast: no such conversion on " PYPTO_VECTOR_TARGET " (supported: int4b_t/int8_t/uint8_t/int16_t " \
+                  "Cast: no such conversion on " PYPTO_ARCH(TARGET_NAME) " (supported: int4b_t/int8_t/uint8_t/int16_t " \
                   "-> half, int16_t -> float, half -> int4b_t/int8_t/uint8_t/int16_t/int32_t/float, bfloat16_t -> " \
                   "int32_t/float, int32_t -> int16_t/half/float/int64_t, float -> int16_t/half/bfloat16_t/"         \
                   "int32_t/float/int64_t, int64_t -> int32_t/float); other pairs go through a supported type")
