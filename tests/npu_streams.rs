@@ -236,6 +236,40 @@ fn locks(dev: &Device) -> Result<()> {
     Ok(())
 }
 
+/// Four threads, a stream each, launching on two shared inputs at once
+/// (their first two streams take the inputs' slots, the others their
+/// locked list, in whatever order the threads get there), into outputs
+/// dropped while queued every other time.
+fn threads(dev: &Device) -> Result<()> {
+    let bias = data(64, 13);
+    let x = data(3 * 64, 14);
+    let bias_t = dev.tensor_from(&bias, (Const::<64>,))?;
+    let xt = dev.tensor_from(&x, (3, Const::<64>))?;
+    let want: Vec<f32> = x.iter().enumerate().map(|(i, v)| v + bias[i % 64]).collect();
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..4)
+            .map(|_| {
+                let (bias_t, xt, want) = (&bias_t, &xt, &want);
+                scope.spawn(move || -> std::result::Result<(), String> {
+                    let stream = dev.new_stream().map_err(|e| e.to_string())?;
+                    for i in 0..40 {
+                        let mut out = dev.zeros((3, Const::<64>)).map_err(|e| e.to_string())?;
+                        with_stream(&stream, || kernels::add_bias(xt, bias_t, &mut out))
+                            .map_err(|e| e.to_string())?;
+                        if i % 2 == 0 && out.to_vec().map_err(|e| e.to_string())? != *want {
+                            return Err("threads: wrong numbers".into());
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers.into_iter().try_for_each(|w| w.join().expect("no panic"))
+    })?;
+    println!("threads ok");
+    Ok(())
+}
+
 /// More distinct tilings than a device keeps (4096): add_bias on the
 /// first 1 to 4100 rows of one tensor. Past the cap a launch copies a
 /// tiling of its own, which its stream frees once it has passed the launch.
@@ -342,6 +376,7 @@ fn run(mode: &str) -> Result<()> {
         "wrong" => wrong_stream()?,
         "locks" => locks(&dev)?,
         "past-the-cap" => past_the_cap(&dev)?,
+        "threads" => threads(&dev)?,
         "failing" => {
             let x = dev.tensor_from(&data(64, 1), (1, Const::<64>))?;
             let bias = dev.tensor_from(&data(64, 2), (Const::<64>,))?;
@@ -502,6 +537,22 @@ fn launches_are_queued_on_streams_and_reads_wait_for_them() {
     };
     assert_eq!(field("live"), 1, "{counts}");
     assert_eq!(field("mallocs") - field("frees"), 1, "{counts}");
+
+    // Launches from four threads on four streams sharing two inputs.
+    let report = tmp.join("fake-acl-threads-report.txt");
+    let (ok, stdout, stderr) = run(
+        &fake,
+        "threads",
+        &[("PYPTO_FAKE_ACL_REPORT", report.to_str().unwrap())],
+    );
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "threads ok\n");
+    let counts = std::fs::read_to_string(&report).unwrap();
+    let live = counts
+        .lines()
+        .find_map(|l| l.strip_prefix("live "))
+        .unwrap();
+    assert_eq!(live, "1", "{counts}");
 
     // Past the device's 4096 tilings, each launch of a new size copies its
     // own (and locks the device's cache to look first), which its stream
