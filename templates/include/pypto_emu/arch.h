@@ -10,7 +10,8 @@
 // C++17 wants a string literal in a static_assert and the preprocessor in
 // an enumerator list, so the strings those use, and the extra QuantMode_t
 // enumerators, are macros `PYPTO_<ROW>_<NAME>`, defined next to their row
-// and read through `PYPTO_ARCH(TARGET_NAME)`.
+// and read through `PYPTO_ARCH(NAME)` (`PYPTO_ARCH(TARGET_NAME)`: "Atlas A2/A3"
+// or "Ascend 950").
 #pragma once
 
 #include <cstdint>
@@ -106,13 +107,13 @@ struct AtlasA2A3 {
     static constexpr bool math_config = false;
 
     // Cube path, synchronisation and system (copy.h, sync.h, memory.h, system.h, misc.h).
-    static constexpr uint64_t bias_table_unit = 64;        // bytes per blockLen of L1 -> BiasTable
+    static constexpr uint64_t bias_table_unit = 64;     // bytes per blockLen, L1 -> BiasTable
     static constexpr bool bias_table_pairs = false;     // blockLen must be even
     static constexpr uint32_t cross_core_modes = 0b111; // bit m: CrossCoreSetFlag mode m exists
     static constexpr int cross_core_pipe_s_mode = -1;   // the mode that takes PIPE_S (none)
-    static constexpr bool reinterpret_cast_gm = false;  // GlobalTensor::ReinterpretCast
-    static constexpr bool dcci_cacheline_atomic = false;
-    static constexpr int64_t system_cycle_ns = 20; // GetSystemCycle: 50 MHz
+    static constexpr bool reinterpret_cast_gm = false;  // GlobalTensor::ReinterpretCast exists
+    static constexpr bool dcci_cacheline_atomic = false; // DcciDst::CACHELINE_ATOMIC exists
+    static constexpr int64_t system_cycle_ns = 20;      // GetSystemCycle: 50 MHz
 
     // By `Memory`: GM, UB, L1, L0A, L0B, L0C, BT, FB.
     static constexpr MemorySpec memories[] = {
@@ -276,7 +277,7 @@ using Target = AtlasA2A3;
 
 } // namespace pypto_emu
 
-// `PYPTO_ARCH(TARGET_NAME)`: the picked row's macro `PYPTO_<ROW>_NAME`.
+// `PYPTO_ARCH(NAME)`: the picked row's macro `PYPTO_<ROW>_<NAME>`.
 #define PYPTO_ARCH_JOIN2(row, name) PYPTO_##row##_##name
 #define PYPTO_ARCH_JOIN(row, name) PYPTO_ARCH_JOIN2(row, name)
 #define PYPTO_ARCH(name) PYPTO_ARCH_JOIN(PYPTO_ARCH_ROW, name)

@@ -346,9 +346,9 @@ public:
             return other;
         } else {
             static_assert(pypto_emu::dependent_false<CAST_T>,
-                          "GlobalTensor::ReinterpretCast is not supported on " PYPTO_ARCH(TARGET_NAME) " (documented for "
-                          "Ascend 950 only); call SetGlobalBuffer on a GlobalTensor of the new type with "
-                          "GetPhyAddr() instead");
+                          "GlobalTensor::ReinterpretCast is not supported on " PYPTO_ARCH(TARGET_NAME)
+                          " (documented for Ascend 950 only); call SetGlobalBuffer on a GlobalTensor of the "
+                          "new type with GetPhyAddr() instead");
             return {};
         }
     }
