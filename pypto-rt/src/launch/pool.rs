@@ -202,7 +202,11 @@ mod tests {
             assert_eq!(done, (0..40).collect::<Vec<_>>());
             let mut threads = c.threads.into_inner().unwrap();
             threads.remove(&std::thread::current().id());
-            assert!(threads.len() <= 3, "{} helpers for 3 tickets", threads.len());
+            assert!(
+                threads.len() <= 3,
+                "{} helpers for 3 tickets",
+                threads.len()
+            );
             helpers_seen.extend(threads);
         }
         // Every helper of the three jobs is one of the pool's workers, kept
