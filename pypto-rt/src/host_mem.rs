@@ -37,6 +37,7 @@ fn page_size() -> usize {
 /// then pays two `mprotect` calls per input (about 2 µs each, measured by
 /// `cargo bench --bench call`), so release builds leave it off and rely on
 /// the emulation's own checks of API writes.
+#[inline]
 fn read_only_inputs() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| match std::env::var(READONLY_INPUTS_VAR).as_deref() {
@@ -213,6 +214,7 @@ impl HostBuffer {
     /// write by the kernel to those edge bytes is not caught (API writes
     /// still are: the emulation knows which arguments are inputs).
     /// `None` when no page is protected (as in release builds by default).
+    #[inline]
     pub(crate) fn read_only(&self, offset: usize, len: usize) -> Option<ReadOnly<'_>> {
         if !read_only_inputs() {
             return None;

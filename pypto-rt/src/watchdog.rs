@@ -164,11 +164,18 @@ struct State {
 /// checks at least eight times per timeout of the launches it has seen.
 const TICK: Duration = Duration::from_secs(1);
 
-/// Milliseconds within which the watchdog next looks at every slot
-/// (`u64::MAX` while it is parked); a launch whose timeout is shorter than
-/// eight of these wakes it. Written with `SeqCst` before the watchdog
-/// rechecks the slots, read with `SeqCst` after a launch marks its slot, so
-/// that one of the two always sees the other.
+/// The longest the watchdog sleeps when no launch runs. A launch whose
+/// timeout is at least eight of these (the default, 300 s, is) therefore
+/// needs no wake-up and no fence: the watchdog looks within an eighth of its
+/// timeout whatever it was doing. An idle process pays one wake-up per
+/// this.
+const IDLE_SLEEP: Duration = Duration::from_secs(30);
+
+/// Milliseconds within which the watchdog next looks at every slot; a
+/// launch whose timeout is shorter than eight of these wakes it. Written
+/// with `SeqCst` before the watchdog rechecks the slots, read with `SeqCst`
+/// after such a launch marks its slot, so that one of the two always sees
+/// the other.
 static LOOKS_WITHIN_MS: AtomicU64 = AtomicU64::new(u64::MAX);
 
 /// The watchdog, started once; `None` when no thread could be started (the
@@ -264,19 +271,18 @@ fn watch_forever(dog: &Watchdog) {
         let wake_at = match next {
             Some(n) => {
                 idle_ticks = 0;
-                Some(n.min(now + tick))
+                n.min(now + tick)
             }
             // Idle: tick once more (launches often come back to back),
-            // then park.
+            // then sleep longer.
             None if idle_ticks == 0 => {
                 idle_ticks = 1;
-                Some(now + TICK)
+                now + TICK
             }
-            None => None,
+            None => now + IDLE_SLEEP,
         };
-        let within = wake_at.map_or(u64::MAX, |at| {
-            u64::try_from(at.saturating_duration_since(now).as_millis()).unwrap_or(u64::MAX)
-        });
+        let within =
+            u64::try_from(wake_at.saturating_duration_since(now).as_millis()).unwrap_or(u64::MAX);
         LOOKS_WITHIN_MS.store(within, Ordering::SeqCst);
         // A launch that marked its slot before the store above is seen
         // here; one after it reads the store and wakes this thread if it
@@ -288,19 +294,11 @@ fn watch_forever(dog: &Watchdog) {
         if missed {
             continue;
         }
-        state = match wake_at {
-            None => {
-                let guard = dog.wake.wait(state).unwrap_or_else(|e| e.into_inner());
-                idle_ticks = 0;
-                guard
-            }
-            Some(at) => {
-                dog.wake
-                    .wait_timeout(state, at.saturating_duration_since(now))
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0
-            }
-        };
+        state = dog
+            .wake
+            .wait_timeout(state, wake_at.saturating_duration_since(now))
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
         LOOKS_WITHIN_MS.store(0, Ordering::SeqCst);
     }
 }
@@ -426,13 +424,19 @@ pub(crate) fn watch_for<R>(
             .store(millis(timeout), Ordering::Relaxed);
         slot.launch.cancel.store(0, Ordering::Relaxed);
         slot.launch.running.store(0, Ordering::Relaxed);
-        slot.epoch.store(epoch + 1, Ordering::SeqCst);
-        // A watchdog that would not look again within an eighth of this
-        // timeout (parked, or ticking for longer timeouts) is woken.
-        let within = LOOKS_WITHIN_MS.load(Ordering::SeqCst);
-        if u128::from(within) > timeout.as_millis() / 8 {
-            let _state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
-            dog.wake.notify_one();
+        if timeout >= 8 * IDLE_SLEEP {
+            // The watchdog looks within an eighth of the timeout anyway.
+            slot.epoch.store(epoch + 1, Ordering::Release);
+        } else {
+            slot.epoch.store(epoch + 1, Ordering::SeqCst);
+            // A watchdog that would not look again within an eighth of this
+            // timeout (sleeping while idle, or ticking for longer
+            // timeouts) is woken.
+            let within = LOOKS_WITHIN_MS.load(Ordering::SeqCst);
+            if u128::from(within) > timeout.as_millis() / 8 {
+                let _state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
+                dog.wake.notify_one();
+            }
         }
         f(&Watch {
             how: How::Slot(slot),
@@ -664,6 +668,20 @@ mod tests {
             });
             assert_eq!(second.launch().cancel.load(Ordering::Relaxed), 0);
         });
+    }
+
+    /// A launch with the default timeout marks its slot with a plain store
+    /// and wakes nobody: the watchdog, even asleep while idle, looks again
+    /// within an eighth of that timeout.
+    #[test]
+    fn long_timeouts_need_no_wake_up() {
+        assert!(8 * IDLE_SLEEP <= DEFAULT_TIMEOUT);
+        let epoch = || SLOT.with(|cell| cell.get().map(|h| h.slot.epoch.load(Ordering::SeqCst)));
+        watch_for("long", Some(DEFAULT_TIMEOUT), |watch| {
+            assert!(matches!(watch.how, How::Slot(_)));
+            assert_eq!(epoch().map(|e| e % 2), Some(1), "running");
+        });
+        assert_eq!(epoch().map(|e| e % 2), Some(0), "ended");
     }
 
     /// A thread's slot leaves the watchdog's list when the thread ends.

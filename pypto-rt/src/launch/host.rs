@@ -146,7 +146,8 @@ pub(super) unsafe fn run_on_host(
         Err(e) => return (Err(e), 0),
     };
     let mut info: Small<HostArg> = Small::new();
-    let mut read_only: Small<ReadOnly<'_>> = Small::new();
+    // Made only when inputs are protected (debug builds by default).
+    let mut read_only: Option<Small<ReadOnly<'_>>> = None;
     // The inputs' bytes: the modelled NPU reads them from HBM the first time.
     let mut input_bytes = 0u64;
     for (i, arg) in args.iter().enumerate() {
@@ -162,7 +163,7 @@ pub(super) unsafe fn run_on_host(
                 ..
             } => {
                 if let Some(guard) = buffer.read_only(*offset, *bytes) {
-                    read_only.push(guard);
+                    read_only.get_or_insert_with(Small::new).push(guard);
                 }
                 input_bytes = input_bytes.saturating_add(*bytes as u64);
                 (Some(*buffer), 0)
