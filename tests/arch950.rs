@@ -162,3 +162,28 @@ fn the_probe_sees_the_950_row() {
         assert_eq!(&y[2..], &bits[..], "n = {n}");
     }
 }
+
+/// Both rows in one binary: the same template takes 200 KiB of the Unified
+/// Buffer, which the Ascend 950's row has room for and Atlas A2/A3's does
+/// not. Each build keeps its own row's limits, in either order on one
+/// thread (the emulation's namespaces carry the row, so no inline function
+/// of one row stands in for the other's).
+#[test]
+fn each_row_keeps_its_own_limits_in_one_binary() {
+    let dev = Device::host();
+    let x = dev.tensor_from(&[0f32; 4], (4,)).unwrap();
+    let mut y = dev.zeros::<i64, _>((4,)).unwrap();
+    for _ in 0..2 {
+        kernels::ub_200k_950(&x, &mut y).unwrap();
+        assert_eq!(y.to_vec().unwrap()[0], 1);
+        y = dev.zeros::<i64, _>((4,)).unwrap();
+        let err = kernels::ub_200k_a2(&x, &mut y).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "kernel `ub_200k_a2`, block 0: TPipe::InitBuffer: 1 buffer of 204800 bytes need \
+             204800 bytes of the Unified Buffer, but 0 of its 188160 usable bytes are taken \
+             (196608 bytes, 192 KiB less the 256 B framework and 8 KiB API reserves)"
+        );
+        assert_eq!(y.to_vec().unwrap()[0], 0);
+    }
+}

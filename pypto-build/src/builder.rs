@@ -420,8 +420,28 @@ impl Builder {
         }
         let runtime_source = source_dir.join(toolchain::RUNTIME_SOURCE.0);
         write_if_changed(&runtime_source, toolchain::RUNTIME_SOURCE.1)?;
+        // Kernels emulated as another architecture's row have that row's
+        // namespace (pypto_emu/arch.h), so its own runtime too.
+        let mut runtimes = vec![runtime_source];
+        let mut rows: Vec<&str> = generated
+            .model
+            .kernels
+            .iter()
+            .filter_map(ascendc::host_row_define)
+            .collect();
+        rows.sort_unstable();
+        rows.dedup();
+        for define in rows {
+            let path = source_dir.join(format!("pypto_emu_runtime_{define}.cpp"));
+            let text = format!(
+                "// The runtime of kernels built with {define}.\n#define {define} 1\n{}",
+                toolchain::RUNTIME_SOURCE.1
+            );
+            write_if_changed(&path, &text)?;
+            runtimes.push(path);
+        }
         let mut keep = paths.clone();
-        keep.push(runtime_source.clone());
+        keep.extend(runtimes.iter().cloned());
         remove_stale_sources(&source_dir, &keep)?;
         // NPU sources, grouped by compiler configuration.
         let mut npu_groups: Vec<((cann::Arch, bool), Vec<PathBuf>)> = Vec::new();
@@ -479,16 +499,16 @@ impl Builder {
             if self.precompiled_header {
                 toolchain::precompile_header(&host, &include_dir, &salt);
             }
-            // The runtime object is the batch's last source (`support` 1).
+            // The runtime objects are the batch's last sources (`support`).
             let mut host_sources = paths.clone();
-            host_sources.push(runtime_source);
+            host_sources.extend(runtimes.iter().cloned());
             let batch = toolchain::Batch {
                 build: &host,
                 sources: &host_sources,
                 generated: &root,
                 salt: &salt,
                 forward_warnings: self.cargo_metadata,
-                support: 1,
+                support: runtimes.len(),
             };
             let host_compiled = toolchain::compile_cached(&batch, &cache).map_err(compile_error)?;
             report += host_compiled.report;

@@ -8,15 +8,19 @@
 #pragma once
 
 // A build passes PYPTO_EMU_ABI, a hash of these headers, and it becomes part
-// of both namespaces' names (so of every C++ symbol): crates built with
-// different versions of the headers link into one binary without one's
-// runtime or inline functions standing in for the other's. Kernel sources
-// still write `AscendC::`.
+// of both namespaces' names (so of every C++ symbol), with the architecture
+// row the kernel is emulated as (pypto_emu/arch.h, which defines
+// PYPTO_ARCH_ROW before any namespace opens): crates built with different
+// versions of the headers, and kernels emulated as different
+// architectures, link into one binary without one's runtime or inline
+// functions standing in for the other's. Kernel sources still write
+// `AscendC::`.
 #if defined(PYPTO_EMU_ABI)
 #define PYPTO_EMU_JOIN2(a, b) a##b
 #define PYPTO_EMU_JOIN(a, b) PYPTO_EMU_JOIN2(a, b)
-#define pypto_emu PYPTO_EMU_JOIN(pypto_emu_, PYPTO_EMU_ABI)
-#define AscendC PYPTO_EMU_JOIN(AscendC_, PYPTO_EMU_ABI)
+#define PYPTO_EMU_NAME(base) PYPTO_EMU_JOIN(PYPTO_EMU_JOIN(base, PYPTO_EMU_ABI), PYPTO_EMU_JOIN(_, PYPTO_ARCH_ROW))
+#define pypto_emu PYPTO_EMU_NAME(pypto_emu_)
+#define AscendC PYPTO_EMU_NAME(AscendC_)
 #endif
 
 #include "pypto_emu/memories.h"

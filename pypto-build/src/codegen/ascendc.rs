@@ -574,16 +574,20 @@ fn block_runner(plan: &Plan<'_>) -> &'static str {
     }
 }
 
-/// The spec's `defines:`, for the kernel's own code only: defined just
-/// before it and undefined after, so that neither the emulation's headers
-/// nor the shim see them.
-/// On the host, a kernel built for one architecture only is emulated as
-/// that architecture: the macro its row names, which the emulation's
-/// headers test.
+/// The macro of the architecture row kernel `k` is emulated as on the
+/// host, if not the default row: a kernel built for one architecture only
+/// is emulated as that architecture.
+pub(crate) fn host_row_define(k: &crate::model::Kernel) -> Option<&'static str> {
+    match crate::tables::arches(&k.targets)[..] {
+        [arch] => arch.host_define(),
+        _ => None,
+    }
+}
+
+/// On the host, the macro of the row kernel `k` is emulated as, which the
+/// emulation's headers test (`pypto_emu/arch.h`).
 fn host_arch_define(out: &mut String, k: &crate::model::Kernel) {
-    if let [arch] = crate::tables::arches(&k.targets)[..]
-        && let Some(define) = arch.host_define()
-    {
+    if let Some(define) = host_row_define(k) {
         let _ = writeln!(
             out,
             "#if defined(PYPTO_HOST_BACKEND)\n#define {define} 1\n#endif"
@@ -591,6 +595,9 @@ fn host_arch_define(out: &mut String, k: &crate::model::Kernel) {
     }
 }
 
+/// The spec's `defines:`, for the kernel's own code only: defined just
+/// before it and undefined after, so that neither the emulation's headers
+/// nor the shim see them.
 fn define_macros(out: &mut String, k: &crate::model::Kernel) {
     if k.defines.is_empty() {
         return;

@@ -17,6 +17,21 @@
 #include <cstdint>
 #include <type_traits>
 
+// The row this kernel is compiled against: pypto-build defines the macro
+// its tables.rs row names (`ArchRow::host_define`) for a kernel that
+// targets that architecture alone. The only test of PYPTO_TARGET_950. The
+// row's name is part of the emulation's namespaces (kernel_operator.h), so
+// kernels emulated as different architectures link into one binary without
+// one row's inline functions (memory sizes, type lists) standing in for the
+// other's.
+#if defined(PYPTO_TARGET_950)
+#define PYPTO_ARCH_ROW A950
+#define PYPTO_ARCH_STRUCT Ascend950
+#else
+#define PYPTO_ARCH_ROW A2A3
+#define PYPTO_ARCH_STRUCT AtlasA2A3
+#endif
+
 // The element types the rows list (defined in types.h).
 struct half;
 struct bfloat16_t;
@@ -264,16 +279,8 @@ constexpr bool complete_row()
 static_assert(complete_row<AtlasA2A3>());
 static_assert(complete_row<Ascend950>());
 
-// The row this kernel is compiled against: pypto-build defines the macro
-// its tables.rs row names (`ArchRow::host_define`) for a kernel that
-// targets that architecture alone. The only test of PYPTO_TARGET_950.
-#if defined(PYPTO_TARGET_950)
-using Target = Ascend950;
-#define PYPTO_ARCH_ROW A950
-#else
-using Target = AtlasA2A3;
-#define PYPTO_ARCH_ROW A2A3
-#endif
+// The row picked at the top of this file.
+using Target = PYPTO_ARCH_STRUCT;
 
 } // namespace pypto_emu
 
