@@ -129,32 +129,49 @@ pub(super) fn run<J: Sync>(job: &J, helpers: usize, work: fn(&J)) {
         let job = unsafe { &*data.cast::<Job<'_, J>>() };
         (job.work)(job.job);
     }
-    let pool = pool();
+    /// Takes back the job's untaken tickets and waits for the workers that
+    /// joined it to leave; on drop, so that it happens even if `work`
+    /// unwinds on this thread (the job lives in this frame).
+    struct Leave {
+        pool: &'static Pool,
+        data: *const (),
+    }
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            let mut state = self.pool.lock();
+            state.tickets.retain(|t| t.data != self.data);
+            while state.joined.iter().any(|(d, _)| *d == self.data) {
+                state = self
+                    .pool
+                    .left
+                    .wait(state)
+                    .unwrap_or_else(|e| e.into_inner());
+            }
+        }
+    }
     let erased = Job { job, work };
     let data: *const () = (&raw const erased).cast();
-    if helpers > 0 {
-        let mut state = pool.lock();
-        ensure_workers(pool, &mut state, helpers);
-        let offered = helpers.min(state.workers);
-        for _ in 0..offered {
-            state.tickets.push_back(Ticket {
-                work: trampoline::<J>,
-                data,
-            });
-        }
-        drop(state);
-        for _ in 0..offered {
-            pool.offered.notify_one();
-        }
+    if helpers == 0 {
+        work(job);
+        return;
+    }
+    let pool = pool();
+    let leave = Leave { pool, data };
+    let mut state = pool.lock();
+    ensure_workers(pool, &mut state, helpers);
+    let offered = helpers.min(state.workers);
+    for _ in 0..offered {
+        state.tickets.push_back(Ticket {
+            work: trampoline::<J>,
+            data,
+        });
+    }
+    drop(state);
+    for _ in 0..offered {
+        pool.offered.notify_one();
     }
     work(job);
-    if helpers > 0 {
-        let mut state = pool.lock();
-        state.tickets.retain(|t| t.data != data);
-        while state.joined.iter().any(|(d, _)| *d == data) {
-            state = pool.left.wait(state).unwrap_or_else(|e| e.into_inner());
-        }
-    }
+    drop(leave);
 }
 
 #[cfg(test)]
@@ -212,6 +229,39 @@ mod tests {
         // Every helper of the three jobs is one of the pool's workers, kept
         // from one job to the next (other tests share the pool).
         assert!(helpers_seen.len() <= pool().lock().workers);
+    }
+
+    /// Work that panics on the launching thread still leaves only after
+    /// the workers that joined have left the job (which lives in the
+    /// launching frame): they finish every item.
+    #[test]
+    fn a_panic_on_the_launching_thread_waits_for_the_workers() {
+        struct Job {
+            launcher: std::thread::ThreadId,
+            inner: Count,
+        }
+        fn work(job: &Job) {
+            if std::thread::current().id() == job.launcher {
+                // Let a worker join before the launcher gives up.
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                panic!("the launching thread's work failed");
+            }
+            count(&job.inner);
+        }
+        let job = Job {
+            launcher: std::thread::current().id(),
+            inner: Count {
+                next: AtomicU32::new(0),
+                total: 20,
+                threads: Mutex::new(HashSet::new()),
+                done: Mutex::new(Vec::new()),
+            },
+        };
+        let unwound = std::panic::catch_unwind(AssertUnwindSafe(|| run(&job, 1, work)));
+        assert!(unwound.is_err());
+        // Whatever a worker took, it finished before `run` unwound.
+        let taken = job.inner.next.load(Ordering::Relaxed).min(20) as usize;
+        assert_eq!(job.inner.done.lock().unwrap().len(), taken);
     }
 
     #[test]
