@@ -6,7 +6,7 @@
 
 use crate::abi::{Arg, DimDesc, KernelDesc};
 use crate::error::Error;
-use crate::launch::{axis_size, note_last_variant};
+use crate::launch::{agreed_axis, note_last_variant};
 
 /// The size of axis `axis` of tensor param `param` in a call; 0 for a
 /// scalar (conditions name tensor axes only).
@@ -31,18 +31,7 @@ pub fn built_position(
     let Some(&first_axis) = dim.axes.first() else {
         return Ok(None);
     };
-    let first = axis_size(desc, args, first_axis);
-    for &axis in &dim.axes[1..] {
-        let other = axis_size(desc, args, axis);
-        if other.size != first.size {
-            return Err(Error::DimDisagreement {
-                kernel: desc.name,
-                why: dim.why.to_owned(),
-                first,
-                second: other,
-            });
-        }
-    }
+    let first = agreed_axis(desc, args, dim, first_axis)?;
     Ok(built.iter().position(|&b| b == first.size as u64))
 }
 

@@ -4,7 +4,9 @@
 //! block writes), the tiling words the kernel reads, and the phrases its
 //! errors describe a kernel's sizes and block rule with.
 
-use crate::abi::{Arg, BlockRule, KernelDesc, MAX_BLOCKS, MAX_LAUNCH_BLOCKS, MemoryKind, SizeOf};
+use crate::abi::{
+    Arg, BlockRule, DimDesc, KernelDesc, MAX_BLOCKS, MAX_LAUNCH_BLOCKS, MemoryKind, SizeOf,
+};
 use crate::device::Device;
 use crate::error::{AxisSize, Error};
 use crate::shape::Sizes;
@@ -80,6 +82,30 @@ pub(crate) fn axis_size(desc: &KernelDesc, args: &[Arg<'_>], (param, axis): (u8,
     }
 }
 
+/// The size of `dim`'s axis `first` (one of its axes), after checking that
+/// its other axes agree with it.
+#[inline]
+pub(crate) fn agreed_axis(
+    desc: &KernelDesc,
+    args: &[Arg<'_>],
+    dim: &DimDesc,
+    first: (u8, u8),
+) -> Result<AxisSize, Error> {
+    let first = axis_size(desc, args, first);
+    for &axis in dim.axes {
+        let other = axis_size(desc, args, axis);
+        if other.size != first.size {
+            return Err(Error::DimDisagreement {
+                kernel: desc.name,
+                why: dim.why.to_owned(),
+                first,
+                second: other,
+            });
+        }
+    }
+    Ok(first)
+}
+
 /// The size of every dim, after checking that its axes agree and that it
 /// fits the `uint32_t` the kernel receives, as a tiling's first words.
 #[inline]
@@ -88,18 +114,7 @@ fn agreed_dims(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<Tiling, Error> {
     // launch, and the adaptors cost more than the checks.
     let mut dims = Tiling::default();
     for dim in desc.dims {
-        let first = axis_size(desc, args, dim.axes[0]);
-        for &axis in &dim.axes[1..] {
-            let other = axis_size(desc, args, axis);
-            if other.size != first.size {
-                return Err(Error::DimDisagreement {
-                    kernel: desc.name,
-                    why: dim.why.to_owned(),
-                    first,
-                    second: other,
-                });
-            }
-        }
+        let first = agreed_axis(desc, args, dim, dim.axes[0])?;
         let Ok(size) = u32::try_from(first.size) else {
             return Err(Error::SizeOverflow {
                 kernel: Some(desc.name),

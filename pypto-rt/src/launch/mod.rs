@@ -26,7 +26,7 @@ use crate::abi::{Arg, Entries, KernelDesc, MAX_BLOCKS, Memory, MemoryKind};
 use crate::error::Error;
 use crate::stream::Uses;
 
-pub(crate) use check::{axis_size, check_call};
+pub(crate) use check::{agreed_axis, check_call};
 use check::{block_count, check_outputs_written, one_device, scalar_words};
 
 /// Per-call lists stay on the stack for kernels of up to 8 tensors or dims,
