@@ -8,7 +8,9 @@
 
 use pypto_rt::testing::Sweep;
 use pypto_rt::{Device, Tensor};
-use pypto_tests::{Float, U, data, data_as, kernels, same_bits_at_every_block_count, within};
+use pypto_tests::{
+    Float, U, add_bias_reference, data, data_as, kernels, same_bits_at_every_block_count, within,
+};
 
 type Matrix<T> = Tensor<T, (usize, usize)>;
 type Vector<T> = Tensor<T, (usize,)>;
@@ -27,20 +29,6 @@ fn shapes() -> Vec<(usize, usize)> {
             .map(|c| (c.dim("B"), c.dim("H"))),
     );
     out
-}
-
-/// `x + bias` per row, added in f32 and rounded to `T` once.
-fn add_bias_reference<T: Float>(x: &[T], bias: &[T]) -> Vec<T> {
-    if bias.is_empty() {
-        return Vec::new();
-    }
-    x.chunks(bias.len())
-        .flat_map(|row| {
-            row.iter()
-                .zip(bias)
-                .map(|(a, b)| T::from_f32(a.to_f32() + b.to_f32()))
-        })
-        .collect()
 }
 
 fn run_add_bias<T: Float>(

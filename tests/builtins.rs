@@ -11,7 +11,9 @@
 //! must be bit-identical.
 
 use pypto_rt::{Const, Device, Tensor};
-use pypto_tests::{Float, data, data_as, kernels, same_bits_at_every_block_count};
+use pypto_tests::{
+    Float, add_bias_reference, data, data_as, kernels, same_bits_at_every_block_count,
+};
 
 /// Sizes that cross 32-byte boundaries (8 fp32 or 16 fp16 elements), tiles
 /// (4096 elements) and blocks (8192 elements per block): the sweep of the
@@ -107,20 +109,6 @@ fn relu_in_every_dtype() {
     check_unary::<f32>("relu", |a0, a1| kernels::relu_f32(a0, a1), |x| x.max(0.0));
     check_unary::<half::f16>("relu", |a0, a1| kernels::relu_f16(a0, a1), |x| x.max(0.0));
     check_unary::<half::bf16>("relu", |a0, a1| kernels::relu_bf16(a0, a1), |x| x.max(0.0));
-}
-
-/// out[r][c] = x[r][c] + bias[c], rounded as the kernel documents.
-fn add_bias_reference<T: Float>(x: &[T], bias: &[T]) -> Vec<T> {
-    if bias.is_empty() {
-        return Vec::new();
-    }
-    x.chunks(bias.len())
-        .flat_map(|row| {
-            row.iter()
-                .zip(bias)
-                .map(|(a, b)| T::from_f32(a.to_f32() + b.to_f32()))
-        })
-        .collect()
 }
 
 type BiasKernel<T> = fn(

@@ -419,6 +419,14 @@ fn run(fake: &FakeCann, mode: &str, env: &[(&str, &str)]) -> (bool, String, Stri
     )
 }
 
+/// A counter of the fake runtime's report (`name value` lines).
+fn report_field(report: &str, name: &str) -> i64 {
+    report
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no `{name}` in the fake runtime's report:\n{report}"))
+}
+
 #[test]
 fn launches_are_queued_on_streams_and_reads_wait_for_them() {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
@@ -476,12 +484,7 @@ fn launches_are_queued_on_streams_and_reads_wait_for_them() {
          adopted ok\n"
     );
     let counts = std::fs::read_to_string(&report).unwrap();
-    let field = |name: &str| -> i64 {
-        counts
-            .lines()
-            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
-            .unwrap()
-    };
+    let field = |name: &str| report_field(&counts, name);
     // The cached tilings (one per size launched: 3, 5, 4 and 2 rows) are
     // the only memory kept until exit.
     assert_eq!(field("live"), 4, "{counts}");
@@ -529,12 +532,7 @@ fn launches_are_queued_on_streams_and_reads_wait_for_them() {
     // Every tensor was freed (the fake refuses to free memory queued work
     // uses); the one tiling stays.
     let counts = std::fs::read_to_string(&report).unwrap();
-    let field = |name: &str| -> i64 {
-        counts
-            .lines()
-            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
-            .unwrap()
-    };
+    let field = |name: &str| report_field(&counts, name);
     assert_eq!(field("live"), 1, "{counts}");
     assert_eq!(field("mallocs") - field("frees"), 1, "{counts}");
 
@@ -548,11 +546,7 @@ fn launches_are_queued_on_streams_and_reads_wait_for_them() {
     assert!(ok, "{stderr}");
     assert_eq!(stdout, "threads ok\n");
     let counts = std::fs::read_to_string(&report).unwrap();
-    let live = counts
-        .lines()
-        .find_map(|l| l.strip_prefix("live "))
-        .unwrap();
-    assert_eq!(live, "1", "{counts}");
+    assert_eq!(report_field(&counts, "live"), 1, "{counts}");
 
     // Past the device's 4096 tilings, each launch of a new size copies its
     // own (and locks the device's cache to look first), which its stream
@@ -588,12 +582,7 @@ fn launches_are_queued_on_streams_and_reads_wait_for_them() {
         )
     );
     let counts = std::fs::read_to_string(&report).unwrap();
-    let field = |name: &str| -> i64 {
-        counts
-            .lines()
-            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
-            .unwrap()
-    };
+    let field = |name: &str| report_field(&counts, name);
     assert_eq!(field("live"), 4096, "{counts}");
     assert_eq!(field("mallocs") - field("frees"), 4096, "{counts}");
 

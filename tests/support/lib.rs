@@ -55,6 +55,22 @@ pub trait Float: pypto_rt::DType {
     fn bits(self) -> u32;
 }
 
+/// add_bias's reference: out[r][c] = x[r][c] + bias[c], added in f32 and
+/// rounded to `T` once, as the kernel documents (every architecture's
+/// build).
+pub fn add_bias_reference<T: Float>(x: &[T], bias: &[T]) -> Vec<T> {
+    if bias.is_empty() {
+        return Vec::new();
+    }
+    x.chunks(bias.len())
+        .flat_map(|row| {
+            row.iter()
+                .zip(bias)
+                .map(|(a, b)| T::from_f32(a.to_f32() + b.to_f32()))
+        })
+        .collect()
+}
+
 impl Float for f32 {
     const NAME: &'static str = "f32";
     const MANTISSA_BITS: i32 = 23;
