@@ -10,7 +10,7 @@
 //! the launch path.
 
 use std::ffi::{c_char, c_void};
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::AtomicU64;
 
 use crate::device::Device;
 use crate::host_mem::HostBuffer;
@@ -298,8 +298,9 @@ pub struct HostLaunch {
     /// Distinct for every launch of the process, so that the emulation
     /// can reject a `GlobalTensor` kept from an earlier one.
     pub launch_id: u64,
-    /// Set non-zero when the launch has run past its timeout.
-    pub cancel: *const AtomicU32,
+    /// Holds [`HostLaunch::launch_id`] once the launch has run past its
+    /// timeout (interface v7; before, any value but 0 stopped a launch).
+    pub cancel: *const AtomicU64,
     /// The launch's timeout in milliseconds; 0 for none.
     pub timeout_ms: u64,
     /// The sanitizer checks to run ([`crate::Sanitize::bits`]).

@@ -5,7 +5,7 @@
 
 use crate::abi::{Arg, KernelDesc};
 use crate::error::{AxisSize, Error};
-use crate::launch::check_call;
+use crate::launch::{Tiling, check_call};
 
 /// One step of a side of an equation, in postfix order: sizes and
 /// integers push a value, operators pop two and push one.
@@ -98,7 +98,7 @@ pub fn check_equations(
     args: &[Arg<'_>],
     equations: &[Equation],
 ) -> Result<(), Error> {
-    check_call(desc, args)?;
+    check_call(desc, args, &mut Tiling::default())?;
     for e in equations {
         let problem = match (evaluate(e.left, args), evaluate(e.right, args)) {
             (Ok(l), Ok(r)) if l == r => continue,

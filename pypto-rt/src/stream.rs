@@ -23,7 +23,7 @@
 //! events exist so that code is written once, and their operations return
 //! at once.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -418,6 +418,9 @@ impl Event {
 
 thread_local! {
     static CURRENT: RefCell<Option<Stream>> = const { RefCell::new(None) };
+    /// Whether `CURRENT` holds a stream: what a host launch looks at, with
+    /// no borrow and no destructor's registration.
+    static STREAM_SET: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Runs `f` with kernel calls on this thread queued on `stream` instead of
@@ -437,10 +440,12 @@ thread_local! {
 /// ```
 pub fn with_stream<R>(stream: &Stream, f: impl FnOnce() -> R) -> R {
     let previous = CURRENT.with(|c| c.replace(Some(stream.clone())));
+    STREAM_SET.with(|s| s.set(true));
     struct Restore(Option<Stream>);
     impl Drop for Restore {
         fn drop(&mut self) {
             let previous = self.0.take();
+            STREAM_SET.with(|s| s.set(previous.is_some()));
             CURRENT.with(|c| *c.borrow_mut() = previous);
         }
     }
@@ -456,6 +461,9 @@ pub(crate) fn current() -> Option<Stream> {
 /// `f` of the stream [`with_stream`] set on this thread, if any, without
 /// cloning it (a host launch only looks at it).
 pub(crate) fn with_current<R>(f: impl FnOnce(Option<&Stream>) -> R) -> R {
+    if !STREAM_SET.with(Cell::get) {
+        return f(None);
+    }
     CURRENT.with(|c| f(c.borrow().as_ref()))
 }
 

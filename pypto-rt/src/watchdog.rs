@@ -3,15 +3,15 @@
 //! A host launch runs its blocks to completion; a kernel that never ends
 //! would hang its caller forever. Each launch registers here; one watchdog
 //! thread, started with the first launch, notices launches that run past
-//! `PYPTO_KERNEL_TIMEOUT`. It first raises the launch's cancel flag, which
-//! every Ascend C call of the emulation polls: such a block stops with
+//! `PYPTO_KERNEL_TIMEOUT`. It first writes the launch's id to its cancel
+//! word, which every Ascend C call of the emulation polls: such a block stops with
 //! `Error::Kernel` ("did not finish within …"). A block that makes no API
 //! call cannot be stopped from outside (a thread cannot be killed safely
 //! while it borrows the caller's tensors), so after a grace period the
 //! watchdog names the kernel and the blocks still running on stderr and
 //! ends the process.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -89,18 +89,27 @@ struct Launch {
     /// The launch's timeout in milliseconds, written before the launch is
     /// marked running (a slot's epoch made odd).
     timeout_ms: AtomicU64,
-    /// Read by the emulation (`HostLaunch::cancel`).
-    cancel: AtomicU32,
+    /// The id of the launch it holds (a slot's changes with each launch),
+    /// written with `Release` before the launch is marked running.
+    id: AtomicU64,
+    /// The id of the launch the watchdog cancelled, read by the emulation
+    /// (`HostLaunch::cancel`), which stops the launch of that id. An id, not
+    /// a flag: a cancel written just as a slot's launch ends names that
+    /// launch, so it cannot stop the next one. Set to 0 as each launch
+    /// starts, for kernels built before interface v7, which stop at any
+    /// value but 0.
+    cancel: AtomicU64,
     /// Bit `b` set while block `b` runs.
     running: AtomicU64,
 }
 
 impl Launch {
-    fn new(kernel: &'static str, timeout: Duration) -> Launch {
+    fn new(kernel: &'static str, timeout: Duration, id: u64) -> Launch {
         Launch {
             kernel: Mutex::new(kernel),
             timeout_ms: AtomicU64::new(millis(timeout)),
-            cancel: AtomicU32::new(0),
+            id: AtomicU64::new(id),
+            cancel: AtomicU64::new(0),
             running: AtomicU64::new(0),
         }
     }
@@ -121,14 +130,10 @@ struct Slot {
     launch: Launch,
     /// Odd while one of the thread's launches runs: each launch adds one
     /// when it starts and one when it ends, so the watchdog tells one
-    /// launch from the next by the number. The watchdog cancels a launch
-    /// holding [`CLAIMED`] set on its epoch, which the launch's end waits
-    /// out: a cancel meant for one launch never reaches the next.
+    /// launch from the next by the number. Only the thread writes it: a
+    /// launch starts and ends with a plain store.
     epoch: AtomicU64,
 }
-
-/// The watchdog's mark on an epoch while it cancels that launch.
-const CLAIMED: u64 = 1 << 63;
 
 /// What the watchdog knows of a slot.
 struct Watched {
@@ -203,15 +208,17 @@ fn watchdog() -> Option<&'static Watchdog> {
     })
 }
 
-/// Cancels the launch of `slot` whose epoch is `epoch`, if it still runs.
+/// Cancels the launch of `slot` whose epoch is `epoch` (read with
+/// `SeqCst`): writes that launch's id to the cancel word. The id is read
+/// between two reads of the epoch, as a seqlock's reader does: a launch
+/// writes its id with `Release` after the store that ended the launch
+/// before it, so an id read here that belongs to a later launch makes the
+/// second read see a later epoch. Once the launch has ended, the id it
+/// writes stops nothing.
 fn cancel_slot(slot: &Slot, epoch: u64) {
-    if slot
-        .epoch
-        .compare_exchange(epoch, epoch | CLAIMED, Ordering::SeqCst, Ordering::SeqCst)
-        .is_ok()
-    {
-        slot.launch.cancel.store(1, Ordering::Relaxed);
-        slot.epoch.store(epoch, Ordering::SeqCst);
+    let id = slot.launch.id.load(Ordering::Acquire);
+    if slot.epoch.load(Ordering::Relaxed) == epoch {
+        slot.launch.cancel.store(id, Ordering::Relaxed);
     }
 }
 
@@ -249,7 +256,8 @@ fn look(state: &mut State, now: Instant) -> (Option<Instant>, Option<Duration>) 
         shortest = Some(shortest.map_or(timeout, |s| s.min(timeout)));
         match entry.cancelled_at {
             None if now >= entry.deadline => {
-                entry.launch.cancel.store(1, Ordering::Relaxed);
+                let id = entry.launch.id.load(Ordering::Relaxed);
+                entry.launch.cancel.store(id, Ordering::Relaxed);
                 entry.cancelled_at = Some(now);
                 at(now + GRACE);
             }
@@ -376,23 +384,25 @@ pub(crate) fn launch_timeout() -> Result<Option<Duration>, Error> {
     timeout()
 }
 
-/// Runs `f` with a launch of `kernel` registered with the watchdog, which
-/// may run for `timeout` (`None`: no limit).
+/// Runs `f` with launch `id` of `kernel` registered with the watchdog,
+/// which may run for `timeout` (`None`: no limit). `id` is the launch's
+/// own: no other launch of the process has it.
 pub(crate) fn watch_for<R>(
     kernel: &'static str,
     timeout: Option<Duration>,
+    id: u64,
     f: impl FnOnce(&Watch<'_>) -> R,
 ) -> R {
     let (Some(timeout), Some(dog)) = (timeout, watchdog()) else {
         return f(&Watch {
-            how: How::Unwatched(Launch::new(kernel, timeout.unwrap_or(Duration::ZERO))),
+            how: How::Unwatched(Launch::new(kernel, timeout.unwrap_or(Duration::ZERO), id)),
             timeout_ms: timeout.map_or(0, millis),
         });
     };
     SLOT.with(|cell| {
         let handle = cell.get_or_init(|| {
             let slot = Arc::new(Slot {
-                launch: Launch::new(kernel, timeout),
+                launch: Launch::new(kernel, timeout, id),
                 epoch: AtomicU64::new(0),
             });
             let mut state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -410,7 +420,7 @@ pub(crate) fn watch_for<R>(
         let slot: &Slot = &handle.slot;
         let epoch = slot.epoch.load(Ordering::Relaxed);
         if epoch % 2 == 1 {
-            return f(&nested(dog, kernel, timeout));
+            return f(&nested(dog, kernel, timeout, id));
         }
         // Launches of one kernel in a row leave its name as it is, with no
         // lock taken.
@@ -424,6 +434,8 @@ pub(crate) fn watch_for<R>(
             .store(millis(timeout), Ordering::Relaxed);
         slot.launch.cancel.store(0, Ordering::Relaxed);
         slot.launch.running.store(0, Ordering::Relaxed);
+        // Release: see `cancel_slot`.
+        slot.launch.id.store(id, Ordering::Release);
         if timeout >= 8 * IDLE_SLEEP {
             // The watchdog looks within an eighth of the timeout anyway.
             slot.epoch.store(epoch + 1, Ordering::Release);
@@ -450,10 +462,8 @@ fn millis(d: Duration) -> u64 {
 }
 
 /// Registers a launch made while another runs on the same thread.
-fn nested(dog: &Watchdog, kernel: &'static str, timeout: Duration) -> Watch<'static> {
-    static IDS: AtomicU64 = AtomicU64::new(0);
-    let launch = Arc::new(Launch::new(kernel, timeout));
-    let id = IDS.fetch_add(1, Ordering::Relaxed);
+fn nested(dog: &Watchdog, kernel: &'static str, timeout: Duration, id: u64) -> Watch<'static> {
+    let launch = Arc::new(Launch::new(kernel, timeout, id));
     let mut state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
     state.entries.push(Entry {
         id,
@@ -477,8 +487,15 @@ impl Watch<'_> {
         }
     }
 
-    pub(crate) fn cancel_flag(&self) -> *const AtomicU32 {
+    pub(crate) fn cancel_word(&self) -> *const AtomicU64 {
         &self.launch().cancel
+    }
+
+    /// Whether the watchdog cancelled this launch.
+    #[cfg(test)]
+    fn cancelled(&self) -> bool {
+        let launch = self.launch();
+        launch.cancel.load(Ordering::Relaxed) == launch.id.load(Ordering::Relaxed)
     }
 
     pub(crate) fn timeout_ms(&self) -> u64 {
@@ -514,17 +531,9 @@ impl Drop for Watch<'_> {
         match &self.how {
             How::Unwatched(_) => {}
             How::Slot(slot) => {
-                // Waits out a cancel the watchdog is making (a few stores).
-                let mut epoch = slot.epoch.load(Ordering::Relaxed) & !CLAIMED;
-                while let Err(now) = slot.epoch.compare_exchange_weak(
-                    epoch,
-                    epoch + 1,
-                    Ordering::SeqCst,
-                    Ordering::Relaxed,
-                ) {
-                    epoch = now & !CLAIMED;
-                    std::hint::spin_loop();
-                }
+                // Only this thread writes the epoch.
+                let epoch = slot.epoch.load(Ordering::Relaxed);
+                slot.epoch.store(epoch + 1, Ordering::Release);
             }
             How::Entry(_, id) => {
                 if let Some(dog) = watchdog() {
@@ -610,8 +619,8 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(300));
             }
             let start = Instant::now();
-            watch_for("short", Some(timeout), |watch| {
-                while watch.launch().cancel.load(Ordering::Relaxed) == 0 {
+            watch_for("short", Some(timeout), 1, |watch| {
+                while !watch.cancelled() {
                     assert!(
                         start.elapsed() < Duration::from_secs(5),
                         "round {round}: not cancelled after 5 s"
@@ -629,7 +638,7 @@ mod tests {
             );
         }
         // No limit: never registered, never cancelled.
-        watch_for("free", None, |free| {
+        watch_for("free", None, 2, |free| {
             assert!(matches!(free.how, How::Unwatched(_)));
             assert_eq!(free.timeout_ms(), 0);
         });
@@ -638,7 +647,7 @@ mod tests {
     /// Waits until `watch` is cancelled; panics after 5 s.
     fn until_cancelled(watch: &Watch) -> Duration {
         let start = Instant::now();
-        while watch.launch().cancel.load(Ordering::Relaxed) == 0 {
+        while !watch.cancelled() {
             assert!(
                 start.elapsed() < Duration::from_secs(5),
                 "not cancelled after 5 s"
@@ -654,19 +663,19 @@ mod tests {
     #[test]
     fn each_launch_on_a_thread_is_watched_for_itself() {
         let short = Duration::from_millis(60);
-        watch_for("first", Some(short), |first| {
+        watch_for("first", Some(short), 3, |first| {
             assert!(matches!(first.how, How::Slot(_)));
             assert!(until_cancelled(first) >= short);
         });
-        watch_for("second", Some(Duration::from_secs(30)), |second| {
+        watch_for("second", Some(Duration::from_secs(30)), 4, |second| {
             std::thread::sleep(short * 3);
-            assert_eq!(second.launch().cancel.load(Ordering::Relaxed), 0);
+            assert!(!second.cancelled());
             assert_eq!(second.timeout_ms(), 30_000);
-            watch_for("nested", Some(short), |nested| {
+            watch_for("nested", Some(short), 5, |nested| {
                 assert!(matches!(nested.how, How::Entry(..)));
                 assert!(until_cancelled(nested) >= short);
             });
-            assert_eq!(second.launch().cancel.load(Ordering::Relaxed), 0);
+            assert!(!second.cancelled());
         });
     }
 
@@ -677,7 +686,7 @@ mod tests {
     fn long_timeouts_need_no_wake_up() {
         assert!(8 * IDLE_SLEEP <= DEFAULT_TIMEOUT);
         let epoch = || SLOT.with(|cell| cell.get().map(|h| h.slot.epoch.load(Ordering::SeqCst)));
-        watch_for("long", Some(DEFAULT_TIMEOUT), |watch| {
+        watch_for("long", Some(DEFAULT_TIMEOUT), 6, |watch| {
             assert!(matches!(watch.how, How::Slot(_)));
             assert_eq!(epoch().map(|e| e % 2), Some(1), "running");
         });
@@ -693,7 +702,7 @@ mod tests {
             state.slots.iter().any(|w| Arc::ptr_eq(&w.slot, slot))
         };
         let slot = std::thread::spawn(move || {
-            watch_for("thread", Some(Duration::from_secs(30)), |watch| {
+            watch_for("thread", Some(Duration::from_secs(30)), 7, |watch| {
                 assert!(matches!(watch.how, How::Slot(_)));
             });
             let slot = SLOT.with(|cell| cell.get().expect("the thread's slot").slot.clone());

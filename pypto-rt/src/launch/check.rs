@@ -15,14 +15,16 @@ use super::Small;
 
 /// What a launch checks of a call before anything else, in this order:
 /// one device, the dims' axes agree, then the template's halvings and
-/// multiples. Returns the device and a tiling holding the dims' sizes.
+/// multiples. Returns the device, and pushes the dims' sizes to `tiling`
+/// (filled in place: a tiling returned by value is copied on every launch).
 #[inline]
 pub(crate) fn check_call<'a>(
     desc: &KernelDesc,
     args: &[Arg<'a>],
-) -> Result<(&'a Device, Tiling), Error> {
+    tiling: &mut Tiling,
+) -> Result<&'a Device, Error> {
     let device = one_device(desc, args)?;
-    let dims = agreed_dims(desc, args)?;
+    agreed_dims(desc, args, tiling)?;
     for h in desc.halves {
         let (big, small) = (axis_size(desc, args, h.big), axis_size(desc, args, h.small));
         if Some(big.size) != small.size.checked_mul(2) {
@@ -45,7 +47,7 @@ pub(crate) fn check_call<'a>(
             });
         }
     }
-    Ok((device, dims))
+    Ok(device)
 }
 
 #[inline]
@@ -107,12 +109,12 @@ pub(crate) fn agreed_axis(
 }
 
 /// The size of every dim, after checking that its axes agree and that it
-/// fits the `uint32_t` the kernel receives, as a tiling's first words.
+/// fits the `uint32_t` the kernel receives, pushed as a tiling's first
+/// words.
 #[inline]
-fn agreed_dims(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<Tiling, Error> {
+fn agreed_dims(desc: &KernelDesc, args: &[Arg<'_>], dims: &mut Tiling) -> Result<(), Error> {
     // A loop, not an iterator of `Result`s collected: this runs on every
     // launch, and the adaptors cost more than the checks.
-    let mut dims = Tiling::default();
     for dim in desc.dims {
         let first = agreed_axis(desc, args, dim, dim.axes[0])?;
         let Ok(size) = u32::try_from(first.size) else {
@@ -126,7 +128,7 @@ fn agreed_dims(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<Tiling, Error> {
         };
         dims.push_dim(size);
     }
-    Ok(dims)
+    Ok(())
 }
 
 /// The sizes of tensor param `param` (none for a scalar).
@@ -229,9 +231,17 @@ pub(super) fn block_count(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<u32, Er
                 )));
             }
             let s = sizes(param);
-            product(&s)
-                .ok_or_else(|| too_many(format!("the product of {:?} / {per_block}", &*s)))?
-                .div_ceil(u64::from(per_block))
+            let elements = product(&s)
+                .ok_or_else(|| too_many(format!("the product of {:?} / {per_block}", &*s)))?;
+            // A division costs more than the rest of a launch's checks,
+            // and block sizes are mostly powers of two.
+            let per_block = u64::from(per_block);
+            if per_block.is_power_of_two() {
+                (elements >> per_block.trailing_zeros())
+                    + u64::from(elements & (per_block - 1) != 0)
+            } else {
+                elements.div_ceil(per_block)
+            }
         }
         BlockRule::Leading {
             param,

@@ -65,7 +65,7 @@ unsafe fn run_block(
         kernel: call.kernel.as_ptr(),
         kernel_len: call.kernel.len() as u64,
         launch_id: call.launch_id,
-        cancel: call.watch.cancel_flag(),
+        cancel: call.watch.cancel_word(),
         timeout_ms: call.watch.timeout_ms(),
         sanitize: call.sanitize.bits(),
         fail_block: 0,
@@ -104,7 +104,10 @@ static LAUNCHES: AtomicU64 = AtomicU64::new(1);
 const LAUNCH_ID_BATCH: u64 = 1024;
 
 /// A launch id no other launch of the process has (the emulation tells
-/// launches apart by it; ids need not grow with time).
+/// launches apart by it; ids need not grow with time). Never one whose low
+/// 32 bits are all 0: kernels built before interface v7 read the cancel
+/// word, which holds a cancelled launch's id, as a `uint32_t` flag (its
+/// low half, on the little-endian hosts they run on).
 fn next_launch_id() -> u64 {
     thread_local! {
         /// The next id of this thread's batch, and the batch's end.
@@ -116,13 +119,21 @@ fn next_launch_id() -> u64 {
             next = LAUNCHES.fetch_add(LAUNCH_ID_BATCH, Ordering::Relaxed);
             end = next + LAUNCH_ID_BATCH;
         }
+        if next as u32 == 0 {
+            next += 1;
+            if next == end {
+                next = LAUNCHES.fetch_add(LAUNCH_ID_BATCH, Ordering::Relaxed);
+                end = next + LAUNCH_ID_BATCH;
+            }
+        }
         ids.set((next + 1, end));
         next
     })
 }
 
-/// Runs every block on a pool of host threads; returns the result and the
-/// largest Unified Buffer high-water mark of any block. Inputs are
+/// Runs every block on a pool of host threads; returns the result, and
+/// sets `ub_peak` to the largest Unified Buffer high-water mark of any
+/// block. Inputs are
 /// read-only while it runs; afterwards, every tensor's front guard bytes
 /// and every `bool` output's values are checked.
 ///
@@ -134,17 +145,14 @@ pub(super) unsafe fn run_on_host(
     blocks: u32,
     tensors: &Tensors<'_>,
     args: &[Arg<'_>],
-) -> (Result<(), Error>, u64) {
-    let sanitize = match crate::sanitize::current() {
+    ub_peak: &mut u64,
+) -> Result<(), Error> {
+    let sanitize = match crate::sanitize::current()? {
         // A timing-only profile computes nothing for the checks to watch.
-        Ok(_) if crate::model::timing_only() => crate::Sanitize::OFF,
-        Ok(checks) => checks,
-        Err(e) => return (Err(e), 0),
+        _ if crate::model::timing_only() => crate::Sanitize::OFF,
+        checks => checks,
     };
-    let timeout = match watchdog::launch_timeout() {
-        Ok(timeout) => timeout,
-        Err(e) => return (Err(e), 0),
-    };
+    let timeout = watchdog::launch_timeout()?;
     let mut info: Small<HostArg> = Small::new();
     // Made only when inputs are protected (debug builds by default).
     let mut read_only: Option<Small<ReadOnly<'_>>> = None;
@@ -191,25 +199,24 @@ pub(super) unsafe fn run_on_host(
     // The blocks read a copy of the tiling made for this launch: one that
     // writes it (a raw `GM_ADDR` store) is found when the launch is over.
     let mut tiling: Small<u64> = Small::from_slice(tensors.tiling);
-    let model = match crate::model::begin(blocks, input_bytes) {
-        Ok(model) => model,
-        Err(e) => return (Err(e), 0),
-    };
+    let model = crate::model::begin(blocks, input_bytes)?;
     let model_sink = model.as_ref().map_or(std::ptr::null(), |m| m.sink());
     let tiling_ptr = tiling.as_mut_ptr();
-    let (mut result, peak) = watchdog::watch_for(desc.name, timeout, |watch| {
+    let mut result = Ok(());
+    let launch_id = next_launch_id();
+    *ub_peak = watchdog::watch_for(desc.name, timeout, launch_id, |watch| {
         let call = HostCall {
             tensors,
             tiling: tiling_ptr,
             info: &info,
             kernel: desc.name,
-            launch_id: next_launch_id(),
+            launch_id,
             watch,
             sanitize,
             model: model_sink,
         };
         // SAFETY: forwarded from this function's contract.
-        unsafe { run_blocks(desc.name, entry, blocks, &call) }
+        unsafe { run_blocks(desc.name, entry, blocks, &call, &mut result) }
     });
     if let Some(model) = model
         && result.is_ok()
@@ -218,7 +225,9 @@ pub(super) unsafe fn run_on_host(
         result = Err(e);
     }
     drop(read_only);
-    if result.is_ok() && tiling[..] != *tensors.tiling {
+    // Word by word: a slice comparison calls `memcmp`, which costs more
+    // than the few words a tiling has.
+    if result.is_ok() && tiling.iter().zip(tensors.tiling).any(|(a, b)| a != b) {
         result = Err(Error::TilingWritten { kernel: desc.name });
     }
     // What no guard page could stop: writes just before a tensor's start,
@@ -298,7 +307,7 @@ pub(super) unsafe fn run_on_host(
             };
         }
     }
-    (result, peak)
+    result
 }
 
 /// After a host launch: a tensor's bytes that are not a valid value of its
@@ -343,7 +352,8 @@ unsafe fn run_blocks_in_turn(
     entry: HostEntry,
     blocks: u32,
     call: &HostCall<'_>,
-) -> (Result<(), Error>, u64) {
+    result: &mut Result<(), Error>,
+) -> u64 {
     let mut peak = 0;
     let mut first: Option<(u32, String)> = None;
     for block in 0..blocks {
@@ -356,7 +366,10 @@ unsafe fn run_blocks_in_turn(
             first = Some(failure);
         }
     }
-    (launch_result(kernel, first), peak)
+    if first.is_some() {
+        *result = launch_result(kernel, first);
+    }
+    peak
 }
 
 /// A launch's result from its lowest failing block (with its message), if
@@ -405,7 +418,10 @@ fn run_some_blocks(job: &Blocks<'_>) {
 }
 
 /// The blocks of one launch, on the calling thread and as many of the
-/// pool's workers as help (fewer when the process cannot start threads).
+/// pool's workers as help (fewer when the process cannot start threads);
+/// returns the largest Unified Buffer high-water mark of any block, and
+/// sets `result` to the lowest failing block's error, if any. (Out-params,
+/// not a returned `Result`: every launch would copy the error's space.)
 ///
 /// # Safety
 /// As for [`launch`](super::launch).
@@ -414,11 +430,12 @@ unsafe fn run_blocks(
     entry: HostEntry,
     blocks: u32,
     call: &HostCall<'_>,
-) -> (Result<(), Error>, u64) {
+    result: &mut Result<(), Error>,
+) -> u64 {
     let workers = host_threads().min(blocks as usize);
     if workers <= 1 {
         // SAFETY: forwarded from this function's contract.
-        return unsafe { run_blocks_in_turn(kernel, entry, blocks, call) };
+        return unsafe { run_blocks_in_turn(kernel, entry, blocks, call, result) };
     }
     let job = Blocks {
         kernel,
@@ -433,8 +450,10 @@ unsafe fn run_blocks(
     pool::run(&job, workers - 1, run_some_blocks);
     let failures = job.failures.into_inner().unwrap_or_else(|e| e.into_inner());
     // The lowest failing block, so a failure reads the same each run.
-    let result = launch_result(job.kernel, failures.into_iter().min());
-    (result, job.peak.into_inner())
+    if let Some(lowest) = failures.into_iter().min() {
+        *result = launch_result(job.kernel, Some(lowest));
+    }
+    job.peak.into_inner()
 }
 
 #[cfg(test)]
@@ -531,7 +550,8 @@ mod tests {
         };
         let mut copy = tiling;
         let timeout = crate::watchdog::launch_timeout().unwrap();
-        let (result, peak) = crate::watchdog::watch_for("in_turn", timeout, |watch| {
+        let mut result = Ok(());
+        let peak = crate::watchdog::watch_for("in_turn", timeout, 1, |watch| {
             let call = super::HostCall {
                 tensors: &tensors,
                 tiling: copy.as_mut_ptr(),
@@ -544,7 +564,9 @@ mod tests {
             };
             // SAFETY: the entry reads nothing of the record but its block
             // and writes only its message buffer and UB peak.
-            unsafe { super::run_blocks_in_turn("in_turn", fails_in_blocks_1_and_2, 4, &call) }
+            unsafe {
+                super::run_blocks_in_turn("in_turn", fails_in_blocks_1_and_2, 4, &call, &mut result)
+            }
         });
         assert_eq!(RAN.load(std::sync::atomic::Ordering::SeqCst), 0b1111);
         assert_eq!(peak, 300);

@@ -26,7 +26,7 @@ use crate::abi::{Arg, Entries, KernelDesc, MAX_BLOCKS, Memory, MemoryKind};
 use crate::error::Error;
 use crate::stream::Uses;
 
-pub(crate) use check::{agreed_axis, check_call};
+pub(crate) use check::{Tiling, agreed_axis, check_call};
 use check::{block_count, check_outputs_written, one_device, scalar_words};
 
 /// Per-call lists stay on the stack for kernels of up to 8 tensors or dims,
@@ -161,7 +161,8 @@ pub(crate) fn note_last_variant(variant: &'static str) {
 /// tensors of `args` in order; each tensor pointer must be valid for its
 /// sizes, and output tensors must not alias any other argument.
 pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> Result<(), Error> {
-    let (device, mut tiling) = check_call(desc, args)?;
+    let mut tiling = Tiling::default();
+    let device = check_call(desc, args, &mut tiling)?;
     let blocks = block_count(desc, args)?;
     scalar_words(desc, args, &mut tiling)?;
     // A forced count is checked on every host launch, so that a bad
@@ -199,7 +200,8 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
         tiling: tiling.words(),
         tiling_bytes: tiling.bytes(),
     };
-    let (result, ub_peak_bytes) = match device.as_npu() {
+    let mut ub_peak_bytes = 0;
+    let result = match device.as_npu() {
         None => {
             // A stream of an NPU named for host tensors is a mistake to
             // report, not to ignore.
@@ -212,7 +214,16 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
                 return Err(e);
             }
             // SAFETY: forwarded from this function's contract.
-            unsafe { host::run_on_host(desc, entries.host, blocks, &tensors, args) }
+            unsafe {
+                host::run_on_host(
+                    desc,
+                    entries.host,
+                    blocks,
+                    &tensors,
+                    args,
+                    &mut ub_peak_bytes,
+                )
+            }
         }
         Some(npu) => {
             let entry = npu::npu_entry(desc, entries, device, npu)?;
@@ -229,10 +240,7 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
                 .collect();
             // SAFETY: forwarded from this function's contract; the tensors'
             // pointers are device addresses on `npu`.
-            (
-                unsafe { npu::run_on_npu(npu, &stream, entry, blocks, &tensors, &uses) },
-                0,
-            )
+            unsafe { npu::run_on_npu(npu, &stream, entry, blocks, &tensors, &uses) }
         }
     };
     LAST_LAUNCH.with(|l| {

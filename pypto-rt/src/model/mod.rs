@@ -19,7 +19,7 @@ mod trace;
 
 pub use trace::{chrome_trace, svg};
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_void};
 use std::sync::{Arc, Mutex};
@@ -232,6 +232,9 @@ struct Active {
 
 thread_local! {
     static ACTIVE: RefCell<Option<Active>> = const { RefCell::new(None) };
+    /// `ACTIVE`'s profiler, which every host launch looks at: a `Cell` of
+    /// a `Copy` type needs neither a borrow nor a destructor's registration.
+    static PROFILER: Cell<Option<Profiler>> = const { Cell::new(None) };
 }
 
 /// Runs `f`, modelling every host launch it makes on this thread on `arch`
@@ -290,12 +293,18 @@ impl Profiler {
                 launches: Vec::new(),
             })
         });
+        PROFILER.with(|p| p.set(Some(*self)));
+        /// Puts back the outer profile, if any.
+        fn resume(outer: Option<Active>) {
+            PROFILER.with(|p| p.set(outer.as_ref().map(|o| o.profiler)));
+            ACTIVE.with(|a| *a.borrow_mut() = outer);
+        }
         // Restores the outer profiler even if `f` panics.
         struct Restore(Option<Option<Active>>);
         impl Drop for Restore {
             fn drop(&mut self) {
                 if let Some(outer) = self.0.take() {
-                    ACTIVE.with(|a| *a.borrow_mut() = outer);
+                    resume(outer);
                 }
             }
         }
@@ -303,7 +312,7 @@ impl Profiler {
         let value = f();
         let mine = ACTIVE.with(|a| a.borrow_mut().take());
         if let Some(outer) = restore.0.take() {
-            ACTIVE.with(|a| *a.borrow_mut() = outer);
+            resume(outer);
         }
         let launches = mine.map(|m| m.launches).unwrap_or_default();
         (
@@ -320,7 +329,7 @@ impl Profiler {
 /// Whether a profile active on this thread runs kernels for timing only
 /// (the launch then runs no sanitizer checks).
 pub(crate) fn timing_only() -> bool {
-    ACTIVE.with(|a| a.borrow().as_ref().is_some_and(|a| a.profiler.timing_only))
+    PROFILER.with(Cell::get).is_some_and(|p| p.timing_only)
 }
 
 /// A launch being modelled: owns what the sink points at.
@@ -345,7 +354,7 @@ impl Modelled {
 /// profiler is active on this thread, or `PYPTO_PROFILE` asks for every
 /// launch.
 pub(crate) fn begin(blocks: u32, input_bytes: u64) -> Result<Option<Modelled>, Error> {
-    let active = ACTIVE.with(|a| a.borrow().as_ref().map(|a| a.profiler));
+    let active = PROFILER.with(Cell::get);
     let (profiler, env) = match active {
         Some(p) => (p, None),
         None => match env::env_profile()? {

@@ -236,7 +236,7 @@ struct BlockState {
     uint64_t ub_peak = 0;
     uint32_t live_pipes = 0;
     uint64_t launch_id = 0;
-    const uint32_t* cancel = nullptr; // set by pypto-rt's watchdog on timeout
+    const uint64_t* cancel = nullptr; // holds launch_id once pypto-rt's watchdog cancels the launch
     uint64_t timeout_ms = 0;
     const char* kernel = "";
     uint64_t kernel_len = 0;
@@ -375,7 +375,7 @@ struct HostLaunch {
     const char* kernel;
     uint64_t kernel_len;
     uint64_t launch_id;
-    const uint32_t* cancel;
+    const uint64_t* cancel;
     uint64_t timeout_ms;
     uint32_t sanitize; // SANITIZE_* bits: the sanitizer checks to run
     uint32_t fail_block; // out: non-zero when the failure belongs to block fail_block - 1
@@ -535,8 +535,11 @@ inline void poll(const char* what)
 {
     ++instr.seq;
     instr.name = what;
-    if (block.cancel != nullptr && __atomic_load_n(block.cancel, __ATOMIC_RELAXED) != 0) {
-        fail(what, ": the launch did not finish within ", timeout_text(block.timeout_ms),
+    // One look-up of the thread-local state for both fields: each costs a
+    // call to its initialiser's guard.
+    const BlockState& self = block;
+    if (self.cancel != nullptr && __atomic_load_n(self.cancel, __ATOMIC_RELAXED) == self.launch_id) {
+        fail(what, ": the launch did not finish within ", timeout_text(self.timeout_ms),
              " (PYPTO_KERNEL_TIMEOUT); this block was stopped here");
     }
 }
@@ -915,7 +918,8 @@ int32_t run_core(HostLaunch* launch, CoreRole role, CoreGroup* group, Body&& bod
     block.ratio = mixed_vector ? 2 : 1;
     block.group = group;
     block.launch_id = launch->launch_id;
-    block.cancel = launch->cancel;
+    // A record with no launch id (a hand-made call) cannot be cancelled.
+    block.cancel = launch->launch_id != 0 ? launch->cancel : nullptr;
     block.timeout_ms = launch->timeout_ms;
     block.sanitize = launch->sanitize;
     block_checks = launch->sanitize;

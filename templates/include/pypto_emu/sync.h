@@ -317,7 +317,7 @@ PYPTO_RUNTIME void group_take(const std::string& what, uint8_t& counter)
         g.changed.wait_for(hold, std::chrono::milliseconds(20));
         ++g.running;
         g.waiting_on[me] = nullptr;
-        if (block.cancel != nullptr && __atomic_load_n(block.cancel, __ATOMIC_RELAXED) != 0) {
+        if (block.cancel != nullptr && __atomic_load_n(block.cancel, __ATOMIC_RELAXED) == block.launch_id) {
             fail(what, ": the launch did not finish within ", timeout_text(block.timeout_ms),
                  " (PYPTO_KERNEL_TIMEOUT); this core was stopped here, waiting");
         }
