@@ -416,6 +416,37 @@ mod tests {
     use crate::launch::tests::{RAN, entries, spread, unread};
     use std::sync::atomic::Ordering;
 
+    /// One block per `per_block` elements, rounded up (and capped at
+    /// [`MAX_BLOCKS`]), whether `per_block` is a power of two (a shift) or
+    /// not (a division).
+    #[test]
+    fn element_rules_round_up() {
+        let host = crate::Device::host();
+        for per_block in [1u32, 2, 3, 7, 8, 1000, 1024, 8192, u32::MAX] {
+            let desc = spread(BlockRule::Elements {
+                param: 0,
+                per_block,
+            });
+            // Each multiple of `per_block` up to past the cap, and one
+            // element either side.
+            let sizes = (0..=u64::from(MAX_BLOCKS) + 2)
+                .flat_map(|k| [-1, 0, 1].map(|d| (k * u64::from(per_block)).checked_add_signed(d)))
+                .flatten();
+            for n in sizes {
+                let n = n as usize;
+                let args = [unread(&host, &[n], false), unread(&host, &[n], true)];
+                let want = (n as u64)
+                    .div_ceil(u64::from(per_block))
+                    .min(u64::from(MAX_BLOCKS));
+                assert_eq!(
+                    block_count(&desc, &args).map(u64::from),
+                    Ok(want),
+                    "{n} / {per_block}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn sizes_bound_to_scalars_must_fit_their_type() {
         let host = Device::host();

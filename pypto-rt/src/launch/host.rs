@@ -463,6 +463,36 @@ mod tests {
     use crate::launch::launch;
     use crate::shape::Sizes;
 
+    /// Kernels built before interface v7 read the cancel word's low half
+    /// as a flag, so no launch id may have it zero. Moves the process's
+    /// ids forward to a batch that would end on a multiple of 2^32 and
+    /// takes it on a fresh thread (retrying past batches other tests'
+    /// threads take meanwhile).
+    #[test]
+    fn no_launch_id_has_a_zero_low_half() {
+        use super::{LAUNCH_ID_BATCH, LAUNCHES, next_launch_id};
+        use std::sync::atomic::Ordering;
+        for k in 1..=64u64 {
+            let start = (k << 32) - (LAUNCH_ID_BATCH - 1);
+            if LAUNCHES.fetch_max(start, Ordering::Relaxed) > start {
+                continue;
+            }
+            let ids: Vec<u64> =
+                std::thread::spawn(|| (0..=LAUNCH_ID_BATCH).map(|_| next_launch_id()).collect())
+                    .join()
+                    .unwrap();
+            assert!(ids.iter().all(|&id| id as u32 != 0), "{ids:?}");
+            if ids[0] == start {
+                // The batch's last id was skipped: the next comes from a
+                // new batch.
+                assert_eq!(ids[LAUNCH_ID_BATCH as usize - 2], (k << 32) - 1);
+                assert_ne!(ids[LAUNCH_ID_BATCH as usize - 1], k << 32);
+                return;
+            }
+        }
+        panic!("no batch ending on a multiple of 2^32 was taken");
+    }
+
     /// A host entry that writes 0 over the first word of its tiling.
     unsafe extern "C" fn writes_its_tiling(launch: *mut HostLaunch) -> i32 {
         // SAFETY: pypto-rt passes a record whose tiling holds
