@@ -136,12 +136,14 @@ pub(crate) fn current() -> Result<Sanitize, Error> {
         return Ok(forced);
     }
     static FROM_ENV: OnceLock<Result<Sanitize, Error>> = OnceLock::new();
-    FROM_ENV
-        .get_or_init(|| match std::env::var_os(SANITIZE_VAR) {
-            None => Ok(Sanitize::DEFAULT),
-            Some(v) => Sanitize::parse(&v.to_string_lossy()),
-        })
-        .clone()
+    // Copied, not cloned: every host launch asks.
+    match FROM_ENV.get_or_init(|| match std::env::var_os(SANITIZE_VAR) {
+        None => Ok(Sanitize::DEFAULT),
+        Some(v) => Sanitize::parse(&v.to_string_lossy()),
+    }) {
+        Ok(checks) => Ok(*checks),
+        Err(e) => Err(e.clone()),
+    }
 }
 
 /// Runs `f` with the host launches made on this thread using `checks`,

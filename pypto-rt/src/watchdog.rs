@@ -73,10 +73,11 @@ pub(crate) fn describe(timeout: Duration) -> String {
 
 fn timeout() -> Result<Option<Duration>, Error> {
     static TIMEOUT: OnceLock<Result<Option<Duration>, String>> = OnceLock::new();
-    TIMEOUT
-        .get_or_init(|| parse_timeout(std::env::var(TIMEOUT_VAR).ok().as_deref()))
-        .clone()
-        .map_err(Error::Backend)
+    // Copied, not cloned: every host launch asks.
+    match TIMEOUT.get_or_init(|| parse_timeout(std::env::var(TIMEOUT_VAR).ok().as_deref())) {
+        Ok(timeout) => Ok(*timeout),
+        Err(e) => Err(Error::Backend(e.clone())),
+    }
 }
 
 /// One launch, as the watchdog and the blocks share it: a thread's

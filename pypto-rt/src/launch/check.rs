@@ -11,7 +11,7 @@ use crate::device::Device;
 use crate::error::{AxisSize, Error};
 use crate::shape::Sizes;
 
-use super::Small;
+use super::{Small, cold};
 
 /// What a launch checks of a call before anything else, in this order:
 /// one device, the dims' axes agree, then the template's halvings and
@@ -28,23 +28,23 @@ pub(crate) fn check_call<'a>(
     for h in desc.halves {
         let (big, small) = (axis_size(desc, args, h.big), axis_size(desc, args, h.small));
         if Some(big.size) != small.size.checked_mul(2) {
-            return Err(Error::NotTwice {
+            return Err(cold(|| Error::NotTwice {
                 kernel: desc.name,
                 big,
                 small,
                 why: h.why.to_owned(),
-            });
+            }));
         }
     }
     for m in desc.multiples {
         let axis = axis_size(desc, args, m.axis);
         if !axis.size.is_multiple_of(m.of as usize) {
-            return Err(Error::NotMultiple {
+            return Err(cold(|| Error::NotMultiple {
                 kernel: desc.name,
                 axis,
                 of: m.of,
                 why: m.why.to_owned(),
-            });
+            }));
         }
     }
     Ok(device)
@@ -58,18 +58,20 @@ pub(super) fn one_device<'a>(desc: &KernelDesc, args: &[Arg<'a>]) -> Result<&'a 
             match first {
                 None => first = Some(device),
                 Some(d) if d != *device => {
-                    return Err(Error::WrongDevice {
+                    return Err(cold(|| Error::WrongDevice {
                         kernel: desc.name,
                         param: desc.params[i],
                         expected: d.to_string(),
                         actual: device.to_string(),
-                    });
+                    }));
                 }
                 Some(_) => {}
             }
         }
     }
-    first.ok_or_else(|| Error::Backend(format!("kernel `{}` has no tensor arguments", desc.name)))
+    first.ok_or_else(|| {
+        cold(|| Error::Backend(format!("kernel `{}` has no tensor arguments", desc.name)))
+    })
 }
 
 pub(crate) fn axis_size(desc: &KernelDesc, args: &[Arg<'_>], (param, axis): (u8, u8)) -> AxisSize {
@@ -97,12 +99,12 @@ pub(crate) fn agreed_axis(
     for &axis in dim.axes {
         let other = axis_size(desc, args, axis);
         if other.size != first.size {
-            return Err(Error::DimDisagreement {
+            return Err(cold(|| Error::DimDisagreement {
                 kernel: desc.name,
                 why: dim.why.to_owned(),
                 first,
                 second: other,
-            });
+            }));
         }
     }
     Ok(first)
@@ -118,13 +120,13 @@ fn agreed_dims(desc: &KernelDesc, args: &[Arg<'_>], dims: &mut Tiling) -> Result
     for dim in desc.dims {
         let first = agreed_axis(desc, args, dim, dim.axes[0])?;
         let Ok(size) = u32::try_from(first.size) else {
-            return Err(Error::SizeOverflow {
+            return Err(cold(|| Error::SizeOverflow {
                 kernel: Some(desc.name),
                 detail: format!(
                     "{first}, more than the {} a kernel's `uint32_t` size argument carries",
                     u32::MAX
                 ),
-            });
+            }));
         };
         dims.push_dim(size);
     }
@@ -216,23 +218,25 @@ pub(super) fn block_count(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<u32, Er
         BlockRule::Rows { param } => {
             let s = sizes(param);
             match s.split_last() {
-                Some((_, rows)) if !s.contains(&0) => {
-                    product(rows).ok_or_else(|| too_many(format!("the product of {rows:?}")))?
-                }
+                Some((_, rows)) if !s.contains(&0) => product(rows)
+                    .ok_or_else(|| cold(|| too_many(format!("the product of {rows:?}"))))?,
                 _ => 0,
             }
         }
         BlockRule::Elements { param, per_block } => {
             if per_block == 0 {
-                return Err(Error::Backend(format!(
-                    "kernel `{}`: its block rule ({}) divides by 0",
-                    desc.name,
-                    describe_rule(desc)
-                )));
+                return Err(cold(|| {
+                    Error::Backend(format!(
+                        "kernel `{}`: its block rule ({}) divides by 0",
+                        desc.name,
+                        describe_rule(desc)
+                    ))
+                }));
             }
             let s = sizes(param);
-            let elements = product(&s)
-                .ok_or_else(|| too_many(format!("the product of {:?} / {per_block}", &*s)))?;
+            let elements = product(&s).ok_or_else(|| {
+                cold(|| too_many(format!("the product of {:?} / {per_block}", &*s)))
+            })?;
             // A division costs more than the rest of a launch's checks,
             // and block sizes are mostly powers of two.
             let per_block = u64::from(per_block);
@@ -250,20 +254,24 @@ pub(super) fn block_count(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<u32, Er
         } => {
             let s = sizes(param);
             let Some(leading) = s.get(..usize::from(axes)) else {
-                return Err(Error::Backend(format!(
-                    "kernel `{}`: its block rule ({}) names more axes than `{}` has ({})",
-                    desc.name,
-                    describe_rule(desc),
-                    desc.params[usize::from(param)],
-                    s.len()
-                )));
+                return Err(cold(|| {
+                    Error::Backend(format!(
+                        "kernel `{}`: its block rule ({}) names more axes than `{}` has ({})",
+                        desc.name,
+                        describe_rule(desc),
+                        desc.params[usize::from(param)],
+                        s.len()
+                    ))
+                }));
             };
             if s.contains(&0) {
                 0
             } else {
                 product(leading)
                     .and_then(|lead| lead.checked_mul(u64::from(factor)))
-                    .ok_or_else(|| too_many(format!("{} × {factor}", leading_text(leading))))?
+                    .ok_or_else(|| {
+                        cold(|| too_many(format!("{} × {factor}", leading_text(leading))))
+                    })?
             }
         }
         BlockRule::Count(n) => return Ok(n),
@@ -272,13 +280,15 @@ pub(super) fn block_count(desc: &KernelDesc, args: &[Arg<'_>]) -> Result<u32, Er
             return u32::try_from(n)
                 .ok()
                 .filter(|&n| n <= MAX_LAUNCH_BLOCKS)
-                .ok_or_else(|| Error::SizeOverflow {
-                    kernel: Some(desc.name),
-                    detail: format!(
-                        "`blocks: {}` asks for {n} blocks; a launch has at most \
+                .ok_or_else(|| {
+                    cold(|| Error::SizeOverflow {
+                        kernel: Some(desc.name),
+                        detail: format!(
+                            "`blocks: {}` asks for {n} blocks; a launch has at most \
                          {MAX_LAUNCH_BLOCKS}",
-                        describe_size(desc, of)
-                    ),
+                            describe_size(desc, of)
+                        ),
+                    })
                 });
         }
     };
@@ -310,12 +320,12 @@ pub(super) fn check_outputs_written(desc: &KernelDesc, args: &[Arg<'_>]) -> Resu
         );
         let elements = sizes.num_elements().unwrap_or(usize::MAX);
         if output && elements > 0 {
-            return Err(Error::NoBlocks {
+            return Err(cold(|| Error::NoBlocks {
                 kernel: desc.name,
                 rule: describe_rule(desc),
                 output: desc.params[i],
                 elements,
-            });
+            }));
         }
     }
     Ok(())
@@ -336,14 +346,14 @@ pub(super) fn scalar_words(
             Arg::Sized { of, max, dtype } => {
                 let value = size_of(args, of);
                 if value > max {
-                    return Err(Error::SizeOverflow {
+                    return Err(cold(|| Error::SizeOverflow {
                         kernel: Some(desc.name),
                         detail: format!(
                             "`{}` = `{}` = {value}, more than its {dtype} holds ({max})",
                             desc.params[i],
                             describe_size(desc, of)
                         ),
-                    });
+                    }));
                 }
                 tiling.push_scalar(value);
             }

@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::host_mem::{HostBuffer, ReadOnly};
 use crate::watchdog;
 
-use super::{Small, Tensors, pool};
+use super::{Small, Tensors, cold, pool};
 
 /// What every block of one host launch shares besides the tensors.
 struct HostCall<'a> {
@@ -228,7 +228,7 @@ pub(super) unsafe fn run_on_host(
     // Word by word: a slice comparison calls `memcmp`, which costs more
     // than the few words a tiling has.
     if result.is_ok() && tiling.iter().zip(tensors.tiling).any(|(a, b)| a != b) {
-        result = Err(Error::TilingWritten { kernel: desc.name });
+        result = Err(cold(|| Error::TilingWritten { kernel: desc.name }));
     }
     // What no guard page could stop: writes just before a tensor's start,
     // and bytes that are not a `bool` in a bool tensor (an output, or an
@@ -282,11 +282,11 @@ pub(super) unsafe fn run_on_host(
         {
             buffer.repair_slack();
             if result.is_ok() {
-                result = Err(Error::OutOfBounds {
+                result = Err(cold(|| Error::OutOfBounds {
                     kernel: desc.name,
                     param,
                     before,
-                });
+                }));
             }
         }
         if let Some(check) = first_invalid {
@@ -331,12 +331,12 @@ unsafe fn check_output_bytes(
         // SAFETY: as above; zero bytes are `false`.
         unsafe { std::ptr::write_bytes(ptr, 0, bytes) };
         if result.is_ok() {
-            *result = Err(Error::InvalidBool {
+            *result = Err(cold(|| Error::InvalidBool {
                 kernel: Some(desc.name),
                 param,
                 index,
                 value,
-            });
+            }));
         }
     }
 }

@@ -29,6 +29,15 @@ use crate::stream::Uses;
 pub(crate) use check::{Tiling, agreed_axis, check_call};
 use check::{block_count, check_outputs_written, one_device, scalar_words};
 
+/// Builds a launch's error out of line, so that the code formatting it
+/// does not share the instruction cache with the checks every call passes
+/// (a call to a cold function also marks its branch unlikely).
+#[cold]
+#[inline(never)]
+pub(crate) fn cold<T>(make: impl FnOnce() -> T) -> T {
+    make()
+}
+
 /// Per-call lists stay on the stack for kernels of up to 8 tensors or dims,
 /// so that a small launch does not allocate.
 type Small<T> = SmallVec<[T; 8]>;
@@ -73,12 +82,14 @@ fn forced_host_blocks() -> Result<Option<u32>, Error> {
         return Ok(Some(n));
     }
     static FROM_ENV: OnceLock<Result<Option<u32>, Error>> = OnceLock::new();
-    FROM_ENV
-        .get_or_init(|| {
-            let value = std::env::var_os(BLOCKS_VAR);
-            parse_blocks(value.as_deref().map(|v| v.to_string_lossy()).as_deref())
-        })
-        .clone()
+    // Copied, not cloned: every host launch asks.
+    match FROM_ENV.get_or_init(|| {
+        let value = std::env::var_os(BLOCKS_VAR);
+        parse_blocks(value.as_deref().map(|v| v.to_string_lossy()).as_deref())
+    }) {
+        Ok(blocks) => Ok(*blocks),
+        Err(e) => Err(e.clone()),
+    }
 }
 
 /// Runs `f` with every host launch made on this thread forced to `blocks`
