@@ -101,14 +101,22 @@ fn generated_rust_names_pypto_rt_only_through_its_interface_module() {
     assert!(!rest[..at_v5].contains("::pypto_rt::"));
     rest = &rest[at_v5 + check_v5.len()..];
     assert!(rest.contains("::pypto_rt::__private::v5::note_variant("));
+    // Every kernel's `SIZES` carries its `equals:` relations: v7, checked
+    // next.
+    let check_v7 = "const _: () = ::pypto_rt::__private::require_interface::<7>();\n";
+    let at_v7 = rest.find(check_v7).expect("the v7 check");
+    assert!(!rest[..at_v7].contains("::pypto_rt::"));
+    rest = &rest[at_v7 + check_v7.len()..];
+    assert!(rest.contains("pub const SIZES: ::pypto_rt::__private::v7::KernelSizes"));
     // Outside doc comments, every path into pypto-rt goes through v3, but
-    // the workspace launch and the choosing wrappers.
+    // the workspace launch, the choosing wrappers and `SIZES`.
     for line in rest.lines().filter(|l| !l.trim_start().starts_with("//")) {
         for (i, _) in line.match_indices("pypto_rt::") {
             assert!(
                 line[i..].starts_with("pypto_rt::__private::v3::")
                     || line[i..].starts_with("pypto_rt::__private::v4::launch_with_workspace(")
-                    || line[i..].starts_with("pypto_rt::__private::v5::"),
+                    || line[i..].starts_with("pypto_rt::__private::v5::")
+                    || line[i..].starts_with("pypto_rt::__private::v7::KernelSizes"),
                 "a path outside the interface module: {line}"
             );
         }

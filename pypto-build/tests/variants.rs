@@ -192,3 +192,71 @@ fn check_prints_the_warning_and_a_wrapper_name_is_declared_once_across_files() {
         "{stderr}"
     );
 }
+
+/// The wrapper's and `SIZES`' `equals:` relations of a kernel with
+/// variants, generated once beside `SIZES`: the variants' one list when
+/// they agree, else each variant's in turn, a range each.
+fn variants_equations(variants: &str) -> String {
+    let spec = format!(
+        "\
+kernels:
+  fa:
+    template: builtin/flash_attention
+    options: {{ heads: 2, kv_heads: 2 }}
+    params:
+      q:   {{ dtype: DT_FP16, shape: [1, DYNAMIC, DYNAMIC] }}
+      k:   {{ dtype: DT_FP16, shape: [1, DYNAMIC, DYNAMIC] }}
+      v:   {{ dtype: DT_FP16, shape: [1, DYNAMIC, DYNAMIC] }}
+      out: {{ dtype: DT_FP16, shape: [1, DYNAMIC, DYNAMIC], output: true }}
+    variants:
+{variants}"
+    );
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("variants-equals");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("k.yaml"), spec).unwrap();
+    pypto_build::Builder::new()
+        .spec(dir.join("k.yaml"))
+        .symbol_prefix("t")
+        .cargo_metadata(false)
+        .generate()
+        .unwrap()
+        .rust
+}
+
+#[test]
+fn variants_relations_are_one_static_that_sizes_carries() {
+    let rust = variants_equations(
+        "      - { name: short, when: \"q.1 <= 64\", options: { heads: 2, kv_heads: 2, cores: 2 } }\n      - { name: long }\n",
+    );
+    assert_eq!(
+        rust.matches("static __PYPTO_EQUATIONS").count(),
+        1,
+        "{rust}"
+    );
+    for row in [
+        "pub mod fa {\n    /// The relations the wrapper checks before it launches.\n    pub(super) static __PYPTO_EQUATIONS: [::pypto_rt::__private::v6::Equation; 1] = [",
+        "::pypto_rt::__private::v6::check_equations(&__PYPTO_DESC_V0, &__pypto_args, &fa::__PYPTO_EQUATIONS)?;",
+        "::pypto_rt::__private::v6::check_equations(&__PYPTO_DESC_V1, &__pypto_args, &fa::__PYPTO_EQUATIONS)?;",
+        "        equations: &__PYPTO_EQUATIONS,\n",
+    ] {
+        assert!(rust.contains(row), "missing {row}:\n{rust}");
+    }
+    // Variants of different heads: each variant checks its own, and
+    // `SIZES` carries both.
+    let rust = variants_equations(
+        "      - { name: short, when: \"q.1 <= 64\", options: { heads: 4, kv_heads: 2 } }\n      - { name: long }\n",
+    );
+    assert_eq!(
+        rust.matches("static __PYPTO_EQUATIONS").count(),
+        1,
+        "{rust}"
+    );
+    for row in [
+        "pub(super) static __PYPTO_EQUATIONS: [::pypto_rt::__private::v6::Equation; 2] = [",
+        "&fa::__PYPTO_EQUATIONS[0..1])?;",
+        "&fa::__PYPTO_EQUATIONS[1..2])?;",
+        "        equations: &__PYPTO_EQUATIONS,\n",
+    ] {
+        assert!(rust.contains(row), "missing {row}:\n{rust}");
+    }
+}

@@ -44,20 +44,27 @@ pub struct Equation {
 /// few (pypto-build caps an equation's length and nesting).
 const STACK: usize = 64;
 
-/// The value of one side, or what breaks it.
+/// The value of one side at a call's sizes, or what breaks it.
 fn evaluate(steps: &[Step], args: &[Arg<'_>]) -> Result<i128, String> {
+    evaluate_at(steps, |param, axis| match args.get(usize::from(param)) {
+        Some(Arg::Tensor { sizes, .. }) => sizes.get(usize::from(axis)).map(|&n| n as i128),
+        _ => None,
+    })
+}
+
+/// The value of one side, each axis's size given by `size` (`None`: no
+/// such axis), or what breaks it. [`crate::testing::Sweep`] evaluates
+/// sides at the sizes it chooses with it.
+pub(crate) fn evaluate_at(
+    steps: &[Step],
+    size: impl Fn(u8, u8) -> Option<i128>,
+) -> Result<i128, String> {
     let mut stack = [0i128; STACK];
     let mut len = 0usize;
     let malformed = || "the generated relation is malformed".to_owned();
     for step in steps {
         let value = match *step {
-            Step::Size(param, axis) => match args.get(usize::from(param)) {
-                Some(Arg::Tensor { sizes, .. }) => sizes
-                    .get(usize::from(axis))
-                    .map(|&n| n as i128)
-                    .ok_or_else(malformed)?,
-                _ => return Err(malformed()),
-            },
+            Step::Size(param, axis) => size(param, axis).ok_or_else(malformed)?,
             Step::Int(n) => i128::from(n),
             op => {
                 if len < 2 {

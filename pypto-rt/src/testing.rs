@@ -10,6 +10,20 @@
 //! caller's reference and reporting the first size that fails, with the
 //! shape of every param.
 //!
+//! A dim twice another (a halving) follows it, and so does a dim the
+//! template's `equals:` relations tie to others at run time
+//! ([`KernelSizes::equations`], the relations the wrapper checks): where
+//! one side of a relation is a single axis of a DYNAMIC dim that the other
+//! side does not read, that dim is computed from the other side once the
+//! free dims are chosen (`expanded_x.0 == x.0 * expert_ids.last` makes
+//! `expanded_x.0` follow `x.0` and `expert_ids.1`), in an order where each
+//! relation reads only dims already known, and is not varied on its own. A
+//! case where a relation cannot be solved so (both sides compound, a
+//! division that leaves a remainder, a size below 1, above the caps or not
+//! the multiple its contract asks for) or still breaks one is left out, as
+//! the wrapper would refuse it with `Error::NotEqual`; when every case is
+//! left out, [`Sweep::run`] fails naming the relations.
+//!
 //! ```ignore
 //! pypto_rt::testing::Sweep::new(&kernels::relu_f32::SIZES)
 //!     .max_elements(1 << 18)
@@ -27,6 +41,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use crate::abi::{BlockRule, MAX_BLOCKS};
+use crate::equals::{Equation, Step, evaluate_at};
 use crate::error::Error;
 
 /// The sizes one kernel accepts, as its spec and template's contract say:
@@ -41,6 +56,11 @@ pub struct KernelSizes {
     pub dims: &'static [DimSizes],
     /// How the launch splits the work into blocks.
     pub blocks: BlockRule,
+    /// The template's `equals:` relations on run-time sizes, the ones the
+    /// wrapper checks before it launches (for a kernel with variants,
+    /// every variant's): the sweep derives dims from them and makes no
+    /// case that breaks one.
+    pub equations: &'static [Equation],
 }
 
 /// One tensor param: its name, and the dim of each axis (an index into
@@ -199,6 +219,19 @@ pub struct Sweep<'s> {
     max_elements: usize,
     max_size: usize,
     base: usize,
+    /// The dims that follow others, each with its rule, in an order where
+    /// a rule reads only free dims and dims earlier in the list.
+    follows: Vec<(usize, Follows)>,
+}
+
+/// How a dim's size follows from the others'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Follows {
+    /// Twice this dim's (a halving contract).
+    Twice(usize),
+    /// The value of one side of [`KernelSizes::equations`]`[equation]` (the
+    /// left when `left`), whose other side is the dim's axis alone.
+    Side { equation: usize, left: bool },
 }
 
 /// The sizes every DYNAMIC dim is tried at, before block boundaries,
@@ -222,6 +255,7 @@ impl<'s> Sweep<'s> {
             max_elements: 1 << 20,
             max_size: LARGE,
             base: 3,
+            follows: follows(sizes),
         }
     }
 
@@ -247,23 +281,46 @@ impl<'s> Sweep<'s> {
     /// The cases the sweep runs, in order: each DYNAMIC or STATIC dim
     /// varied alone over its sizes, the others at their base; then every
     /// dim at once at a few sizes.
+    ///
+    /// Dims that follow others (halvings, `equals:` relations) are not
+    /// varied themselves: they are computed from each case's other sizes,
+    /// and a case they cannot be computed for, or that breaks a relation,
+    /// is left out.
     pub fn cases(&self) -> Vec<Case> {
+        self.cases_and_refusals().0
+    }
+
+    /// The cases, and the relations (indices into
+    /// [`KernelSizes::equations`], once each) that left some out.
+    fn cases_and_refusals(&self) -> (Vec<Case>, Vec<usize>) {
         let dims = self.sizes.dims;
         let base: Vec<usize> = (0..dims.len()).map(|d| self.base_size(d)).collect();
+        // The block boundaries of a dim count the others at their base,
+        // with the dims that follow filled in where they can be.
+        let counted = self.derived(base.clone()).unwrap_or_else(|_| base.clone());
         let mut seen: BTreeSet<Vec<usize>> = BTreeSet::new();
+        let mut refused: Vec<usize> = Vec::new();
         let mut out = Vec::new();
         let mut push = |sizes: Vec<usize>, varied: Option<usize>, out: &mut Vec<Case>| {
-            let sizes = self.derived(sizes);
+            let sizes = match self.derived(sizes) {
+                Ok(sizes) => sizes,
+                Err(equation) => {
+                    if !refused.contains(&equation) {
+                        refused.push(equation);
+                    }
+                    return;
+                }
+            };
             if self.elements(&sizes) <= self.max_elements && seen.insert(sizes.clone()) {
                 out.push(self.case(&sizes, varied));
             }
         };
         push(base.clone(), None, &mut out);
         for d in 0..dims.len() {
-            if dims[d].twice.is_some() {
+            if self.follows.iter().any(|&(f, _)| f == d) {
                 continue;
             }
-            for size in self.candidates(d, &base) {
+            for size in self.candidates(d, &counted) {
                 let mut sizes = base.clone();
                 sizes[d] = size;
                 push(sizes, Some(d), &mut out);
@@ -276,20 +333,40 @@ impl<'s> Sweep<'s> {
                 .collect();
             push(sizes, None, &mut out);
         }
-        out
+        (out, refused)
     }
 
     /// Runs `run` at every case in turn; `run` launches the kernel and
     /// returns its result and the reference's, compared within `tol`.
     /// Returns the number of cases run, or the first that failed: a launch
     /// error, results of different lengths, or an element out of
-    /// tolerance.
+    /// tolerance; or, when the kernel's `equals:` relations left out every
+    /// case, a failure naming them.
     pub fn run(
         &self,
         tol: Tolerance,
         mut run: impl FnMut(&Case) -> Result<(Vec<f64>, Vec<f64>), Error>,
     ) -> Result<usize, SweepFailure> {
-        let cases = self.cases();
+        let (cases, refused) = self.cases_and_refusals();
+        if cases.is_empty() && !refused.is_empty() {
+            let relations: Vec<&str> = refused
+                .iter()
+                .filter_map(|&e| self.sizes.equations.get(e))
+                .map(|e| e.why)
+                .collect();
+            return Err(SweepFailure {
+                kernel: self.sizes.kernel,
+                case: "every size it tried".to_owned(),
+                problem: format!(
+                    "no case keeps the relations the wrapper checks: {}. The sweep computes a \
+                     DYNAMIC dim alone on one side of a relation from the other side; it cannot \
+                     when both sides read other dims' sizes, a division leaves a remainder, or \
+                     the size comes out below 1, above the caps or not a multiple the contract \
+                     asks for",
+                    relations.join("; ")
+                ),
+            });
+        }
         for case in &cases {
             let fail = |problem: String| SweepFailure {
                 kernel: self.sizes.kernel,
@@ -410,14 +487,37 @@ impl<'s> Sweep<'s> {
             .collect()
     }
 
-    /// Sizes of dims that follow others (halvings) filled in.
-    fn derived(&self, mut sizes: Vec<usize>) -> Vec<usize> {
-        for (d, dim) in self.sizes.dims.iter().enumerate() {
-            if let Some(small) = dim.twice {
-                sizes[d] = sizes[usize::from(small)] * 2;
+    /// Sizes of dims that follow others (halvings, `equals:` relations)
+    /// filled in; or the relation (its index in
+    /// [`KernelSizes::equations`]) that a dim could not be computed from,
+    /// or that the sizes then break.
+    fn derived(&self, mut sizes: Vec<usize>) -> Result<Vec<usize>, usize> {
+        let k = self.sizes;
+        for &(d, rule) in &self.follows {
+            sizes[d] = match rule {
+                Follows::Twice(small) => sizes[small].saturating_mul(2),
+                Follows::Side { equation, left } => {
+                    let e = &k.equations[equation];
+                    let side = if left { e.left } else { e.right };
+                    let value =
+                        evaluate_at(side, |p, a| size_at(k, &sizes, p, a)).map_err(|_| equation)?;
+                    let multiple = i128::from(k.dims[d].multiple_of.max(1));
+                    let cap = self.max_size.min(u32::MAX as usize) as i128;
+                    if value < 1 || value > cap || value % multiple != 0 {
+                        return Err(equation);
+                    }
+                    value as usize
+                }
+            };
+        }
+        for (i, e) in k.equations.iter().enumerate() {
+            let at = |steps| evaluate_at(steps, |p, a| size_at(k, &sizes, p, a));
+            match (at(e.left), at(e.right)) {
+                (Ok(l), Ok(r)) if l == r => {}
+                _ => return Err(i),
             }
         }
-        sizes
+        Ok(sizes)
     }
 
     fn elements(&self, sizes: &[usize]) -> usize {
@@ -436,6 +536,91 @@ impl<'s> Sweep<'s> {
     fn case(&self, sizes: &[usize], varied: Option<usize>) -> Case {
         case_of(self.sizes, sizes, varied)
     }
+}
+
+/// The dim of a tensor param's axis, by the param's index among all
+/// params (as [`Step::Size`] names it).
+fn dim_at(k: &KernelSizes, param: u8, axis: u8) -> Option<usize> {
+    let p = k.params.iter().find(|p| p.index == param)?;
+    p.dims.get(usize::from(axis)).map(|&d| usize::from(d))
+}
+
+/// The size of a tensor param's axis among `sizes` (one per dim).
+fn size_at(k: &KernelSizes, sizes: &[usize], param: u8, axis: u8) -> Option<i128> {
+    sizes.get(dim_at(k, param, axis)?).map(|&n| n as i128)
+}
+
+/// The dims `steps` read.
+fn dims_read(k: &KernelSizes, steps: &[Step]) -> Vec<Option<usize>> {
+    steps
+        .iter()
+        .filter_map(|s| match *s {
+            Step::Size(p, a) => Some(dim_at(k, p, a)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The dims of a kernel that follow others, each with its rule, ordered
+/// so that a rule reads only free dims and dims before it. A halving's big
+/// dim follows its small one. A relation makes a dim follow when one side
+/// is an axis of that DYNAMIC dim alone and the other side does not read
+/// it (the left side first; a dim follows one rule, the first). Rules that
+/// no order satisfies (a cycle) are dropped: their dims are varied, and
+/// the relations checked.
+fn follows(k: &KernelSizes) -> Vec<(usize, Follows)> {
+    let mut rules: Vec<(usize, Follows)> = Vec::new();
+    for (d, dim) in k.dims.iter().enumerate() {
+        if let Some(small) = dim.twice.filter(|&s| usize::from(s) < k.dims.len()) {
+            rules.push((d, Follows::Twice(usize::from(small))));
+        }
+    }
+    for (i, e) in k.equations.iter().enumerate() {
+        for (alone, other, left) in [(e.left, e.right, false), (e.right, e.left, true)] {
+            let [Step::Size(p, a)] = *alone else {
+                continue;
+            };
+            let Some(d) = dim_at(k, p, a) else {
+                continue;
+            };
+            let free = k
+                .dims
+                .get(d)
+                .is_some_and(|dim| matches!(dim.kind, DimKind::Dynamic))
+                && !rules.iter().any(|&(f, _)| f == d)
+                && !dims_read(k, other).contains(&Some(d));
+            if free {
+                rules.push((d, Follows::Side { equation: i, left }));
+                break;
+            }
+        }
+    }
+    let reads = |rule: Follows| -> Vec<Option<usize>> {
+        match rule {
+            Follows::Twice(small) => vec![Some(small)],
+            Follows::Side { equation, left } => {
+                let e = &k.equations[equation];
+                dims_read(k, if left { e.left } else { e.right })
+            }
+        }
+    };
+    // Each pass orders every rule whose inputs no pending rule computes;
+    // at most one pass per rule.
+    let mut ordered = Vec::new();
+    for _ in 0..rules.len() {
+        let pending: Vec<usize> = rules.iter().map(|&(d, _)| d).collect();
+        let (ready, rest): (Vec<_>, Vec<_>) = rules.into_iter().partition(|&(_, rule)| {
+            reads(rule)
+                .iter()
+                .all(|d| d.is_none_or(|d| !pending.contains(&d)))
+        });
+        rules = rest;
+        if ready.is_empty() {
+            break;
+        }
+        ordered.extend(ready);
+    }
+    ordered
 }
 
 /// The case of these sizes, one per dim.
@@ -467,7 +652,8 @@ impl Sweep<'static> {
     /// A proptest strategy of the kernel's valid sizes: each DYNAMIC dim
     /// one of the sweep's sizes or any size up to the cap (a multiple where
     /// the contract asks for one), each STATIC dim one of its built sizes,
-    /// halvings filled in; cases over the element cap are left out.
+    /// the dims that follow others (halvings, `equals:` relations) filled
+    /// in; cases over the element cap or breaking a relation are left out.
     pub fn strategy(&self) -> proptest::strategy::BoxedStrategy<Case> {
         use proptest::prelude::*;
         let sweep = self.clone();
@@ -496,16 +682,20 @@ impl Sweep<'static> {
                 }
             })
             .collect();
-        dims.prop_map(move |sizes| sweep.derived(sizes))
-            .prop_filter("over the element cap", {
-                let sweep = self.clone();
-                move |sizes| sweep.elements(sizes) <= sweep.max_elements
-            })
-            .prop_map({
-                let k = self.sizes;
-                move |sizes| case_of(k, &sizes, None)
-            })
-            .boxed()
+        dims.prop_filter_map(
+            "breaks an `equals:` relation or is over the element cap",
+            move |sizes| {
+                sweep
+                    .derived(sizes)
+                    .ok()
+                    .filter(|sizes| sweep.elements(sizes) <= sweep.max_elements)
+            },
+        )
+        .prop_map({
+            let k = self.sizes;
+            move |sizes| case_of(k, &sizes, None)
+        })
+        .boxed()
     }
 }
 
@@ -524,4 +714,253 @@ impl Case {
 #[doc(hidden)]
 pub fn locks_taken() -> u64 {
     crate::sync::taken()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const fn dynamic(label: &'static str) -> DimSizes {
+        DimSizes {
+            label,
+            kind: DimKind::Dynamic,
+            multiple_of: 1,
+            twice: None,
+        }
+    }
+
+    const DYNAMIC: [DimSizes; 4] = [dynamic("T"), dynamic("K"), dynamic("TK"), dynamic("Z")];
+
+    /// `x: [T, K]`, a scalar, `y: [TK]`, `z: [Z]`, with `equations`.
+    const fn kernel(equations: &'static [Equation]) -> KernelSizes {
+        KernelSizes {
+            kernel: "k",
+            params: &[
+                ParamSizes {
+                    name: "x",
+                    index: 0,
+                    dims: &[0, 1],
+                },
+                ParamSizes {
+                    name: "y",
+                    index: 2,
+                    dims: &[2],
+                },
+                ParamSizes {
+                    name: "z",
+                    index: 3,
+                    dims: &[3],
+                },
+            ],
+            dims: &DYNAMIC,
+            blocks: BlockRule::Count(1),
+            equations,
+        }
+    }
+
+    const X0: Step = Step::Size(0, 0);
+    const X1: Step = Step::Size(0, 1);
+    const Y0: Step = Step::Size(2, 0);
+    const Z0: Step = Step::Size(3, 0);
+
+    const fn equation(
+        left: &'static [Step],
+        right: &'static [Step],
+        why: &'static str,
+    ) -> Equation {
+        Equation {
+            left,
+            right,
+            axes: &[],
+            why,
+        }
+    }
+
+    /// `y.0 == x.0 * x.1`.
+    static PRODUCT: [Equation; 1] = [equation(&[Y0], &[X0, X1, Step::Mul], "y.0 == x.0 * x.1")];
+    const PRODUCT_SIZES: KernelSizes = kernel(&PRODUCT);
+
+    /// Every case's sizes, as (T, K, TK, Z), and the dim it varies.
+    fn sizes(sweep: &Sweep<'_>) -> Vec<([usize; 4], Option<&'static str>)> {
+        sweep
+            .cases()
+            .iter()
+            .map(|c| {
+                let d = |l| c.dim(l);
+                ([d("T"), d("K"), d("TK"), d("Z")], c.varied())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_dim_alone_on_one_side_is_computed_from_the_other() {
+        let cases = sizes(&Sweep::new(&PRODUCT_SIZES).max_elements(1 << 16));
+        assert!(cases.len() > 40, "{} cases", cases.len());
+        for &([t, k, tk, _], varied) in &cases {
+            assert_eq!(tk, t * k, "{cases:?}");
+            assert_ne!(varied, Some("TK"), "a derived dim is not varied itself");
+        }
+        let tks: BTreeSet<usize> = cases.iter().map(|c| c.0[2]).collect();
+        assert!(tks.len() > 20, "TK takes {tks:?}");
+        // Sides either way round: `x.0 * x.1 == y.0`.
+        static MIRRORED: [Equation; 1] =
+            [equation(&[X0, X1, Step::Mul], &[Y0], "x.0 * x.1 == y.0")];
+        let mirrored = sizes(&Sweep::new(&kernel(&MIRRORED)).max_elements(1 << 16));
+        assert_eq!(mirrored, cases);
+        // The caps hold for a derived dim: none above the size cap.
+        let capped = sizes(&Sweep::new(&PRODUCT_SIZES).max_size(100));
+        assert!(capped.iter().all(|c| c.0.iter().all(|&n| n <= 100)));
+        assert!(capped.iter().any(|c| c.0[2] > 50), "{capped:?}");
+    }
+
+    #[test]
+    fn a_chain_of_relations_is_computed_in_order() {
+        // `z.0 == y.0 * 2` reads TK, which the second relation computes.
+        static CHAIN: [Equation; 2] = [
+            equation(&[Z0], &[Y0, Step::Int(2), Step::Mul], "z.0 == y.0 * 2"),
+            equation(&[Y0], &[X0, X1, Step::Mul], "y.0 == x.0 * x.1"),
+        ];
+        let k = kernel(&CHAIN);
+        let sweep = Sweep::new(&k).max_elements(1 << 16);
+        let cases = sizes(&sweep);
+        assert!(cases.len() > 40, "{} cases", cases.len());
+        for &([t, k, tk, z], varied) in &cases {
+            assert_eq!((tk, z), (t * k, 2 * t * k), "{cases:?}");
+            assert!(varied == Some("T") || varied == Some("K") || varied.is_none());
+        }
+        let runs = sweep
+            .run(Tolerance::exact(), |c| {
+                Ok((
+                    vec![c.dim("Z") as f64],
+                    vec![(2 * c.dim("T") * c.dim("K")) as f64],
+                ))
+            })
+            .unwrap();
+        assert_eq!(runs, cases.len());
+    }
+
+    #[test]
+    fn a_relation_no_case_keeps_fails_the_run_by_name() {
+        // Both sides compound: nothing to compute, and no sizes agree.
+        static PARITY: [Equation; 1] = [equation(
+            &[X0, Step::Int(2), Step::Mul],
+            &[Y0, Step::Int(2), Step::Mul, Step::Int(1), Step::Add],
+            "parity needs `x.0 * 2 == y.0 * 2 + 1`",
+        )];
+        let k = kernel(&PARITY);
+        let sweep = Sweep::new(&k);
+        assert!(sweep.cases().is_empty());
+        let mut calls = 0;
+        let err = sweep
+            .run(Tolerance::exact(), |_| {
+                calls += 1;
+                Ok((Vec::new(), Vec::new()))
+            })
+            .unwrap_err();
+        assert_eq!(calls, 0);
+        let message = err.to_string();
+        assert!(
+            message.starts_with(
+                "sweep of kernel `k` failed at every size it tried: no case keeps the relations \
+                 the wrapper checks: parity needs `x.0 * 2 == y.0 * 2 + 1`."
+            ),
+            "{message}"
+        );
+        // Compound sides that some sizes keep: only those cases are made.
+        static TWO_THREE: [Equation; 1] = [equation(
+            &[X0, Step::Int(2), Step::Mul],
+            &[Y0, Step::Int(3), Step::Mul],
+            "x.0 * 2 == y.0 * 3",
+        )];
+        let cases = sizes(&Sweep::new(&kernel(&TWO_THREE)));
+        assert!(!cases.is_empty());
+        assert!(cases.iter().all(|c| c.0[0] * 2 == c.0[2] * 3), "{cases:?}");
+    }
+
+    #[test]
+    fn a_division_with_a_remainder_or_a_size_below_one_leaves_the_case_out() {
+        static QUARTER: [Equation; 1] = [equation(
+            &[Y0],
+            &[X0, Step::Int(4), Step::Div],
+            "y.0 == x.0 / 4",
+        )];
+        let cases = sizes(&Sweep::new(&kernel(&QUARTER)));
+        assert!(cases.len() >= 8, "{cases:?}");
+        for &([t, _, tk, _], _) in &cases {
+            assert!(t % 4 == 0 && tk == t / 4, "{cases:?}");
+        }
+        // T = 3 (the base) has a remainder: the case varying K at T = 3 is
+        // not made, only the shared-size cases and T's own.
+        assert!(cases.iter().all(|c| c.1 != Some("K")), "{cases:?}");
+        static MINUS: [Equation; 1] = [equation(
+            &[Y0],
+            &[X0, Step::Int(5), Step::Sub],
+            "y.0 == x.0 - 5",
+        )];
+        let cases = sizes(&Sweep::new(&kernel(&MINUS)).base(6));
+        assert!(!cases.is_empty());
+        assert!(cases.iter().all(|c| c.0[0] > 5 && c.0[2] == c.0[0] - 5));
+        // A multiple the contract asks of the derived dim.
+        static MULTIPLE: [DimSizes; 4] = [
+            dynamic("T"),
+            dynamic("K"),
+            DimSizes {
+                multiple_of: 8,
+                ..dynamic("TK")
+            },
+            dynamic("Z"),
+        ];
+        let multiple = KernelSizes {
+            dims: &MULTIPLE,
+            ..PRODUCT_SIZES
+        };
+        let cases = sizes(&Sweep::new(&multiple));
+        assert!(!cases.is_empty());
+        assert!(
+            cases
+                .iter()
+                .all(|c| c.0[2] % 8 == 0 && c.0[2] == c.0[0] * c.0[1])
+        );
+    }
+
+    #[test]
+    fn relations_in_a_cycle_are_checked_not_followed() {
+        // y.0 follows x.0 and x.0 would follow y.0: neither is computed,
+        // both are varied, and only the cases that keep both are made.
+        static CYCLE: [Equation; 2] = [
+            equation(&[Y0], &[X0, Step::Int(1), Step::Add], "y.0 == x.0 + 1"),
+            equation(&[X0], &[Y0, Step::Int(1), Step::Sub], "x.0 == y.0 - 1"),
+        ];
+        let k = kernel(&CYCLE);
+        let sweep = Sweep::new(&k);
+        assert!(sweep.follows.is_empty());
+        let cases = sizes(&sweep);
+        assert!(cases.iter().all(|c| c.0[2] == c.0[0] + 1), "{cases:?}");
+    }
+
+    #[test]
+    fn a_fixed_or_static_dim_is_read_not_computed() {
+        // `x.1 == y.0`, x.1 fixed at 4: y.0 follows it; and `y.0 == 4`
+        // read the other way round is already kept.
+        static FIXED: [Equation; 1] = [equation(&[X1], &[Y0], "x.1 == y.0")];
+        static FIXED_K: [DimSizes; 4] = [
+            dynamic("T"),
+            DimSizes {
+                kind: DimKind::Fixed(4),
+                ..dynamic("K")
+            },
+            dynamic("TK"),
+            dynamic("Z"),
+        ];
+        let k = KernelSizes {
+            dims: &FIXED_K,
+            ..kernel(&FIXED)
+        };
+        let cases = sizes(&Sweep::new(&k));
+        assert!(cases.len() > 10);
+        assert!(
+            cases.iter().all(|c| c.0[1] == 4 && c.0[2] == 4),
+            "{cases:?}"
+        );
+    }
 }

@@ -36,6 +36,11 @@ const RT_DISPATCH: &str = "::pypto_rt::__private::v5";
 const RT_EQUALS_INTERFACE: u32 = 6;
 const RT_EQUALS: &str = "::pypto_rt::__private::v6";
 
+/// The interface, and its module, that every kernel's `SIZES` needs (its
+/// `equals:` relations, for `pypto_rt::testing::Sweep`).
+const RT_SIZES_INTERFACE: u32 = 7;
+const RT_SIZES: &str = "::pypto_rt::__private::v7";
+
 /// The name a workspace goes by in the runtime's messages: not a name a
 /// spec can give a param.
 const WORKSPACE_NAME: &str = "(workspace)";
@@ -63,8 +68,9 @@ pub fn generate(plans: &[Plan<'_>]) -> String {
         let _ = writeln!(
             out,
             "// Each kernel's `SIZES` (for `pypto_rt::testing`), and kernels that choose among\n\
-             // variants, need interface v{RT_DISPATCH_INTERFACE}.\n\
-             const _: () = ::pypto_rt::__private::require_interface::<{RT_DISPATCH_INTERFACE}>();\n"
+             // variants, need interface v{RT_DISPATCH_INTERFACE}; `SIZES` carrying `equals:` relations, v{RT_SIZES_INTERFACE}.\n\
+             const _: () = ::pypto_rt::__private::require_interface::<{RT_DISPATCH_INTERFACE}>();\n\
+             const _: () = ::pypto_rt::__private::require_interface::<{RT_SIZES_INTERFACE}>();\n"
         );
     }
     if plans.iter().any(|p| !p.kernel.equations.is_empty()) {
@@ -220,8 +226,23 @@ fn dispatcher(out: &mut String, group: &[&Plan<'_>]) {
     for (i, plan) in group.iter().enumerate() {
         let suffix = format!("_V{i}");
         descriptor(out, plan, &suffix);
-        equations(out, plan.kernel, &suffix);
         entries(out, plan, &suffix);
+    }
+    // The variants' `equals:` relations, in one static beside `SIZES`
+    // (which carries them all): each variant's once when every variant
+    // has the same, else each variant's in turn, a range each.
+    let same = kernels.iter().all(|k| k.equations == first.equations);
+    let mut relations: Vec<&crate::model::Equation> = Vec::new();
+    let mut ranges: Vec<String> = Vec::new();
+    for k in &kernels {
+        if same {
+            relations = k.equations.iter().collect();
+            ranges.push(String::new());
+        } else {
+            let start = relations.len();
+            relations.extend(&k.equations);
+            ranges.push(format!("[{start}..{}]", relations.len()));
+        }
     }
     let _ = writeln!(
         out,
@@ -322,7 +343,8 @@ fn dispatcher(out: &mut String, group: &[&Plan<'_>]) {
         if !k.equations.is_empty() {
             let _ = writeln!(
                 body,
-                "        {RT_EQUALS}::check_equations(&__PYPTO_DESC_V{i}, &__pypto_args, &__PYPTO_EQUATIONS_V{i})?;"
+                "        {RT_EQUALS}::check_equations(&__PYPTO_DESC_V{i}, &__pypto_args, &{name}::__PYPTO_EQUATIONS{})?;",
+                ranges[i]
             );
         }
         let _ = writeln!(
@@ -367,7 +389,8 @@ fn dispatcher(out: &mut String, group: &[&Plan<'_>]) {
             "\n/// What kernel [`{name}()`](fn@{name}) accepts, for tests.\n\
              #[allow(non_snake_case, non_camel_case_types)]\npub mod {name} {{"
         );
-        sizes_const(out, name, &kernels);
+        equations(out, &relations);
+        sizes_const(out, name, &kernels, !relations.is_empty());
         out.push_str("}\n");
     };
     if !exhaustive {
@@ -391,8 +414,9 @@ fn dispatcher(out: &mut String, group: &[&Plan<'_>]) {
 /// `kernels::NAME::SIZES`: what [`pypto_rt::testing`] sweeps. For a kernel
 /// with variants (`group`, its variants' kernels), a dim is fixed when
 /// every variant fixes it alike; STATIC only when the one variant of
-/// `dispatch: runtime` builds it; else DYNAMIC.
-fn sizes_const(out: &mut String, name: &str, group: &[&Kernel]) {
+/// `dispatch: runtime` builds it; else DYNAMIC. With `equations`, it
+/// carries the module's `__PYPTO_EQUATIONS` (every variant's relations).
+fn sizes_const(out: &mut String, name: &str, group: &[&Kernel], equations: bool) {
     let k = group[0];
     let implicit = k.variant.as_ref().is_some_and(|v| v.implicit);
     let mut dims: Vec<String> = Vec::new();
@@ -449,12 +473,17 @@ fn sizes_const(out: &mut String, name: &str, group: &[&Kernel]) {
         })
         .collect();
     let blocks = block_rule(&k.blocks, RT_DISPATCH);
+    let equations = if equations {
+        "&__PYPTO_EQUATIONS"
+    } else {
+        "&[]"
+    };
     let _ = writeln!(
         out,
         "    /// The sizes [`{name}()`](fn@super::{name}) accepts, for `pypto_rt::testing::Sweep`.\n    \
-         pub const SIZES: {RT_DISPATCH}::KernelSizes = {RT_DISPATCH}::KernelSizes {{\n        \
+         pub const SIZES: {RT_SIZES}::KernelSizes = {RT_SIZES}::KernelSizes {{\n        \
          kernel: {name:?},\n        params: &[{}\n        ],\n        dims: &[{}\n        ],\n        \
-         blocks: {RT_DISPATCH}::BlockRule::{blocks},\n    }};",
+         blocks: {RT_DISPATCH}::BlockRule::{blocks},\n        equations: {equations},\n    }};",
         params.concat(),
         dims.concat()
     );
@@ -683,7 +712,6 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
     }
     out.push_str("{\n");
     descriptor(out, plan, "");
-    equations(out, k, "");
     entries(out, plan, "");
     // The specialisation index: mixed radix over the STATIC dims, first dim
     // most significant (the order the model enumerates them in).
@@ -720,8 +748,9 @@ fn kernel(out: &mut String, plan: &Plan<'_>) {
         let _ = writeln!(
             out,
             "    let __pypto_args = [{}];\n    \
-             {RT_EQUALS}::check_equations(&__PYPTO_DESC, &__pypto_args, &__PYPTO_EQUATIONS)?;",
-            args.join(", ")
+             {RT_EQUALS}::check_equations(&__PYPTO_DESC, &__pypto_args, &{}::__PYPTO_EQUATIONS)?;",
+            args.join(", "),
+            k.name
         );
         args = vec!["__pypto_args".to_owned()];
     }
@@ -914,9 +943,10 @@ fn descriptor(out: &mut String, plan: &Plan<'_>, suffix: &str) {
 }
 
 /// The static holding a kernel's `equals:` relations on run-time sizes
-/// (none: nothing), named with `suffix`.
-fn equations(out: &mut String, k: &Kernel, suffix: &str) {
-    if k.equations.is_empty() {
+/// (none: nothing), in the module beside `SIZES`, which carries it, and
+/// read by the wrapper, which checks it.
+fn equations(out: &mut String, relations: &[&crate::model::Equation]) {
+    if relations.is_empty() {
         return;
     }
     let side = |steps: &[crate::model::Step]| {
@@ -934,8 +964,7 @@ fn equations(out: &mut String, k: &Kernel, suffix: &str) {
             .collect();
         steps.join(", ")
     };
-    let items: Vec<String> = k
-        .equations
+    let items: Vec<String> = relations
         .iter()
         .map(|e| {
             let axes: Vec<String> = e.axes.iter().map(|(p, a)| format!("({p}, {a})")).collect();
@@ -951,7 +980,8 @@ fn equations(out: &mut String, k: &Kernel, suffix: &str) {
         .collect();
     let _ = writeln!(
         out,
-        "    static __PYPTO_EQUATIONS{suffix}: [{RT_EQUALS}::Equation; {}] = [{}\n    ];",
+        "    /// The relations the wrapper checks before it launches.\n    \
+         pub(super) static __PYPTO_EQUATIONS: [{RT_EQUALS}::Equation; {}] = [{}\n    ];",
         items.len(),
         items.concat()
     );
@@ -975,7 +1005,9 @@ fn built_traits(out: &mut String, plan: &Plan<'_>, statics: &[usize]) {
          #[allow(non_snake_case, non_camel_case_types)]\npub mod {0} {{",
         k.name
     );
-    sizes_const(out, &k.name, &[k]);
+    let relations: Vec<&crate::model::Equation> = k.equations.iter().collect();
+    equations(out, &relations);
+    sizes_const(out, &k.name, &[k], !relations.is_empty());
     for &d in statics {
         let DimSize::Static(values) = &k.dims[d].size else {
             continue;

@@ -9,8 +9,9 @@ const _: () = ::pypto_rt::__private::require_interface::<3>();
 const _: () = ::pypto_rt::__private::require_interface::<4>();
 
 // Each kernel's `SIZES` (for `pypto_rt::testing`), and kernels that choose among
-// variants, need interface v5.
+// variants, need interface v5; `SIZES` carrying `equals:` relations, v7.
 const _: () = ::pypto_rt::__private::require_interface::<5>();
+const _: () = ::pypto_rt::__private::require_interface::<7>();
 
 // A kernel below checks `equals:` relations of its template at run time, which
 // needs interface v6.
@@ -116,7 +117,7 @@ pub fn add(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod add {
     /// The sizes [`add()`](fn@super::add) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "add",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0] },
@@ -127,6 +128,7 @@ pub mod add {
             ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Elements { param: 0, per_block: 8192 },
+        equations: &[],
     };
 }
 
@@ -193,7 +195,7 @@ pub fn add_bias(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod add_bias {
     /// The sizes [`add_bias()`](fn@super::add_bias) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "add_bias",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -205,6 +207,7 @@ pub mod add_bias {
             ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -280,7 +283,7 @@ pub fn add_rms_norm(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod add_rms_norm {
     /// The sizes [`add_rms_norm()`](fn@super::add_rms_norm) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "add_rms_norm",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -294,6 +297,7 @@ pub mod add_rms_norm {
             ::pypto_rt::__private::v5::DimSizes { label: "x.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(256), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -356,7 +360,7 @@ pub fn argmax(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod argmax {
     /// The sizes [`argmax()`](fn@super::argmax) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "argmax",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "logits", index: 0, dims: &[0, 1] },
@@ -367,6 +371,7 @@ pub mod argmax {
             ::pypto_rt::__private::v5::DimSizes { label: "V", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -443,7 +448,7 @@ pub fn attention(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod attention {
     /// The sizes [`attention()`](fn@super::attention) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "attention",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "q", index: 0, dims: &[0, 1, 2] },
@@ -457,6 +462,7 @@ pub mod attention {
             ::pypto_rt::__private::v5::DimSizes { label: "q.2", kind: ::pypto_rt::__private::v5::DimKind::Fixed(64), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Leading { param: 0, axes: 1, factor: 4 },
+        equations: &[],
     };
 }
 
@@ -529,7 +535,7 @@ pub fn batch_matmul(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod batch_matmul {
     /// The sizes [`batch_matmul()`](fn@super::batch_matmul) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "batch_matmul",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1, 2] },
@@ -543,6 +549,7 @@ pub mod batch_matmul {
             ::pypto_rt::__private::v5::DimSizes { label: "b.2", kind: ::pypto_rt::__private::v5::DimKind::Fixed(32), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -609,7 +616,7 @@ pub fn dynamic_quant(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod dynamic_quant {
     /// The sizes [`dynamic_quant()`](fn@super::dynamic_quant) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "dynamic_quant",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -621,6 +628,7 @@ pub mod dynamic_quant {
             ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -702,7 +710,7 @@ pub fn flash_attention(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod flash_attention {
     /// The sizes [`flash_attention()`](fn@super::flash_attention) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "flash_attention",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "q", index: 0, dims: &[0, 1, 2] },
@@ -718,6 +726,7 @@ pub mod flash_attention {
             ::pypto_rt::__private::v5::DimSizes { label: "k.2", kind: ::pypto_rt::__private::v5::DimKind::Fixed(256), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -802,7 +811,7 @@ pub fn flash_attention_varlen(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod flash_attention_varlen {
     /// The sizes [`flash_attention_varlen()`](fn@super::flash_attention_varlen) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "flash_attention_varlen",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "q", index: 0, dims: &[0, 1, 2] },
@@ -819,6 +828,7 @@ pub mod flash_attention_varlen {
             ::pypto_rt::__private::v5::DimSizes { label: "k.2", kind: ::pypto_rt::__private::v5::DimKind::Fixed(256), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -887,7 +897,7 @@ pub fn gather_rows(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod gather_rows {
     /// The sizes [`gather_rows()`](fn@super::gather_rows) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "gather_rows",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -900,6 +910,7 @@ pub mod gather_rows {
             ::pypto_rt::__private::v5::DimSizes { label: "E", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 2 },
+        equations: &[],
     };
 }
 
@@ -959,7 +970,7 @@ pub fn gelu(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod gelu {
     /// The sizes [`gelu()`](fn@super::gelu) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "gelu",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0] },
@@ -969,6 +980,7 @@ pub mod gelu {
             ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Elements { param: 0, per_block: 8192 },
+        equations: &[],
     };
 }
 
@@ -1041,7 +1053,7 @@ pub fn grouped_matmul(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod grouped_matmul {
     /// The sizes [`grouped_matmul()`](fn@super::grouped_matmul) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "grouped_matmul",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -1056,6 +1068,7 @@ pub mod grouped_matmul {
             ::pypto_rt::__private::v5::DimSizes { label: "weight.2", kind: ::pypto_rt::__private::v5::DimKind::Fixed(272), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -1127,7 +1140,7 @@ pub fn layer_norm(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod layer_norm {
     /// The sizes [`layer_norm()`](fn@super::layer_norm) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "layer_norm",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -1140,6 +1153,7 @@ pub mod layer_norm {
             ::pypto_rt::__private::v5::DimSizes { label: "C", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -1209,7 +1223,7 @@ pub fn matmul(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod matmul {
     /// The sizes [`matmul()`](fn@super::matmul) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "matmul",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
@@ -1222,6 +1236,7 @@ pub mod matmul {
             ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -1291,7 +1306,7 @@ pub fn matmul_int8(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod matmul_int8 {
     /// The sizes [`matmul_int8()`](fn@super::matmul_int8) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "matmul_int8",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
@@ -1304,6 +1319,7 @@ pub mod matmul_int8 {
             ::pypto_rt::__private::v5::DimSizes { label: "b.0", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -1362,20 +1378,12 @@ pub fn moe_finalize_routing(
         multiples: &[],
         halves: &[],
     };
-    static __PYPTO_EQUATIONS: [::pypto_rt::__private::v6::Equation; 1] = [
-        ::pypto_rt::__private::v6::Equation {
-            left: &[::pypto_rt::__private::v6::Step::Size(0, 0)],
-            right: &[::pypto_rt::__private::v6::Step::Size(4, 0), ::pypto_rt::__private::v6::Step::Size(2, 1), ::pypto_rt::__private::v6::Step::Mul],
-            axes: &[(0, 0), (4, 0), (2, 1)],
-            why: "builtin/moe_finalize_routing needs `y.0 == out.0 * weights.last` (builtin/moe_finalize_routing.hbs:13:5)",
-        },
-    ];
     static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
         ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk24_moe_5ffinalize_5frouting_host_s0, npu: &[] },
     ];
     let __pypto_index: usize = 0;
     let __pypto_args = [::pypto_rt::__private::v3::input(&y), ::pypto_rt::__private::v3::input(&expanded_row_idx), ::pypto_rt::__private::v3::input(&weights), ::pypto_rt::__private::v3::input(&residual), ::pypto_rt::__private::v3::output(&mut out)];
-    ::pypto_rt::__private::v6::check_equations(&__PYPTO_DESC, &__pypto_args, &__PYPTO_EQUATIONS)?;
+    ::pypto_rt::__private::v6::check_equations(&__PYPTO_DESC, &__pypto_args, &moe_finalize_routing::__PYPTO_EQUATIONS)?;
     // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
     // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
     unsafe {
@@ -1390,8 +1398,17 @@ pub fn moe_finalize_routing(
 /// What kernel [`moe_finalize_routing()`](fn@moe_finalize_routing) accepts: the sizes it was built for, for tests.
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod moe_finalize_routing {
+    /// The relations the wrapper checks before it launches.
+    pub(super) static __PYPTO_EQUATIONS: [::pypto_rt::__private::v6::Equation; 1] = [
+        ::pypto_rt::__private::v6::Equation {
+            left: &[::pypto_rt::__private::v6::Step::Size(0, 0)],
+            right: &[::pypto_rt::__private::v6::Step::Size(4, 0), ::pypto_rt::__private::v6::Step::Size(2, 1), ::pypto_rt::__private::v6::Step::Mul],
+            axes: &[(0, 0), (4, 0), (2, 1)],
+            why: "builtin/moe_finalize_routing needs `y.0 == out.0 * weights.last` (builtin/moe_finalize_routing.hbs:13:5)",
+        },
+    ];
     /// The sizes [`moe_finalize_routing()`](fn@super::moe_finalize_routing) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "moe_finalize_routing",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "y", index: 0, dims: &[0, 1] },
@@ -1407,6 +1424,7 @@ pub mod moe_finalize_routing {
             ::pypto_rt::__private::v5::DimSizes { label: "weights.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(8), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Elements { param: 4, per_block: 4096 },
+        equations: &__PYPTO_EQUATIONS,
     };
 }
 
@@ -1474,7 +1492,7 @@ pub fn moe_gating_topk(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod moe_gating_topk {
     /// The sizes [`moe_gating_topk()`](fn@super::moe_gating_topk) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "moe_gating_topk",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "logits", index: 0, dims: &[0, 1] },
@@ -1487,6 +1505,7 @@ pub mod moe_gating_topk {
             ::pypto_rt::__private::v5::DimSizes { label: "expert_ids.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(8), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -1545,20 +1564,12 @@ pub fn moe_init_routing(
         multiples: &[],
         halves: &[],
     };
-    static __PYPTO_EQUATIONS: [::pypto_rt::__private::v6::Equation; 1] = [
-        ::pypto_rt::__private::v6::Equation {
-            left: &[::pypto_rt::__private::v6::Step::Size(2, 0)],
-            right: &[::pypto_rt::__private::v6::Step::Size(0, 0), ::pypto_rt::__private::v6::Step::Size(1, 1), ::pypto_rt::__private::v6::Step::Mul],
-            axes: &[(2, 0), (0, 0), (1, 1)],
-            why: "builtin/moe_init_routing needs `expanded_x.0 == x.0 * expert_ids.last` (builtin/moe_init_routing.hbs:13:5)",
-        },
-    ];
     static __PYPTO_ENTRIES: [::pypto_rt::__private::v3::Entries; 1] = [
         ::pypto_rt::__private::v3::Entries { host: __pypto_ffi::pypto_x6_goldenk20_moe_5finit_5frouting_host_s0, npu: &[] },
     ];
     let __pypto_index: usize = 0;
     let __pypto_args = [::pypto_rt::__private::v3::input(&x), ::pypto_rt::__private::v3::input(&expert_ids), ::pypto_rt::__private::v3::output(&mut expanded_x), ::pypto_rt::__private::v3::output(&mut expanded_row_idx), ::pypto_rt::__private::v3::output(&mut expert_tokens)];
-    ::pypto_rt::__private::v6::check_equations(&__PYPTO_DESC, &__pypto_args, &__PYPTO_EQUATIONS)?;
+    ::pypto_rt::__private::v6::check_equations(&__PYPTO_DESC, &__pypto_args, &moe_init_routing::__PYPTO_EQUATIONS)?;
     // SAFETY: __PYPTO_ENTRIES holds the kernel compiled from this spec, taking the
     // tensors in spec order; outputs are borrowed mutably, so they alias nothing.
     unsafe {
@@ -1573,8 +1584,17 @@ pub fn moe_init_routing(
 /// What kernel [`moe_init_routing()`](fn@moe_init_routing) accepts: the sizes it was built for, for tests.
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod moe_init_routing {
+    /// The relations the wrapper checks before it launches.
+    pub(super) static __PYPTO_EQUATIONS: [::pypto_rt::__private::v6::Equation; 1] = [
+        ::pypto_rt::__private::v6::Equation {
+            left: &[::pypto_rt::__private::v6::Step::Size(2, 0)],
+            right: &[::pypto_rt::__private::v6::Step::Size(0, 0), ::pypto_rt::__private::v6::Step::Size(1, 1), ::pypto_rt::__private::v6::Step::Mul],
+            axes: &[(2, 0), (0, 0), (1, 1)],
+            why: "builtin/moe_init_routing needs `expanded_x.0 == x.0 * expert_ids.last` (builtin/moe_init_routing.hbs:13:5)",
+        },
+    ];
     /// The sizes [`moe_init_routing()`](fn@super::moe_init_routing) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "moe_init_routing",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -1591,6 +1611,7 @@ pub mod moe_init_routing {
             ::pypto_rt::__private::v5::DimSizes { label: "expert_tokens.0", kind: ::pypto_rt::__private::v5::DimKind::Fixed(64), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Leading { param: 1, axes: 1, factor: 1 },
+        equations: &__PYPTO_EQUATIONS,
     };
 }
 
@@ -1653,7 +1674,7 @@ pub fn mul(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod mul {
     /// The sizes [`mul()`](fn@super::mul) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "mul",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0] },
@@ -1664,6 +1685,7 @@ pub mod mul {
             ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Elements { param: 0, per_block: 8192 },
+        equations: &[],
     };
 }
 
@@ -1755,7 +1777,7 @@ pub fn paged_attention(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod paged_attention {
     /// The sizes [`paged_attention()`](fn@super::paged_attention) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "paged_attention",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "q", index: 0, dims: &[0, 1, 2] },
@@ -1775,6 +1797,7 @@ pub mod paged_attention {
             ::pypto_rt::__private::v5::DimSizes { label: "block_table.1", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -1850,7 +1873,7 @@ pub fn quant_matmul(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod quant_matmul {
     /// The sizes [`quant_matmul()`](fn@super::quant_matmul) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "quant_matmul",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
@@ -1865,6 +1888,7 @@ pub mod quant_matmul {
             ::pypto_rt::__private::v5::DimSizes { label: "b.0", kind: ::pypto_rt::__private::v5::DimKind::Fixed(272), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -1924,7 +1948,7 @@ pub fn relu(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod relu {
     /// The sizes [`relu()`](fn@super::relu) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "relu",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0] },
@@ -1934,6 +1958,7 @@ pub mod relu {
             ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Elements { param: 0, per_block: 8192 },
+        equations: &[],
     };
 }
 
@@ -2013,7 +2038,7 @@ pub fn reshape_and_cache(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod reshape_and_cache {
     /// The sizes [`reshape_and_cache()`](fn@super::reshape_and_cache) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "reshape_and_cache",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "key", index: 0, dims: &[0, 1] },
@@ -2029,6 +2054,7 @@ pub mod reshape_and_cache {
             ::pypto_rt::__private::v5::DimSizes { label: "key_cache.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(128), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 3 },
+        equations: &[],
     };
 }
 
@@ -2096,7 +2122,7 @@ pub fn rms_norm(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod rms_norm {
     /// The sizes [`rms_norm()`](fn@super::rms_norm) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "rms_norm",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -2108,6 +2134,7 @@ pub mod rms_norm {
             ::pypto_rt::__private::v5::DimSizes { label: "x.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(256), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -2181,7 +2208,7 @@ pub fn rope(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod rope {
     /// The sizes [`rope()`](fn@super::rope) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "rope",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -2196,6 +2223,7 @@ pub mod rope {
             ::pypto_rt::__private::v5::DimSizes { label: "cos_sin.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(64), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -2264,7 +2292,7 @@ pub fn scatter_add(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod scatter_add {
     /// The sizes [`scatter_add()`](fn@super::scatter_add) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "scatter_add",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "src", index: 0, dims: &[0, 1] },
@@ -2277,6 +2305,7 @@ pub mod scatter_add {
             ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 2 },
+        equations: &[],
     };
 }
 
@@ -2347,7 +2376,7 @@ pub fn segment_mean(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod segment_mean {
     /// The sizes [`segment_mean()`](fn@super::segment_mean) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "segment_mean",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -2361,6 +2390,7 @@ pub mod segment_mean {
             ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 2 },
+        equations: &[],
     };
 }
 
@@ -2431,7 +2461,7 @@ pub fn segment_sum(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod segment_sum {
     /// The sizes [`segment_sum()`](fn@super::segment_sum) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "segment_sum",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -2445,6 +2475,7 @@ pub mod segment_sum {
             ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 2 },
+        equations: &[],
     };
 }
 
@@ -2504,7 +2535,7 @@ pub fn silu(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod silu {
     /// The sizes [`silu()`](fn@super::silu) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "silu",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0] },
@@ -2514,6 +2545,7 @@ pub mod silu {
             ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Elements { param: 0, per_block: 8192 },
+        equations: &[],
     };
 }
 
@@ -2577,7 +2609,7 @@ pub fn softmax(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod softmax {
     /// The sizes [`softmax()`](fn@super::softmax) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "softmax",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -2588,6 +2620,7 @@ pub mod softmax {
             ::pypto_rt::__private::v5::DimSizes { label: "COLS", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -2651,7 +2684,7 @@ pub fn swiglu(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod swiglu {
     /// The sizes [`swiglu()`](fn@super::swiglu) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "swiglu",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -2663,6 +2696,7 @@ pub mod swiglu {
             ::pypto_rt::__private::v5::DimSizes { label: "out.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(512), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -2737,7 +2771,7 @@ pub fn topk_topp_sample(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod topk_topp_sample {
     /// The sizes [`topk_topp_sample()`](fn@super::topk_topp_sample) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "topk_topp_sample",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "logits", index: 0, dims: &[0, 1] },
@@ -2752,6 +2786,7 @@ pub mod topk_topp_sample {
             ::pypto_rt::__private::v5::DimSizes { label: "V", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -2829,7 +2864,7 @@ pub fn weight_quant_matmul(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod weight_quant_matmul {
     /// The sizes [`weight_quant_matmul()`](fn@super::weight_quant_matmul) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "weight_quant_matmul",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
@@ -2845,5 +2880,6 @@ pub mod weight_quant_matmul {
             ::pypto_rt::__private::v5::DimSizes { label: "scale.0", kind: ::pypto_rt::__private::v5::DimKind::Fixed(18), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }

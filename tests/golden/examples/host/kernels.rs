@@ -9,8 +9,9 @@ const _: () = ::pypto_rt::__private::require_interface::<3>();
 const _: () = ::pypto_rt::__private::require_interface::<4>();
 
 // Each kernel's `SIZES` (for `pypto_rt::testing`), and kernels that choose among
-// variants, need interface v5.
+// variants, need interface v5; `SIZES` carrying `equals:` relations, v7.
 const _: () = ::pypto_rt::__private::require_interface::<5>();
+const _: () = ::pypto_rt::__private::require_interface::<7>();
 
 mod __pypto_ffi {
     #[link(name = "pypto_x6_golden_kernels", kind = "static")]
@@ -119,7 +120,7 @@ pub fn add_bias(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod add_bias {
     /// The sizes [`add_bias()`](fn@super::add_bias) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "add_bias",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -131,6 +132,7 @@ pub mod add_bias {
             ::pypto_rt::__private::v5::DimSizes { label: "HIDDEN_SIZE", kind: ::pypto_rt::__private::v5::DimKind::Fixed(128), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -209,7 +211,7 @@ pub fn attention_kernel(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod attention_kernel {
     /// The sizes [`attention_kernel()`](fn@super::attention_kernel) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "attention_kernel",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "q", index: 0, dims: &[0, 1, 2] },
@@ -223,6 +225,7 @@ pub mod attention_kernel {
             ::pypto_rt::__private::v5::DimSizes { label: "HIDDEN", kind: ::pypto_rt::__private::v5::DimKind::Fixed(768), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Leading { param: 0, axes: 1, factor: 1 },
+        equations: &[],
     };
 }
 
@@ -329,7 +332,7 @@ pub fn mm_dispatch(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod mm_dispatch {
     /// The sizes [`mm_dispatch()`](fn@super::mm_dispatch) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "mm_dispatch",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
@@ -342,6 +345,7 @@ pub mod mm_dispatch {
             ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Fixed(256), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(2),
+        equations: &[],
     };
 }
 
@@ -411,7 +415,7 @@ pub fn gcn_gather(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod gcn_gather {
     /// The sizes [`gcn_gather()`](fn@super::gcn_gather) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "gcn_gather",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "h", index: 0, dims: &[0, 1] },
@@ -424,6 +428,7 @@ pub mod gcn_gather {
             ::pypto_rt::__private::v5::DimSizes { label: "E", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 2 },
+        equations: &[],
     };
 }
 
@@ -493,7 +498,7 @@ pub fn gcn_scatter(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod gcn_scatter {
     /// The sizes [`gcn_scatter()`](fn@super::gcn_scatter) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "gcn_scatter",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "msgs", index: 0, dims: &[0, 1] },
@@ -506,6 +511,7 @@ pub mod gcn_scatter {
             ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 2 },
+        equations: &[],
     };
 }
 
@@ -577,7 +583,7 @@ pub fn gcn_mean(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod gcn_mean {
     /// The sizes [`gcn_mean()`](fn@super::gcn_mean) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "gcn_mean",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "msgs", index: 0, dims: &[0, 1] },
@@ -591,6 +597,7 @@ pub mod gcn_mean {
             ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 2 },
+        equations: &[],
     };
 }
 
@@ -659,7 +666,7 @@ pub fn gcn_normalise(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod gcn_normalise {
     /// The sizes [`gcn_normalise()`](fn@super::gcn_normalise) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "gcn_normalise",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "agg", index: 0, dims: &[0, 1] },
@@ -671,6 +678,7 @@ pub mod gcn_normalise {
             ::pypto_rt::__private::v5::DimSizes { label: "F", kind: ::pypto_rt::__private::v5::DimKind::Fixed(32), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Elements { param: 0, per_block: 8192 },
+        equations: &[],
     };
 }
 
@@ -739,7 +747,7 @@ pub fn gcn_matmul(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod gcn_matmul {
     /// The sizes [`gcn_matmul()`](fn@super::gcn_matmul) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "gcn_matmul",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "h", index: 0, dims: &[0, 1] },
@@ -751,6 +759,7 @@ pub mod gcn_matmul {
             ::pypto_rt::__private::v5::DimSizes { label: "F", kind: ::pypto_rt::__private::v5::DimKind::Fixed(32), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -815,7 +824,7 @@ pub fn gcn_relu(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod gcn_relu {
     /// The sizes [`gcn_relu()`](fn@super::gcn_relu) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "gcn_relu",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -826,6 +835,7 @@ pub mod gcn_relu {
             ::pypto_rt::__private::v5::DimSizes { label: "F", kind: ::pypto_rt::__private::v5::DimKind::Fixed(32), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Elements { param: 0, per_block: 8192 },
+        equations: &[],
     };
 }
 
@@ -896,7 +906,7 @@ pub fn ld_gather_f32(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_gather_f32 {
     /// The sizes [`ld_gather_f32()`](fn@super::ld_gather_f32) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_gather_f32",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -909,6 +919,7 @@ pub mod ld_gather_f32 {
             ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 2 },
+        equations: &[],
     };
 }
 
@@ -977,7 +988,7 @@ pub fn ld_rms_norm_f32(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_rms_norm_f32 {
     /// The sizes [`ld_rms_norm_f32()`](fn@super::ld_rms_norm_f32) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_rms_norm_f32",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -989,6 +1000,7 @@ pub mod ld_rms_norm_f32 {
             ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -1067,7 +1079,7 @@ pub fn ld_add_rms_norm_f32(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_add_rms_norm_f32 {
     /// The sizes [`ld_add_rms_norm_f32()`](fn@super::ld_add_rms_norm_f32) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_add_rms_norm_f32",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -1081,6 +1093,7 @@ pub mod ld_add_rms_norm_f32 {
             ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -1152,7 +1165,7 @@ pub fn ld_matmul_f32(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_matmul_f32 {
     /// The sizes [`ld_matmul_f32()`](fn@super::ld_matmul_f32) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_matmul_f32",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
@@ -1165,6 +1178,7 @@ pub mod ld_matmul_f32 {
             ::pypto_rt::__private::v5::DimSizes { label: "J", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -1236,7 +1250,7 @@ pub fn ld_matmul_f32_to_f16(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_matmul_f32_to_f16 {
     /// The sizes [`ld_matmul_f32_to_f16()`](fn@super::ld_matmul_f32_to_f16) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_matmul_f32_to_f16",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
@@ -1249,6 +1263,7 @@ pub mod ld_matmul_f32_to_f16 {
             ::pypto_rt::__private::v5::DimSizes { label: "J", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -1320,7 +1335,7 @@ pub fn ld_matmul_f16_to_f32(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_matmul_f16_to_f32 {
     /// The sizes [`ld_matmul_f16_to_f32()`](fn@super::ld_matmul_f16_to_f32) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_matmul_f16_to_f32",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
@@ -1333,6 +1348,7 @@ pub mod ld_matmul_f16_to_f32 {
             ::pypto_rt::__private::v5::DimSizes { label: "J", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -1398,7 +1414,7 @@ pub fn ld_swiglu_f32(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_swiglu_f32 {
     /// The sizes [`ld_swiglu_f32()`](fn@super::ld_swiglu_f32) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_swiglu_f32",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -1410,6 +1426,7 @@ pub mod ld_swiglu_f32 {
             ::pypto_rt::__private::v5::DimSizes { label: "F", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -1474,7 +1491,7 @@ pub fn ld_argmax_f32(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_argmax_f32 {
     /// The sizes [`ld_argmax_f32()`](fn@super::ld_argmax_f32) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_argmax_f32",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "logits", index: 0, dims: &[0, 1] },
@@ -1485,6 +1502,7 @@ pub mod ld_argmax_f32 {
             ::pypto_rt::__private::v5::DimSizes { label: "V", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -1555,7 +1573,7 @@ pub fn ld_gather_f16(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_gather_f16 {
     /// The sizes [`ld_gather_f16()`](fn@super::ld_gather_f16) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_gather_f16",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -1568,6 +1586,7 @@ pub mod ld_gather_f16 {
             ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 2 },
+        equations: &[],
     };
 }
 
@@ -1636,7 +1655,7 @@ pub fn ld_rms_norm_f16(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_rms_norm_f16 {
     /// The sizes [`ld_rms_norm_f16()`](fn@super::ld_rms_norm_f16) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_rms_norm_f16",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -1648,6 +1667,7 @@ pub mod ld_rms_norm_f16 {
             ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -1724,7 +1744,7 @@ pub fn ld_add_rms_norm_f16(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_add_rms_norm_f16 {
     /// The sizes [`ld_add_rms_norm_f16()`](fn@super::ld_add_rms_norm_f16) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_add_rms_norm_f16",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -1738,6 +1758,7 @@ pub mod ld_add_rms_norm_f16 {
             ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -1807,7 +1828,7 @@ pub fn ld_matmul_f16(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_matmul_f16 {
     /// The sizes [`ld_matmul_f16()`](fn@super::ld_matmul_f16) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_matmul_f16",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
@@ -1820,6 +1841,7 @@ pub mod ld_matmul_f16 {
             ::pypto_rt::__private::v5::DimSizes { label: "J", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -1885,7 +1907,7 @@ pub fn ld_swiglu_f16(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_swiglu_f16 {
     /// The sizes [`ld_swiglu_f16()`](fn@super::ld_swiglu_f16) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_swiglu_f16",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -1897,6 +1919,7 @@ pub mod ld_swiglu_f16 {
             ::pypto_rt::__private::v5::DimSizes { label: "F", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -1959,7 +1982,7 @@ pub fn ld_argmax_f16(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_argmax_f16 {
     /// The sizes [`ld_argmax_f16()`](fn@super::ld_argmax_f16) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_argmax_f16",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "logits", index: 0, dims: &[0, 1] },
@@ -1970,6 +1993,7 @@ pub mod ld_argmax_f16 {
             ::pypto_rt::__private::v5::DimSizes { label: "V", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -2045,7 +2069,7 @@ pub fn ld_rope(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_rope {
     /// The sizes [`ld_rope()`](fn@super::ld_rope) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_rope",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -2060,6 +2084,7 @@ pub mod ld_rope {
             ::pypto_rt::__private::v5::DimSizes { label: "cos_sin.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(64), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -2140,7 +2165,7 @@ pub fn ld_cache(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_cache {
     /// The sizes [`ld_cache()`](fn@super::ld_cache) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_cache",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "key", index: 0, dims: &[0, 1] },
@@ -2156,6 +2181,7 @@ pub mod ld_cache {
             ::pypto_rt::__private::v5::DimSizes { label: "key_cache.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(128), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 3 },
+        equations: &[],
     };
 }
 
@@ -2240,7 +2266,7 @@ pub fn ld_prefill_attention(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_prefill_attention {
     /// The sizes [`ld_prefill_attention()`](fn@super::ld_prefill_attention) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_prefill_attention",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "q", index: 0, dims: &[0, 1, 2] },
@@ -2256,6 +2282,7 @@ pub mod ld_prefill_attention {
             ::pypto_rt::__private::v5::DimSizes { label: "k.2", kind: ::pypto_rt::__private::v5::DimKind::Fixed(128), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -2348,7 +2375,7 @@ pub fn ld_decode_attention(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_decode_attention {
     /// The sizes [`ld_decode_attention()`](fn@super::ld_decode_attention) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_decode_attention",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "q", index: 0, dims: &[0, 1, 2] },
@@ -2368,6 +2395,7 @@ pub mod ld_decode_attention {
             ::pypto_rt::__private::v5::DimSizes { label: "MB", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -2436,7 +2464,7 @@ pub fn ld_quant(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_quant {
     /// The sizes [`ld_quant()`](fn@super::ld_quant) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_quant",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -2448,6 +2476,7 @@ pub mod ld_quant {
             ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -2527,7 +2556,7 @@ pub fn ld_quant_matmul(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_quant_matmul {
     /// The sizes [`ld_quant_matmul()`](fn@super::ld_quant_matmul) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_quant_matmul",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
@@ -2542,6 +2571,7 @@ pub mod ld_quant_matmul {
             ::pypto_rt::__private::v5::DimSizes { label: "J", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -2607,7 +2637,7 @@ pub fn profile_softmax(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod profile_softmax {
     /// The sizes [`profile_softmax()`](fn@super::profile_softmax) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "profile_softmax",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -2618,6 +2648,7 @@ pub mod profile_softmax {
             ::pypto_rt::__private::v5::DimSizes { label: "COLS", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -2689,7 +2720,7 @@ pub fn profile_matmul(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod profile_matmul {
     /// The sizes [`profile_matmul()`](fn@super::profile_matmul) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "profile_matmul",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
@@ -2702,6 +2733,7 @@ pub mod profile_matmul {
             ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -2785,7 +2817,7 @@ pub fn profile_flash_attention(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod profile_flash_attention {
     /// The sizes [`profile_flash_attention()`](fn@super::profile_flash_attention) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "profile_flash_attention",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "q", index: 0, dims: &[0, 1, 2] },
@@ -2801,5 +2833,6 @@ pub mod profile_flash_attention {
             ::pypto_rt::__private::v5::DimSizes { label: "k.2", kind: ::pypto_rt::__private::v5::DimKind::Fixed(256), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }

@@ -9,8 +9,9 @@ const _: () = ::pypto_rt::__private::require_interface::<3>();
 const _: () = ::pypto_rt::__private::require_interface::<4>();
 
 // Each kernel's `SIZES` (for `pypto_rt::testing`), and kernels that choose among
-// variants, need interface v5.
+// variants, need interface v5; `SIZES` carrying `equals:` relations, v7.
 const _: () = ::pypto_rt::__private::require_interface::<5>();
+const _: () = ::pypto_rt::__private::require_interface::<7>();
 
 mod __pypto_ffi {
     #[link(name = "pypto_x6_golden_kernels", kind = "static")]
@@ -136,7 +137,7 @@ pub fn add_bias(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod add_bias {
     /// The sizes [`add_bias()`](fn@super::add_bias) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "add_bias",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -148,6 +149,7 @@ pub mod add_bias {
             ::pypto_rt::__private::v5::DimSizes { label: "HIDDEN_SIZE", kind: ::pypto_rt::__private::v5::DimKind::Fixed(128), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -230,7 +232,7 @@ pub fn attention_kernel(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod attention_kernel {
     /// The sizes [`attention_kernel()`](fn@super::attention_kernel) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "attention_kernel",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "q", index: 0, dims: &[0, 1, 2] },
@@ -244,6 +246,7 @@ pub mod attention_kernel {
             ::pypto_rt::__private::v5::DimSizes { label: "HIDDEN", kind: ::pypto_rt::__private::v5::DimKind::Fixed(768), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Leading { param: 0, axes: 1, factor: 1 },
+        equations: &[],
     };
 }
 
@@ -366,7 +369,7 @@ pub fn mm_dispatch(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod mm_dispatch {
     /// The sizes [`mm_dispatch()`](fn@super::mm_dispatch) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "mm_dispatch",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
@@ -379,6 +382,7 @@ pub mod mm_dispatch {
             ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Fixed(256), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(2),
+        equations: &[],
     };
 }
 
@@ -452,7 +456,7 @@ pub fn gcn_gather(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod gcn_gather {
     /// The sizes [`gcn_gather()`](fn@super::gcn_gather) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "gcn_gather",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "h", index: 0, dims: &[0, 1] },
@@ -465,6 +469,7 @@ pub mod gcn_gather {
             ::pypto_rt::__private::v5::DimSizes { label: "E", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 2 },
+        equations: &[],
     };
 }
 
@@ -538,7 +543,7 @@ pub fn gcn_scatter(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod gcn_scatter {
     /// The sizes [`gcn_scatter()`](fn@super::gcn_scatter) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "gcn_scatter",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "msgs", index: 0, dims: &[0, 1] },
@@ -551,6 +556,7 @@ pub mod gcn_scatter {
             ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 2 },
+        equations: &[],
     };
 }
 
@@ -626,7 +632,7 @@ pub fn gcn_mean(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod gcn_mean {
     /// The sizes [`gcn_mean()`](fn@super::gcn_mean) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "gcn_mean",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "msgs", index: 0, dims: &[0, 1] },
@@ -640,6 +646,7 @@ pub mod gcn_mean {
             ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 2 },
+        equations: &[],
     };
 }
 
@@ -712,7 +719,7 @@ pub fn gcn_normalise(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod gcn_normalise {
     /// The sizes [`gcn_normalise()`](fn@super::gcn_normalise) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "gcn_normalise",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "agg", index: 0, dims: &[0, 1] },
@@ -724,6 +731,7 @@ pub mod gcn_normalise {
             ::pypto_rt::__private::v5::DimSizes { label: "F", kind: ::pypto_rt::__private::v5::DimKind::Fixed(32), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Elements { param: 0, per_block: 8192 },
+        equations: &[],
     };
 }
 
@@ -796,7 +804,7 @@ pub fn gcn_matmul(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod gcn_matmul {
     /// The sizes [`gcn_matmul()`](fn@super::gcn_matmul) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "gcn_matmul",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "h", index: 0, dims: &[0, 1] },
@@ -808,6 +816,7 @@ pub mod gcn_matmul {
             ::pypto_rt::__private::v5::DimSizes { label: "F", kind: ::pypto_rt::__private::v5::DimKind::Fixed(32), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -876,7 +885,7 @@ pub fn gcn_relu(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod gcn_relu {
     /// The sizes [`gcn_relu()`](fn@super::gcn_relu) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "gcn_relu",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -887,6 +896,7 @@ pub mod gcn_relu {
             ::pypto_rt::__private::v5::DimSizes { label: "F", kind: ::pypto_rt::__private::v5::DimKind::Fixed(32), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Elements { param: 0, per_block: 8192 },
+        equations: &[],
     };
 }
 
@@ -961,7 +971,7 @@ pub fn ld_gather_f32(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_gather_f32 {
     /// The sizes [`ld_gather_f32()`](fn@super::ld_gather_f32) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_gather_f32",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -974,6 +984,7 @@ pub mod ld_gather_f32 {
             ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 2 },
+        equations: &[],
     };
 }
 
@@ -1046,7 +1057,7 @@ pub fn ld_rms_norm_f32(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_rms_norm_f32 {
     /// The sizes [`ld_rms_norm_f32()`](fn@super::ld_rms_norm_f32) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_rms_norm_f32",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -1058,6 +1069,7 @@ pub mod ld_rms_norm_f32 {
             ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -1140,7 +1152,7 @@ pub fn ld_add_rms_norm_f32(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_add_rms_norm_f32 {
     /// The sizes [`ld_add_rms_norm_f32()`](fn@super::ld_add_rms_norm_f32) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_add_rms_norm_f32",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -1154,6 +1166,7 @@ pub mod ld_add_rms_norm_f32 {
             ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -1229,7 +1242,7 @@ pub fn ld_matmul_f32(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_matmul_f32 {
     /// The sizes [`ld_matmul_f32()`](fn@super::ld_matmul_f32) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_matmul_f32",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
@@ -1242,6 +1255,7 @@ pub mod ld_matmul_f32 {
             ::pypto_rt::__private::v5::DimSizes { label: "J", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -1317,7 +1331,7 @@ pub fn ld_matmul_f32_to_f16(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_matmul_f32_to_f16 {
     /// The sizes [`ld_matmul_f32_to_f16()`](fn@super::ld_matmul_f32_to_f16) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_matmul_f32_to_f16",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
@@ -1330,6 +1344,7 @@ pub mod ld_matmul_f32_to_f16 {
             ::pypto_rt::__private::v5::DimSizes { label: "J", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -1405,7 +1420,7 @@ pub fn ld_matmul_f16_to_f32(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_matmul_f16_to_f32 {
     /// The sizes [`ld_matmul_f16_to_f32()`](fn@super::ld_matmul_f16_to_f32) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_matmul_f16_to_f32",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
@@ -1418,6 +1433,7 @@ pub mod ld_matmul_f16_to_f32 {
             ::pypto_rt::__private::v5::DimSizes { label: "J", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -1487,7 +1503,7 @@ pub fn ld_swiglu_f32(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_swiglu_f32 {
     /// The sizes [`ld_swiglu_f32()`](fn@super::ld_swiglu_f32) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_swiglu_f32",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -1499,6 +1515,7 @@ pub mod ld_swiglu_f32 {
             ::pypto_rt::__private::v5::DimSizes { label: "F", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -1567,7 +1584,7 @@ pub fn ld_argmax_f32(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_argmax_f32 {
     /// The sizes [`ld_argmax_f32()`](fn@super::ld_argmax_f32) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_argmax_f32",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "logits", index: 0, dims: &[0, 1] },
@@ -1578,6 +1595,7 @@ pub mod ld_argmax_f32 {
             ::pypto_rt::__private::v5::DimSizes { label: "V", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -1652,7 +1670,7 @@ pub fn ld_gather_f16(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_gather_f16 {
     /// The sizes [`ld_gather_f16()`](fn@super::ld_gather_f16) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_gather_f16",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -1665,6 +1683,7 @@ pub mod ld_gather_f16 {
             ::pypto_rt::__private::v5::DimSizes { label: "T", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 2 },
+        equations: &[],
     };
 }
 
@@ -1737,7 +1756,7 @@ pub fn ld_rms_norm_f16(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_rms_norm_f16 {
     /// The sizes [`ld_rms_norm_f16()`](fn@super::ld_rms_norm_f16) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_rms_norm_f16",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -1749,6 +1768,7 @@ pub mod ld_rms_norm_f16 {
             ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -1829,7 +1849,7 @@ pub fn ld_add_rms_norm_f16(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_add_rms_norm_f16 {
     /// The sizes [`ld_add_rms_norm_f16()`](fn@super::ld_add_rms_norm_f16) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_add_rms_norm_f16",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -1843,6 +1863,7 @@ pub mod ld_add_rms_norm_f16 {
             ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -1916,7 +1937,7 @@ pub fn ld_matmul_f16(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_matmul_f16 {
     /// The sizes [`ld_matmul_f16()`](fn@super::ld_matmul_f16) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_matmul_f16",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
@@ -1929,6 +1950,7 @@ pub mod ld_matmul_f16 {
             ::pypto_rt::__private::v5::DimSizes { label: "J", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -1998,7 +2020,7 @@ pub fn ld_swiglu_f16(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_swiglu_f16 {
     /// The sizes [`ld_swiglu_f16()`](fn@super::ld_swiglu_f16) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_swiglu_f16",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -2010,6 +2032,7 @@ pub mod ld_swiglu_f16 {
             ::pypto_rt::__private::v5::DimSizes { label: "F", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -2076,7 +2099,7 @@ pub fn ld_argmax_f16(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_argmax_f16 {
     /// The sizes [`ld_argmax_f16()`](fn@super::ld_argmax_f16) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_argmax_f16",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "logits", index: 0, dims: &[0, 1] },
@@ -2087,6 +2110,7 @@ pub mod ld_argmax_f16 {
             ::pypto_rt::__private::v5::DimSizes { label: "V", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -2166,7 +2190,7 @@ pub fn ld_rope(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_rope {
     /// The sizes [`ld_rope()`](fn@super::ld_rope) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_rope",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -2181,6 +2205,7 @@ pub mod ld_rope {
             ::pypto_rt::__private::v5::DimSizes { label: "cos_sin.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(64), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -2265,7 +2290,7 @@ pub fn ld_cache(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_cache {
     /// The sizes [`ld_cache()`](fn@super::ld_cache) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_cache",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "key", index: 0, dims: &[0, 1] },
@@ -2281,6 +2306,7 @@ pub mod ld_cache {
             ::pypto_rt::__private::v5::DimSizes { label: "key_cache.1", kind: ::pypto_rt::__private::v5::DimKind::Fixed(128), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 3 },
+        equations: &[],
     };
 }
 
@@ -2369,7 +2395,7 @@ pub fn ld_prefill_attention(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_prefill_attention {
     /// The sizes [`ld_prefill_attention()`](fn@super::ld_prefill_attention) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_prefill_attention",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "q", index: 0, dims: &[0, 1, 2] },
@@ -2385,6 +2411,7 @@ pub mod ld_prefill_attention {
             ::pypto_rt::__private::v5::DimSizes { label: "k.2", kind: ::pypto_rt::__private::v5::DimKind::Fixed(128), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -2481,7 +2508,7 @@ pub fn ld_decode_attention(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_decode_attention {
     /// The sizes [`ld_decode_attention()`](fn@super::ld_decode_attention) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_decode_attention",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "q", index: 0, dims: &[0, 1, 2] },
@@ -2501,6 +2528,7 @@ pub mod ld_decode_attention {
             ::pypto_rt::__private::v5::DimSizes { label: "MB", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -2573,7 +2601,7 @@ pub fn ld_quant(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_quant {
     /// The sizes [`ld_quant()`](fn@super::ld_quant) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_quant",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -2585,6 +2613,7 @@ pub mod ld_quant {
             ::pypto_rt::__private::v5::DimSizes { label: "H", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -2668,7 +2697,7 @@ pub fn ld_quant_matmul(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod ld_quant_matmul {
     /// The sizes [`ld_quant_matmul()`](fn@super::ld_quant_matmul) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "ld_quant_matmul",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
@@ -2683,6 +2712,7 @@ pub mod ld_quant_matmul {
             ::pypto_rt::__private::v5::DimSizes { label: "J", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -2752,7 +2782,7 @@ pub fn profile_softmax(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod profile_softmax {
     /// The sizes [`profile_softmax()`](fn@super::profile_softmax) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "profile_softmax",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "x", index: 0, dims: &[0, 1] },
@@ -2763,6 +2793,7 @@ pub mod profile_softmax {
             ::pypto_rt::__private::v5::DimSizes { label: "COLS", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Rows { param: 0 },
+        equations: &[],
     };
 }
 
@@ -2838,7 +2869,7 @@ pub fn profile_matmul(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod profile_matmul {
     /// The sizes [`profile_matmul()`](fn@super::profile_matmul) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "profile_matmul",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "a", index: 0, dims: &[0, 1] },
@@ -2851,6 +2882,7 @@ pub mod profile_matmul {
             ::pypto_rt::__private::v5::DimSizes { label: "N", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 16, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }
 
@@ -2938,7 +2970,7 @@ pub fn profile_flash_attention(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod profile_flash_attention {
     /// The sizes [`profile_flash_attention()`](fn@super::profile_flash_attention) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "profile_flash_attention",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "q", index: 0, dims: &[0, 1, 2] },
@@ -2954,5 +2986,6 @@ pub mod profile_flash_attention {
             ::pypto_rt::__private::v5::DimSizes { label: "k.2", kind: ::pypto_rt::__private::v5::DimKind::Fixed(256), multiple_of: 1, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Count(24),
+        equations: &[],
     };
 }

@@ -6,8 +6,9 @@
 const _: () = ::pypto_rt::__private::require_interface::<3>();
 
 // Each kernel's `SIZES` (for `pypto_rt::testing`), and kernels that choose among
-// variants, need interface v5.
+// variants, need interface v5; `SIZES` carrying `equals:` relations, v7.
 const _: () = ::pypto_rt::__private::require_interface::<5>();
+const _: () = ::pypto_rt::__private::require_interface::<7>();
 
 mod __pypto_ffi {
     #[link(name = "pypto_x6_golden_kernels", kind = "static")]
@@ -100,7 +101,7 @@ pub fn row_scale(
 #[allow(non_snake_case, non_camel_case_types)]
 pub mod row_scale {
     /// The sizes [`row_scale()`](fn@super::row_scale) accepts, for `pypto_rt::testing::Sweep`.
-    pub const SIZES: ::pypto_rt::__private::v5::KernelSizes = ::pypto_rt::__private::v5::KernelSizes {
+    pub const SIZES: ::pypto_rt::__private::v7::KernelSizes = ::pypto_rt::__private::v7::KernelSizes {
         kernel: "row_scale",
         params: &[
             ::pypto_rt::__private::v5::ParamSizes { name: "input", index: 0, dims: &[0, 1] },
@@ -112,5 +113,6 @@ pub mod row_scale {
             ::pypto_rt::__private::v5::DimSizes { label: "input.1", kind: ::pypto_rt::__private::v5::DimKind::Dynamic, multiple_of: 4, twice: None },
         ],
         blocks: ::pypto_rt::__private::v5::BlockRule::Leading { param: 0, axes: 1, factor: 2 },
+        equations: &[],
     };
 }
