@@ -575,6 +575,59 @@ fn an_expert_id_outside_the_experts_is_an_error_naming_the_token() {
     );
 }
 
+/// moe_init_any swept through its own `SIZES`, any k and E: the template's
+/// `expanded_x.0 == x.0 * expert_ids.last` makes the sweep compute TK from
+/// T and k in every case (never varied itself), so each case is one the
+/// wrapper takes, and TK ranges as T and k do.
+#[test]
+fn init_routing_with_any_k_swept_with_tk_following_t_and_k() {
+    let dev = Device::host();
+    let mut tks = BTreeSet::new();
+    let cases = Sweep::new(&kernels::moe_init_any::SIZES)
+        // expert_tokens counts at most 16384 experts.
+        .max_size(4096)
+        .max_elements(1 << 16)
+        .run(Tolerance::exact(), |case| {
+            let (t, h, k, e) = (
+                case.dim("T"),
+                case.dim("H"),
+                case.dim("expert_ids.1"),
+                case.dim("expert_tokens.0"),
+            );
+            let tk = case.dim("TK");
+            assert_eq!(tk, t * k, "{case}");
+            assert_ne!(case.varied(), Some("TK"), "{case}");
+            tks.insert(tk);
+            let x = data(t * h, case.seed());
+            let ids = expert_ids(t, k, e, case.seed() + 1);
+            let mut expanded = dev.tensor_from(&vec![f32::NAN; tk * h], (tk, h))?;
+            let mut row_idx = dev.tensor_from(&vec![-7; tk], (tk,))?;
+            let mut counts = dev.tensor_from(&vec![-7; e], (e,))?;
+            kernels::moe_init_any(
+                &dev.tensor_from(&x, (t, h))?,
+                &dev.tensor_from(&ids, (t, k))?,
+                &mut expanded,
+                &mut row_idx,
+                &mut counts,
+            )?;
+            let got = Routed {
+                expanded: expanded.to_vec()?,
+                row_idx: row_idx.to_vec()?,
+                counts: counts.to_vec()?,
+            };
+            let (expanded, row_idx, counts) = init_reference(&x, &ids, k, h, e);
+            let want = Routed {
+                expanded,
+                row_idx,
+                counts,
+            };
+            Ok((routed_f64(&got), routed_f64(&want)))
+        })
+        .unwrap();
+    assert!(cases >= 100, "{cases} cases");
+    assert!(tks.len() >= 30, "TK took {tks:?}");
+}
+
 // ---- moe_finalize_routing ------------------------------------------------------
 
 type Finalize<T, const K: usize> =
@@ -964,11 +1017,11 @@ fn broken_moe_builtins_fail_the_checks() {
     )
     .unwrap_err();
     // Two blocks place a pair on one row: the host backend's memcheck stops
-    // the launch before the rows are compared.
+    // the launch before the rows are compared (which two depends on the
+    // case's expert ids, seeded from its sizes, TK among them).
     assert!(
-        failure
-            .problem
-            .contains("memcheck: blocks 0 and 1 both write bytes"),
+        failure.problem.contains("memcheck: blocks 0 and ")
+            && failure.problem.contains(" both write bytes"),
         "{failure}"
     );
     let failure = check_finalize::<f32, 2>(
