@@ -204,7 +204,12 @@ pub mod __private {
     /// ([`crate::testing::KernelSizes`]) carrying its `equals:` relations
     /// (`equations`), which every generated `SIZES` names. The type is the
     /// one v5 and v6 name: `SIZES` generated for them, without
-    /// `equations`, no longer compiles.
+    /// `equations`, no longer compiles. Since v7, too, host entries read
+    /// `HostLaunch::cancel` as a 64-bit word holding the id of the launch
+    /// the watchdog cancelled (before, a 32-bit flag, any value but 0);
+    /// every generated file requires v7, so kernels built with such
+    /// headers run only with a pypto-rt that writes the id. For kernels
+    /// built before, the word still reads 0 until a cancel.
     pub mod v7 {
         pub use super::v6::*;
     }
