@@ -2,7 +2,7 @@
 //! practice for dynamic shapes: `pypto-build` generates, beside each
 //! wrapper, a description of the sizes the kernel accepts
 //! (`kernels::NAME::SIZES`: which axes are one dim, fixed and STATIC sizes,
-//! multiples, halvings, the block rule), and [`sweep`] runs the kernel over
+//! multiples, halvings, the block rule), and [`Sweep`] runs the kernel over
 //! sizes chosen from it — 1, each power-of-two boundary of the vector
 //! unit's 32-byte blocks and 256-byte repeats and one either side, each
 //! block-count boundary of the block rule and one either side, primes,
