@@ -32,7 +32,7 @@ pub fn built_position(
         return Ok(None);
     };
     let first = agreed_axis(desc, args, dim, first_axis)?;
-    Ok(built.iter().position(|&b| b == first.size as u64))
+    Ok(built.iter().position(|&b| b == first as u64))
 }
 
 /// Passes a launch's result on, recording on success which variant ran

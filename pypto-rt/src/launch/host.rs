@@ -15,16 +15,18 @@ use crate::watchdog;
 
 use super::{Small, Tensors, cold, pool};
 
-/// What every block of one host launch shares besides the tensors.
+/// What every block of one host launch shares besides the tensors and the
+/// watchdog's registration.
 struct HostCall<'a> {
+    kernel: &'static str,
+    entry: HostEntry,
+    blocks: u32,
     tensors: &'a Tensors<'a>,
     /// The launch's own copy of the tiling, lent to its blocks through
     /// this pointer (and nothing else) for the launch.
     tiling: *mut u64,
     info: &'a [HostArg],
-    kernel: &'static str,
     launch_id: u64,
-    watch: &'a watchdog::Watch<'a>,
     sanitize: crate::Sanitize,
     /// The modelled NPU's sink when a profile is active (else null).
     model: *const crate::model::ModelSink,
@@ -41,10 +43,9 @@ unsafe impl Sync for HostCall<'_> {}
 /// # Safety
 /// As for [`launch`](super::launch).
 unsafe fn run_block(
-    entry: HostEntry,
     block: u32,
-    blocks: u32,
     call: &HostCall<'_>,
+    watch: &watchdog::Watch<'_>,
     in_turn: bool,
 ) -> (Option<(u32, String)>, u64) {
     // Written by the entry only on failure, so it is not zeroed per launch.
@@ -52,7 +53,7 @@ unsafe fn run_block(
     let tensors = call.tensors;
     let mut record = HostLaunch {
         block_idx: block,
-        block_num: blocks,
+        block_num: call.blocks,
         args: tensors.pointers.as_ptr(),
         arg_bytes: tensors.bytes.as_ptr(),
         num_args: tensors.pointers.len() as u32,
@@ -65,18 +66,18 @@ unsafe fn run_block(
         kernel: call.kernel.as_ptr(),
         kernel_len: call.kernel.len() as u64,
         launch_id: call.launch_id,
-        cancel: call.watch.cancel_word(),
-        timeout_ms: call.watch.timeout_ms(),
+        cancel: watch.cancel_word(),
+        timeout_ms: watch.timeout_ms(),
         sanitize: call.sanitize.bits(),
         fail_block: 0,
         model: call.model,
     };
-    call.watch.block_started(block, in_turn);
+    watch.block_started(block, in_turn);
     // SAFETY: `entry` is the compiled kernel for these arguments (the
     // caller's contract); the record's pointers are valid for the lengths
     // it states.
-    let status = unsafe { entry(&mut record) };
-    call.watch.block_finished(block, in_turn);
+    let status = unsafe { (call.entry)(&mut record) };
+    watch.block_finished(block, in_turn);
     if status == 0 {
         return (None, record.ub_peak);
     }
@@ -202,21 +203,27 @@ pub(super) unsafe fn run_on_host(
     let model = crate::model::begin(blocks, input_bytes)?;
     let model_sink = model.as_ref().map_or(std::ptr::null(), |m| m.sink());
     let tiling_ptr = tiling.as_mut_ptr();
-    let mut result = Ok(());
     let launch_id = next_launch_id();
-    *ub_peak = watchdog::watch_for(desc.name, timeout, launch_id, |watch| {
-        let call = HostCall {
-            tensors,
-            tiling: tiling_ptr,
-            info: &info,
-            kernel: desc.name,
-            launch_id,
-            watch,
-            sanitize,
-            model: model_sink,
-        };
+    let call = HostCall {
+        kernel: desc.name,
+        entry,
+        blocks,
+        tensors,
+        tiling: tiling_ptr,
+        info: &info,
+        launch_id,
+        sanitize,
+        model: model_sink,
+    };
+    let mut result = Ok(());
+    // The closure holds one pointer: a larger one is copied into the
+    // watchdog's thread-local closure with wide loads of words just stored,
+    // which stall (about 6 ns a launch, seen in perf).
+    let mut job = (&call, &mut result);
+    let job = &mut job;
+    *ub_peak = watchdog::watch_for(desc.name, timeout, launch_id, move |watch| {
         // SAFETY: forwarded from this function's contract.
-        unsafe { run_blocks(desc.name, entry, blocks, &call, &mut result) }
+        unsafe { run_blocks(job.0, watch, job.1) }
     });
     if let Some(model) = model
         && result.is_ok()
@@ -348,17 +355,15 @@ unsafe fn check_output_bytes(
 /// # Safety
 /// As for [`launch`](super::launch).
 unsafe fn run_blocks_in_turn(
-    kernel: &'static str,
-    entry: HostEntry,
-    blocks: u32,
     call: &HostCall<'_>,
+    watch: &watchdog::Watch<'_>,
     result: &mut Result<(), Error>,
 ) -> u64 {
     let mut peak = 0;
     let mut first: Option<(u32, String)> = None;
-    for block in 0..blocks {
+    for block in 0..call.blocks {
         // SAFETY: forwarded from this function's contract.
-        let (message, ub_peak) = unsafe { run_block(entry, block, blocks, call, true) };
+        let (message, ub_peak) = unsafe { run_block(block, call, watch, true) };
         peak = peak.max(ub_peak);
         if let Some(failure) = message
             && first.as_ref().is_none_or(|f| failure < *f)
@@ -367,7 +372,7 @@ unsafe fn run_blocks_in_turn(
         }
     }
     if first.is_some() {
-        *result = launch_result(kernel, first);
+        *result = launch_result(call.kernel, first);
     }
     peak
 }
@@ -387,10 +392,8 @@ fn launch_result(kernel: &'static str, lowest: Option<(u32, String)>) -> Result<
 
 /// The blocks of one launch, shared by the threads that run them.
 struct Blocks<'a> {
-    kernel: &'static str,
-    entry: HostEntry,
-    blocks: u32,
     call: &'a HostCall<'a>,
+    watch: &'a watchdog::Watch<'a>,
     next: AtomicU32,
     failures: Mutex<Small<(u32, String)>>,
     peak: AtomicU64,
@@ -400,13 +403,12 @@ struct Blocks<'a> {
 fn run_some_blocks(job: &Blocks<'_>) {
     loop {
         let block = job.next.fetch_add(1, Ordering::Relaxed);
-        if block >= job.blocks {
+        if block >= job.call.blocks {
             break;
         }
         // SAFETY: a `Blocks` is made only by `run_blocks`, under the
         // contract of `launch`, and lives until every thread has left it.
-        let (message, ub_peak) =
-            unsafe { run_block(job.entry, block, job.blocks, job.call, false) };
+        let (message, ub_peak) = unsafe { run_block(block, job.call, job.watch, false) };
         job.peak.fetch_max(ub_peak, Ordering::Relaxed);
         if let Some(failure) = message {
             job.failures
@@ -426,22 +428,18 @@ fn run_some_blocks(job: &Blocks<'_>) {
 /// # Safety
 /// As for [`launch`](super::launch).
 unsafe fn run_blocks(
-    kernel: &'static str,
-    entry: HostEntry,
-    blocks: u32,
     call: &HostCall<'_>,
+    watch: &watchdog::Watch<'_>,
     result: &mut Result<(), Error>,
 ) -> u64 {
-    let workers = host_threads().min(blocks as usize);
+    let workers = host_threads().min(call.blocks as usize);
     if workers <= 1 {
         // SAFETY: forwarded from this function's contract.
-        return unsafe { run_blocks_in_turn(kernel, entry, blocks, call, result) };
+        return unsafe { run_blocks_in_turn(call, watch, result) };
     }
     let job = Blocks {
-        kernel,
-        entry,
-        blocks,
         call,
+        watch,
         next: AtomicU32::new(0),
         failures: Mutex::new(Small::new()),
         peak: AtomicU64::new(0),
@@ -451,7 +449,7 @@ unsafe fn run_blocks(
     let failures = job.failures.into_inner().unwrap_or_else(|e| e.into_inner());
     // The lowest failing block, so a failure reads the same each run.
     if let Some(lowest) = failures.into_iter().min() {
-        *result = launch_result(job.kernel, Some(lowest));
+        *result = launch_result(call.kernel, Some(lowest));
     }
     job.peak.into_inner()
 }
@@ -581,22 +579,21 @@ mod tests {
         let mut copy = tiling;
         let timeout = crate::watchdog::launch_timeout().unwrap();
         let mut result = Ok(());
+        let call = super::HostCall {
+            kernel: "in_turn",
+            entry: fails_in_blocks_1_and_2,
+            blocks: 4,
+            tensors: &tensors,
+            tiling: copy.as_mut_ptr(),
+            info: &[],
+            launch_id: 1,
+            sanitize: crate::Sanitize::OFF,
+            model: std::ptr::null(),
+        };
         let peak = crate::watchdog::watch_for("in_turn", timeout, 1, |watch| {
-            let call = super::HostCall {
-                tensors: &tensors,
-                tiling: copy.as_mut_ptr(),
-                info: &[],
-                kernel: "in_turn",
-                launch_id: 1,
-                watch,
-                sanitize: crate::Sanitize::OFF,
-                model: std::ptr::null(),
-            };
             // SAFETY: the entry reads nothing of the record but its block
             // and writes only its message buffer and UB peak.
-            unsafe {
-                super::run_blocks_in_turn("in_turn", fails_in_blocks_1_and_2, 4, &call, &mut result)
-            }
+            unsafe { super::run_blocks_in_turn(&call, watch, &mut result) }
         });
         assert_eq!(RAN.load(std::sync::atomic::Ordering::SeqCst), 0b1111);
         assert_eq!(peak, 300);
