@@ -189,7 +189,8 @@ pub mod __private {
     pub mod v5 {
         pub use super::v4::*;
         pub use crate::dispatch::{built_position, call_size, no_variant, note_variant};
-        pub use crate::testing::{DimKind, DimSizes, KernelSizes, ParamSizes};
+        pub use crate::testing::KernelSizesV5 as KernelSizes;
+        pub use crate::testing::{DimKind, DimSizes, ParamSizes};
     }
 
     /// Interface version 6: the items of v5, and what the wrapper of a
@@ -202,9 +203,10 @@ pub mod __private {
 
     /// Interface version 7: the items of v6, with each kernel's `SIZES`
     /// ([`crate::testing::KernelSizes`]) carrying its `equals:` relations
-    /// (`equations`), which every generated `SIZES` names. The type is the
-    /// one v5 and v6 name: `SIZES` generated for them, without
-    /// `equations`, no longer compiles. Since v7, too, host entries read
+    /// (`equations`), which every generated `SIZES` names. v5 and v6 still
+    /// name the type without them (`testing::KernelSizesV5`), so `SIZES`
+    /// generated for them compiles, and `Sweep::new` takes either. Since
+    /// v7, too, host entries read
     /// `HostLaunch::cancel` as a 64-bit word holding the id of the launch
     /// the watchdog cancelled (before, a 32-bit flag, any value but 0);
     /// every generated file requires v7, so kernels built with such
@@ -212,6 +214,7 @@ pub mod __private {
     /// built before, the word still reads 0 until a cancel.
     pub mod v7 {
         pub use super::v6::*;
+        pub use crate::testing::KernelSizes;
     }
 }
 

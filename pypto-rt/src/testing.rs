@@ -39,6 +39,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::marker::PhantomData;
 
 use crate::abi::{BlockRule, MAX_BLOCKS};
 use crate::equals::{Equation, Step, evaluate_at};
@@ -61,6 +62,36 @@ pub struct KernelSizes {
     /// every variant's): the sweep derives dims from them and makes no
     /// case that breaks one.
     pub equations: &'static [Equation],
+}
+
+/// `SIZES` as pypto-build generated it for interfaces v5 and v6, before
+/// `equations`: what `__private::v5::KernelSizes` names, so that code
+/// generated then still compiles. A sweep of one knows no `equals:`
+/// relations (the wrapper still checks them, and a case that breaks one
+/// fails as the call would).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct KernelSizesV5 {
+    /// The kernel's name.
+    pub kernel: &'static str,
+    /// Its tensor params, in call order (scalars are left out).
+    pub params: &'static [ParamSizes],
+    /// Its dims: axes that are one size.
+    pub dims: &'static [DimSizes],
+    /// How the launch splits the work into blocks.
+    pub blocks: BlockRule,
+}
+
+impl From<KernelSizesV5> for KernelSizes {
+    fn from(k: KernelSizesV5) -> KernelSizes {
+        KernelSizes {
+            kernel: k.kernel,
+            params: k.params,
+            dims: k.dims,
+            blocks: k.blocks,
+            equations: &[],
+        }
+    }
 }
 
 /// One tensor param: its name, and the dim of each axis (an index into
@@ -215,7 +246,11 @@ impl std::error::Error for SweepFailure {}
 /// A sweep over a kernel's sizes, configured then [`run`](Sweep::run).
 #[derive(Debug, Clone)]
 pub struct Sweep<'s> {
-    sizes: &'s KernelSizes,
+    /// A copy (every field is a `'static` borrow), so that `SIZES`
+    /// generated for an older interface sweeps as well.
+    sizes: KernelSizes,
+    /// Sweeps borrowed their `SIZES` once; the lifetime stays in the type.
+    borrows: PhantomData<&'s KernelSizes>,
     max_elements: usize,
     max_size: usize,
     base: usize,
@@ -249,13 +284,18 @@ impl<'s> Sweep<'s> {
     /// A sweep of the kernel `sizes` describes, with the default caps:
     /// at most 2²⁰ elements over all params per case, any size up to
     /// 65 537 per dim, other dims at 3 while one varies.
-    pub fn new(sizes: &'s KernelSizes) -> Self {
+    ///
+    /// Takes a kernel's `SIZES`, whichever pypto-build interface generated
+    /// it.
+    pub fn new<K: Copy + Into<KernelSizes>>(sizes: &'s K) -> Self {
+        let sizes: KernelSizes = (*sizes).into();
         Sweep {
             sizes,
+            borrows: PhantomData,
             max_elements: 1 << 20,
             max_size: LARGE,
             base: 3,
-            follows: follows(sizes),
+            follows: follows(&sizes),
         }
     }
 
@@ -492,7 +532,7 @@ impl<'s> Sweep<'s> {
     /// [`KernelSizes::equations`]) that a dim could not be computed from,
     /// or that the sizes then break.
     fn derived(&self, mut sizes: Vec<usize>) -> Result<Vec<usize>, usize> {
-        let k = self.sizes;
+        let k = &self.sizes;
         for &(d, rule) in &self.follows {
             sizes[d] = match rule {
                 Follows::Twice(small) => sizes[small].saturating_mul(2),
@@ -534,7 +574,7 @@ impl<'s> Sweep<'s> {
     }
 
     fn case(&self, sizes: &[usize], varied: Option<usize>) -> Case {
-        case_of(self.sizes, sizes, varied)
+        case_of(&self.sizes, sizes, varied)
     }
 }
 
@@ -693,7 +733,7 @@ impl Sweep<'static> {
         )
         .prop_map({
             let k = self.sizes;
-            move |sizes| case_of(k, &sizes, None)
+            move |sizes| case_of(&k, &sizes, None)
         })
         .boxed()
     }
@@ -962,5 +1002,26 @@ mod tests {
             cases.iter().all(|c| c.0[1] == 4 && c.0[2] == 4),
             "{cases:?}"
         );
+    }
+
+    /// `SIZES` generated for interfaces v5 and v6 has no `equations`: it
+    /// still compiles against the names those interfaces give, and sweeps
+    /// as a kernel without relations does.
+    #[test]
+    fn sizes_generated_before_v7_still_compile_and_sweep() {
+        const OLD: crate::__private::v5::KernelSizes = crate::__private::v5::KernelSizes {
+            kernel: "k",
+            params: kernel(&[]).params,
+            dims: &DYNAMIC,
+            blocks: crate::__private::v5::BlockRule::Count(1),
+        };
+        const OLD_V6: crate::__private::v6::KernelSizes = OLD;
+        const NEW: crate::__private::v7::KernelSizes = kernel(&[]);
+        let old = sizes(&Sweep::new(&OLD).max_elements(1 << 16));
+        assert!(old.len() > 40, "{} cases", old.len());
+        assert_eq!(old, sizes(&Sweep::new(&OLD_V6).max_elements(1 << 16)));
+        assert_eq!(old, sizes(&Sweep::new(&NEW).max_elements(1 << 16)));
+        // Without the relation, TK varies on its own.
+        assert!(old.iter().any(|&(_, varied)| varied == Some("TK")));
     }
 }
