@@ -116,19 +116,18 @@ fn next_launch_id() -> u64 {
     }
     IDS.with(|ids| {
         let (mut next, mut end) = ids.get();
-        if next == end {
-            next = LAUNCHES.fetch_add(LAUNCH_ID_BATCH, Ordering::Relaxed);
-            end = next + LAUNCH_ID_BATCH;
-        }
-        if next as u32 == 0 {
-            next += 1;
+        // At most three turns: a new batch, then a skip that may end it.
+        loop {
             if next == end {
                 next = LAUNCHES.fetch_add(LAUNCH_ID_BATCH, Ordering::Relaxed);
                 end = next + LAUNCH_ID_BATCH;
+            } else if next as u32 == 0 {
+                next += 1;
+            } else {
+                ids.set((next + 1, end));
+                return next;
             }
         }
-        ids.set((next + 1, end));
-        next
     })
 }
 
@@ -371,22 +370,18 @@ unsafe fn run_blocks_in_turn(
             first = Some(failure);
         }
     }
-    if first.is_some() {
-        *result = launch_result(call.kernel, first);
+    if let Some(first) = first {
+        *result = Err(launch_error(call.kernel, first));
     }
     peak
 }
 
-/// A launch's result from its lowest failing block (with its message), if
-/// any.
-fn launch_result(kernel: &'static str, lowest: Option<(u32, String)>) -> Result<(), Error> {
-    match lowest {
-        None => Ok(()),
-        Some((block, message)) => Err(Error::Kernel {
-            kernel,
-            block,
-            message,
-        }),
+/// A launch's error from its lowest failing block, with its message.
+fn launch_error(kernel: &'static str, (block, message): (u32, String)) -> Error {
+    Error::Kernel {
+        kernel,
+        block,
+        message,
     }
 }
 
@@ -449,7 +444,7 @@ unsafe fn run_blocks(
     let failures = job.failures.into_inner().unwrap_or_else(|e| e.into_inner());
     // The lowest failing block, so a failure reads the same each run.
     if let Some(lowest) = failures.into_iter().min() {
-        *result = launch_result(call.kernel, Some(lowest));
+        *result = Err(launch_error(call.kernel, lowest));
     }
     job.peak.into_inner()
 }
