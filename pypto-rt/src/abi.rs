@@ -13,6 +13,7 @@ use std::ffi::{c_char, c_void};
 use std::sync::atomic::AtomicU64;
 
 use crate::device::Device;
+use crate::dtype::InvalidCheck;
 use crate::host_mem::HostBuffer;
 pub use crate::npu_lib::NpuEntry;
 use crate::npu_lib::NpuStub;
@@ -85,7 +86,7 @@ pub(crate) enum MemoryKind<'a> {
         buffer: &'a HostBuffer,
         offset: usize,
         bytes: usize,
-        first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
+        first_invalid: InvalidCheck,
     },
     /// A host output, with its dtype's check for invalid bytes (`bool`).
     /// Lent from `&mut`, so nothing else sees those bytes during the
@@ -95,7 +96,7 @@ pub(crate) enum MemoryKind<'a> {
         buffer: &'a HostBuffer,
         offset: usize,
         bytes: usize,
-        first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
+        first_invalid: InvalidCheck,
     },
     /// Device memory on an NPU, or adopted host memory (no guard pages);
     /// carries its dtype's check for invalid bytes, run after a host
@@ -105,7 +106,7 @@ pub(crate) enum MemoryKind<'a> {
         ptr: *mut u8,
         bytes: u64,
         writable: bool,
-        first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
+        first_invalid: InvalidCheck,
         /// Device memory: the queued work that uses it.
         uses: Option<&'a Uses>,
     },
@@ -116,7 +117,7 @@ impl<'a> Memory<'a> {
         buffer: &'a HostBuffer,
         offset: usize,
         bytes: usize,
-        first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
+        first_invalid: InvalidCheck,
     ) -> Self {
         Memory(MemoryKind::HostInput {
             buffer,
@@ -131,7 +132,7 @@ impl<'a> Memory<'a> {
         buffer: &'a HostBuffer,
         offset: usize,
         bytes: usize,
-        first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
+        first_invalid: InvalidCheck,
     ) -> Self {
         Memory(MemoryKind::HostOutput {
             buffer,
@@ -148,7 +149,7 @@ impl<'a> Memory<'a> {
         ptr: *mut u8,
         bytes: u64,
         writable: bool,
-        first_invalid: fn(&[u8]) -> Option<(usize, u8)>,
+        first_invalid: InvalidCheck,
         uses: Option<&'a Uses>,
     ) -> Self {
         Memory(MemoryKind::Raw {

@@ -30,7 +30,18 @@ pub trait DType:
         let _ = bytes;
         None
     }
+
+    /// [`DType::first_invalid`] for the dtypes that have invalid bytes,
+    /// `None` for the rest: what a launch runs over a tensor after it.
+    #[doc(hidden)]
+    const INVALID_CHECK: InvalidCheck = None;
 }
+
+/// A dtype's check for bytes that are no value of it (`bool`'s), run on a
+/// tensor after a host launch; `None` for the dtypes any bits are a value
+/// of, so a launch makes no call for them.
+#[doc(hidden)]
+pub type InvalidCheck = Option<fn(&[u8]) -> Option<(usize, u8)>>;
 
 macro_rules! dtype {
     ($t:ty, $spec:literal, $cpp:literal, |$v:ident| $bits:expr) => {
@@ -79,6 +90,7 @@ impl DType for bool {
     fn first_invalid(bytes: &[u8]) -> Option<(usize, u8)> {
         bytes.iter().position(|&b| b > 1).map(|i| (i, bytes[i]))
     }
+    const INVALID_CHECK: InvalidCheck = Some(Self::first_invalid);
 }
 dtype!(Fp8E4M3, "DT_FP8E4M3", "fp8_e4m3fn_t", |v| u64::from(v.0));
 dtype!(Fp8E5M2, "DT_FP8E5M2", "fp8_e5m2_t", |v| u64::from(v.0));

@@ -188,16 +188,16 @@ impl Region {
     fn memory<T: DType>(&self, output: bool) -> Memory<'_> {
         match &*self.buffer {
             Buffer::Host(host) if output => {
-                Memory::host_output(host, self.offset, self.bytes, T::first_invalid)
+                Memory::host_output(host, self.offset, self.bytes, T::INVALID_CHECK)
             }
             Buffer::Host(host) => {
-                Memory::host_input(host, self.offset, self.bytes, T::first_invalid)
+                Memory::host_input(host, self.offset, self.bytes, T::INVALID_CHECK)
             }
             Buffer::Npu(_) | Buffer::Foreign(..) => Memory::raw(
                 self.ptr(),
                 self.bytes as u64,
                 output,
-                T::first_invalid,
+                T::INVALID_CHECK,
                 self.buffer.uses(),
             ),
         }

@@ -475,7 +475,7 @@ mod tests {
         let host = Device::host();
         let tensor = |sizes: &[usize]| Arg::Tensor {
             sizes: Sizes::new(sizes).unwrap(),
-            memory: Memory::raw(std::ptr::null_mut(), 0, false, |_| None, None),
+            memory: Memory::raw(std::ptr::null_mut(), 0, false, None, None),
             device: &host,
         };
         let desc = KernelDesc {

@@ -257,7 +257,7 @@ pub(super) unsafe fn run_on_host(
                 offset,
                 bytes,
                 first_invalid,
-            } => (*buffer, *offset, *bytes, Some(*first_invalid)),
+            } => (*buffer, *offset, *bytes, *first_invalid),
             MemoryKind::Raw {
                 ptr,
                 bytes,
@@ -267,17 +267,17 @@ pub(super) unsafe fn run_on_host(
                 // Adopted host memory: no guard pages, but no invalid
                 // `bool` either.
                 let bytes = *bytes as usize;
-                if bytes == 0 {
-                    continue;
+                if let Some(check) = *first_invalid
+                    && bytes != 0
+                {
+                    // SAFETY: host memory of `bytes` lent to this launch,
+                    // which has ended; an output is held exclusively, and
+                    // an input's bytes are changed only when the kernel
+                    // already changed them during the launch (the check
+                    // reads, and writes only invalid `bool`s back to
+                    // `false`).
+                    unsafe { check_output_bytes(*ptr, bytes, check, desc, param, &mut result) };
                 }
-                // SAFETY: host memory of `bytes` lent to this launch, which
-                // has ended; an output is held exclusively, and an input's
-                // bytes are changed only when the kernel already changed
-                // them during the launch (the check reads, and writes only
-                // invalid `bool`s back to `false`).
-                unsafe {
-                    check_output_bytes(*ptr, bytes, *first_invalid, desc, param, &mut result)
-                };
                 continue;
             }
         };
@@ -515,7 +515,7 @@ mod tests {
         };
         let args = [Arg::Tensor {
             sizes: Sizes::new(&[3]).unwrap(),
-            memory: Memory::raw(out.as_mut_ptr().cast(), 12, true, |_| None, None),
+            memory: Memory::raw(out.as_mut_ptr().cast(), 12, true, None, None),
             device: &host,
         }];
         let scribbler = Entries {

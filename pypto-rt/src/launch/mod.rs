@@ -326,7 +326,7 @@ mod tests {
     pub(super) fn unread<'a>(host: &'a Device, sizes: &[usize], output: bool) -> Arg<'a> {
         Arg::Tensor {
             sizes: Sizes::new(sizes).unwrap(),
-            memory: Memory::raw(std::ptr::null_mut(), 0, output, |_| None, None),
+            memory: Memory::raw(std::ptr::null_mut(), 0, output, None, None),
             device: host,
         }
     }
