@@ -24,23 +24,23 @@ pub(crate) fn check_call<'a>(
 ) -> Result<&'a Device, Error> {
     let device = one_device(desc, args)?;
     agreed_dims(desc, args, tiling)?;
+    // Plain sizes, as in `agreed_axis`; the `AxisSize`s only for errors.
     for h in desc.halves {
-        let (big, small) = (axis_size(desc, args, h.big), axis_size(desc, args, h.small));
-        if Some(big.size) != small.size.checked_mul(2) {
+        let (big, small) = (size_at(args, h.big), size_at(args, h.small));
+        if Some(big) != small.checked_mul(2) {
             return Err(cold(|| Error::NotTwice {
                 kernel: desc.name,
-                big,
-                small,
+                big: axis_size(desc, args, h.big),
+                small: axis_size(desc, args, h.small),
                 why: h.why.to_owned(),
             }));
         }
     }
     for m in desc.multiples {
-        let axis = axis_size(desc, args, m.axis);
-        if !axis.size.is_multiple_of(m.of as usize) {
+        if !size_at(args, m.axis).is_multiple_of(m.of as usize) {
             return Err(cold(|| Error::NotMultiple {
                 kernel: desc.name,
-                axis,
+                axis: axis_size(desc, args, m.axis),
                 of: m.of,
                 why: m.why.to_owned(),
             }));

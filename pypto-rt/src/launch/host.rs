@@ -4,6 +4,7 @@
 //! `bool` values, a tiling left as it was).
 
 use std::cell::Cell;
+use std::ffi::c_void;
 use std::sync::Mutex;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -13,7 +14,7 @@ use crate::error::Error;
 use crate::host_mem::{HostBuffer, ReadOnly};
 use crate::watchdog;
 
-use super::{Small, Tensors, cold, pool};
+use super::{Small, Tensors, Tiling, cold, pool};
 
 /// What every block of one host launch shares besides the tensors and the
 /// watchdog's registration.
@@ -143,7 +144,7 @@ pub(super) unsafe fn run_on_host(
     desc: &KernelDesc,
     entry: HostEntry,
     blocks: u32,
-    tensors: &Tensors<'_>,
+    tiling: &Tiling,
     args: &[Arg<'_>],
     ub_peak: &mut u64,
 ) -> Result<(), Error> {
@@ -153,6 +154,9 @@ pub(super) unsafe fn run_on_host(
         checks => checks,
     };
     let timeout = watchdog::launch_timeout()?;
+    // Every list the blocks read, in one pass over the arguments.
+    let mut pointers: Small<*mut c_void> = Small::new();
+    let mut bytes: Small<u64> = Small::new();
     let mut info: Small<HostArg> = Small::new();
     // Made only when inputs are protected (debug builds by default).
     let mut read_only: Option<Small<ReadOnly<'_>>> = None;
@@ -162,7 +166,9 @@ pub(super) unsafe fn run_on_host(
         let Arg::Tensor { memory, .. } = arg else {
             continue;
         };
-        let name = desc.params[i];
+        let (ptr, len) = memory.address();
+        pointers.push(ptr.cast::<c_void>());
+        bytes.push(len);
         let (buffer, writable) = match &memory.0 {
             MemoryKind::HostInput {
                 buffer,
@@ -177,16 +183,15 @@ pub(super) unsafe fn run_on_host(
                 (Some(*buffer), 0)
             }
             MemoryKind::HostOutput { buffer, .. } => (Some(*buffer), 1),
-            MemoryKind::Raw {
-                writable, bytes, ..
-            } => {
+            MemoryKind::Raw { writable, .. } => {
                 if !*writable {
-                    input_bytes = input_bytes.saturating_add(*bytes);
+                    input_bytes = input_bytes.saturating_add(len);
                 }
                 (None, u32::from(*writable))
             }
         };
         let (map_begin, map_end) = buffer.map_or((0, 0), HostBuffer::mapping);
+        let name = desc.params[i];
         info.push(HostArg {
             map_begin: map_begin as u64,
             map_end: map_end as u64,
@@ -196,6 +201,13 @@ pub(super) unsafe fn run_on_host(
             reserved: 0,
         });
     }
+    let tensors = Tensors {
+        pointers: &pointers,
+        bytes: &bytes,
+        tiling: tiling.words(),
+        tiling_bytes: tiling.bytes(),
+    };
+    let tensors = &tensors;
     // The blocks read a copy of the tiling made for this launch: one that
     // writes it (a raw `GM_ADDR` store) is found when the launch is over.
     let mut tiling: Small<u64> = Small::from_slice(tensors.tiling);

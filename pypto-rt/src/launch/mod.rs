@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 
 use smallvec::SmallVec;
 
-use crate::abi::{Arg, Entries, KernelDesc, MAX_BLOCKS, Memory, MemoryKind};
+use crate::abi::{Arg, Entries, KernelDesc, MAX_BLOCKS, MemoryKind};
 use crate::error::Error;
 use crate::stream::Uses;
 
@@ -196,21 +196,6 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
         });
         return Ok(());
     }
-    let mut pointers: Small<*mut c_void> = Small::new();
-    let mut bytes: Small<u64> = Small::new();
-    for arg in args {
-        if let Arg::Tensor { memory, .. } = arg {
-            let (ptr, len) = memory.address();
-            pointers.push(ptr.cast::<c_void>());
-            bytes.push(len);
-        }
-    }
-    let tensors = Tensors {
-        pointers: &pointers,
-        bytes: &bytes,
-        tiling: tiling.words(),
-        tiling_bytes: tiling.bytes(),
-    };
     let mut ub_peak_bytes = 0;
     let result = match device.as_npu() {
         None => {
@@ -230,7 +215,7 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
                     desc,
                     entries.host,
                     blocks,
-                    &tensors,
+                    &tiling,
                     args,
                     &mut ub_peak_bytes,
                 )
@@ -239,16 +224,28 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
         Some(npu) => {
             let entry = npu::npu_entry(desc, entries, device, npu)?;
             let stream = npu::launch_stream(desc, device, npu)?;
-            let uses: Small<&Uses> = args
-                .iter()
-                .filter_map(|a| match a {
-                    Arg::Tensor {
-                        memory: Memory(MemoryKind::Raw { uses, .. }),
-                        ..
-                    } => *uses,
-                    _ => None,
-                })
-                .collect();
+            let mut pointers: Small<*mut c_void> = Small::new();
+            let mut bytes: Small<u64> = Small::new();
+            let mut uses: Small<&Uses> = Small::new();
+            for arg in args {
+                if let Arg::Tensor { memory, .. } = arg {
+                    let (ptr, len) = memory.address();
+                    pointers.push(ptr.cast::<c_void>());
+                    bytes.push(len);
+                    if let MemoryKind::Raw {
+                        uses: Some(used), ..
+                    } = memory.0
+                    {
+                        uses.push(used);
+                    }
+                }
+            }
+            let tensors = Tensors {
+                pointers: &pointers,
+                bytes: &bytes,
+                tiling: tiling.words(),
+                tiling_bytes: tiling.bytes(),
+            };
             // SAFETY: forwarded from this function's contract; the tensors'
             // pointers are device addresses on `npu`.
             unsafe { npu::run_on_npu(npu, &stream, entry, blocks, &tensors, &uses) }
@@ -317,7 +314,7 @@ struct Tensors<'a> {
 mod tests {
     use super::*;
     use crate::Device;
-    use crate::abi::{BlockRule, HostLaunch, SizeOf};
+    use crate::abi::{BlockRule, HostLaunch, Memory, SizeOf};
     use crate::shape::Sizes;
     use std::sync::atomic::{AtomicBool, Ordering};
 
