@@ -129,14 +129,27 @@ thread_local! {
     static FORCED: Cell<Option<Sanitize>> = const { Cell::new(None) };
 }
 
+/// `PYPTO_SANITIZE`, parsed once.
+static FROM_ENV: OnceLock<Result<Sanitize, Error>> = OnceLock::new();
+
 /// The checks of a host launch on this thread: [`with_sanitize`]'s, else
-/// `PYPTO_SANITIZE`'s, else [`Sanitize::DEFAULT`].
+/// `PYPTO_SANITIZE`'s, else [`Sanitize::DEFAULT`]. Inline, with the
+/// setting read and copied once it is known: every host launch asks.
+#[inline]
 pub(crate) fn current() -> Result<Sanitize, Error> {
     if let Some(forced) = FORCED.with(Cell::get) {
         return Ok(forced);
     }
-    static FROM_ENV: OnceLock<Result<Sanitize, Error>> = OnceLock::new();
-    // Copied, not cloned: every host launch asks.
+    match FROM_ENV.get() {
+        Some(Ok(checks)) => Ok(*checks),
+        _ => from_env(),
+    }
+}
+
+/// `PYPTO_SANITIZE`'s checks, read the first time (or its error).
+#[cold]
+#[inline(never)]
+fn from_env() -> Result<Sanitize, Error> {
     match FROM_ENV.get_or_init(|| match std::env::var_os(SANITIZE_VAR) {
         None => Ok(Sanitize::DEFAULT),
         Some(v) => Sanitize::parse(&v.to_string_lossy()),

@@ -430,9 +430,8 @@ pub(crate) fn watch_for<R>(
             *slot.launch.kernel.lock().unwrap_or_else(|e| e.into_inner()) = kernel;
             handle.kernel.set(kernel);
         }
-        slot.launch
-            .timeout_ms
-            .store(millis(timeout), Ordering::Relaxed);
+        let timeout_ms = millis(timeout);
+        slot.launch.timeout_ms.store(timeout_ms, Ordering::Relaxed);
         slot.launch.cancel.store(0, Ordering::Relaxed);
         slot.launch.running.store(0, Ordering::Relaxed);
         // Release: see `cancel_slot`.
@@ -453,7 +452,7 @@ pub(crate) fn watch_for<R>(
         }
         f(&Watch {
             how: How::Slot(slot),
-            timeout_ms: millis(timeout),
+            timeout_ms,
         })
     })
 }

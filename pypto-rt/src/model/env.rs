@@ -55,8 +55,17 @@ pub(super) fn parse(
 }
 
 /// The run's profile, when `PYPTO_PROFILE` asks for one (read once).
+/// `PYPTO_PROFILE` and `PYPTO_PROFILE_ARCH`, parsed once.
+static ENV: OnceLock<Result<Option<EnvProfile>, Error>> = OnceLock::new();
+
+/// Whether `PYPTO_PROFILE` is known to ask for no profile (read already):
+/// what a launch with no profiler active asks first, inline.
+#[inline]
+pub(super) fn known_off() -> bool {
+    matches!(ENV.get(), Some(Ok(None)))
+}
+
 pub(super) fn env_profile() -> Result<Option<&'static EnvProfile>, Error> {
-    static ENV: OnceLock<Result<Option<EnvProfile>, Error>> = OnceLock::new();
     let parsed = ENV.get_or_init(|| {
         let path = std::env::var_os(PROFILE_VAR).map(|v| v.to_string_lossy().into_owned());
         let arch = std::env::var_os(PROFILE_ARCH_VAR).map(|v| v.to_string_lossy().into_owned());

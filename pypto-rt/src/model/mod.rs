@@ -328,6 +328,7 @@ impl Profiler {
 
 /// Whether a profile active on this thread runs kernels for timing only
 /// (the launch then runs no sanitizer checks).
+#[inline]
 pub(crate) fn timing_only() -> bool {
     PROFILER.with(Cell::get).is_some_and(|p| p.timing_only)
 }
@@ -353,7 +354,18 @@ impl Modelled {
 /// read-only global memory (its inputs, read first from HBM), when a
 /// profiler is active on this thread, or `PYPTO_PROFILE` asks for every
 /// launch.
+#[inline]
 pub(crate) fn begin(blocks: u32, input_bytes: u64) -> Result<Option<Modelled>, Error> {
+    // The common case, inline: no profiler, and none asked for.
+    if PROFILER.with(Cell::get).is_none() && env::known_off() {
+        return Ok(None);
+    }
+    begin_model(blocks, input_bytes)
+}
+
+/// [`begin`] when a profile may be active.
+#[inline(never)]
+fn begin_model(blocks: u32, input_bytes: u64) -> Result<Option<Modelled>, Error> {
     let active = PROFILER.with(Cell::get);
     let (profiler, env) = match active {
         Some(p) => (p, None),
