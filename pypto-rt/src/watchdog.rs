@@ -365,18 +365,22 @@ thread_local! {
 /// ends the watch.
 pub(crate) struct Watch<'a> {
     how: How<'a>,
+    /// The launch's record, which its blocks report to (a field, not
+    /// matched from `how` at each report).
+    launch: &'a Launch,
     /// The launch's timeout (0: none), for the emulation's messages.
     timeout_ms: u64,
 }
 
 enum How<'a> {
     /// No limit, or no watchdog: a launch record nobody watches.
-    Unwatched(Launch),
+    Unwatched,
     /// The thread's slot, its epoch made odd; borrowed from the thread's
     /// own handle, so a launch registers with no reference count.
     Slot(&'a Slot),
-    /// A launch nested in another on its thread: an entry of its own.
-    Entry(Arc<Launch>, u64),
+    /// A launch nested in another on its thread: an entry of its own,
+    /// with this id.
+    Entry(u64),
 }
 
 /// The timeout of host launches, [`TIMEOUT_VAR`] read once (`None`: no
@@ -395,8 +399,10 @@ pub(crate) fn watch_for<R>(
     f: impl FnOnce(&Watch<'_>) -> R,
 ) -> R {
     let (Some(timeout), Some(dog)) = (timeout, watchdog()) else {
+        let unwatched = Launch::new(kernel, timeout.unwrap_or(Duration::ZERO), id);
         return f(&Watch {
-            how: How::Unwatched(Launch::new(kernel, timeout.unwrap_or(Duration::ZERO), id)),
+            how: How::Unwatched,
+            launch: &unwatched,
             timeout_ms: timeout.map_or(0, millis),
         });
     };
@@ -421,7 +427,12 @@ pub(crate) fn watch_for<R>(
         let slot: &Slot = &handle.slot;
         let epoch = slot.epoch.load(Ordering::Relaxed);
         if epoch % 2 == 1 {
-            return f(&nested(dog, kernel, timeout, id));
+            let launch = nested(dog, kernel, timeout, id);
+            return f(&Watch {
+                how: How::Entry(id),
+                launch: &launch,
+                timeout_ms: millis(timeout),
+            });
         }
         // Launches of one kernel in a row leave its name as it is, with no
         // lock taken.
@@ -452,6 +463,7 @@ pub(crate) fn watch_for<R>(
         }
         f(&Watch {
             how: How::Slot(slot),
+            launch: &slot.launch,
             timeout_ms,
         })
     })
@@ -461,8 +473,9 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Registers a launch made while another runs on the same thread.
-fn nested(dog: &Watchdog, kernel: &'static str, timeout: Duration, id: u64) -> Watch<'static> {
+/// Registers a launch made while another runs on the same thread; the
+/// [`Watch`] that borrows the record removes the entry.
+fn nested(dog: &Watchdog, kernel: &'static str, timeout: Duration, id: u64) -> Arc<Launch> {
     let launch = Arc::new(Launch::new(kernel, timeout, id));
     let mut state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
     state.entries.push(Entry {
@@ -472,19 +485,12 @@ fn nested(dog: &Watchdog, kernel: &'static str, timeout: Duration, id: u64) -> W
         launch: launch.clone(),
     });
     dog.wake.notify_one();
-    Watch {
-        how: How::Entry(launch, id),
-        timeout_ms: millis(timeout),
-    }
+    launch
 }
 
 impl Watch<'_> {
     fn launch(&self) -> &Launch {
-        match &self.how {
-            How::Unwatched(launch) => launch,
-            How::Slot(slot) => &slot.launch,
-            How::Entry(launch, _) => launch,
-        }
+        self.launch
     }
 
     pub(crate) fn cancel_word(&self) -> *const AtomicU64 {
@@ -529,13 +535,13 @@ impl Watch<'_> {
 impl Drop for Watch<'_> {
     fn drop(&mut self) {
         match &self.how {
-            How::Unwatched(_) => {}
+            How::Unwatched => {}
             How::Slot(slot) => {
                 // Only this thread writes the epoch.
                 let epoch = slot.epoch.load(Ordering::Relaxed);
                 slot.epoch.store(epoch + 1, Ordering::Release);
             }
-            How::Entry(_, id) => {
+            How::Entry(id) => {
                 if let Some(dog) = watchdog() {
                     let mut state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
                     if let Some(i) = state.entries.iter().position(|e| e.id == *id) {
@@ -639,7 +645,7 @@ mod tests {
         }
         // No limit: never registered, never cancelled.
         watch_for("free", None, 2, |free| {
-            assert!(matches!(free.how, How::Unwatched(_)));
+            assert!(matches!(free.how, How::Unwatched));
             assert_eq!(free.timeout_ms(), 0);
         });
     }
