@@ -22,9 +22,8 @@ use std::sync::OnceLock;
 
 use smallvec::SmallVec;
 
-use crate::abi::{Arg, Entries, KernelDesc, MAX_BLOCKS, MemoryKind};
+use crate::abi::{Arg, Entries, KernelDesc, MAX_BLOCKS};
 use crate::error::Error;
-use crate::stream::Uses;
 
 pub(crate) use check::{Tiling, agreed_axis, check_call};
 use check::{block_count, check_outputs_written, one_device, scalar_words};
@@ -221,35 +220,10 @@ pub unsafe fn launch(desc: &KernelDesc, entries: Entries, args: &[Arg<'_>]) -> R
                 )
             }
         }
-        Some(npu) => {
-            let entry = npu::npu_entry(desc, entries, device, npu)?;
-            let stream = npu::launch_stream(desc, device, npu)?;
-            let mut pointers: Small<*mut c_void> = Small::new();
-            let mut bytes: Small<u64> = Small::new();
-            let mut uses: Small<&Uses> = Small::new();
-            for arg in args {
-                if let Arg::Tensor { memory, .. } = arg {
-                    let (ptr, len) = memory.address();
-                    pointers.push(ptr.cast::<c_void>());
-                    bytes.push(len);
-                    if let MemoryKind::Raw {
-                        uses: Some(used), ..
-                    } = memory.0
-                    {
-                        uses.push(used);
-                    }
-                }
-            }
-            let tensors = Tensors {
-                pointers: &pointers,
-                bytes: &bytes,
-                tiling: tiling.words(),
-                tiling_bytes: tiling.bytes(),
-            };
-            // SAFETY: forwarded from this function's contract; the tensors'
-            // pointers are device addresses on `npu`.
-            unsafe { npu::run_on_npu(npu, &stream, entry, blocks, &tensors, &uses) }
-        }
+        // SAFETY: forwarded from this function's contract.
+        Some(npu) => unsafe {
+            npu::launch_on_npu(desc, entries, device, npu, blocks, &tiling, args)
+        },
     };
     LAST_LAUNCH.with(|l| {
         l.set(Some(LaunchStats {

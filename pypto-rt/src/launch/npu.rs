@@ -5,13 +5,13 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use crate::abi::{Entries, KernelDesc, NpuEntry};
+use crate::abi::{Arg, Entries, KernelDesc, MemoryKind, NpuEntry};
 use crate::acl::CopyKind;
 use crate::device::{Device, Npu, TilingCache};
 use crate::error::Error;
 use crate::stream::{StreamState, Uses};
 
-use super::{Small, Tensors};
+use super::{Small, Tensors, Tiling};
 
 /// What a launch stub returns when a value of a `source:` kernel's
 /// `tiling:` struct does not fit its field (pypto-build writes the same
@@ -136,6 +136,51 @@ fn device_tiling(
     // A stream that cannot keep it asks the device's cache again next time.
     seen.insert(kernel, tiling, ptr as usize);
     Ok((ptr, false))
+}
+
+/// An NPU launch once its call is checked: its entry and stream, the
+/// tensors' addresses, sizes and queued uses, then the queued launch. Out
+/// of line, so that the host launch's code stays together.
+///
+/// # Safety
+/// As for [`launch`](super::launch); the tensors are on `npu`.
+#[inline(never)]
+pub(super) unsafe fn launch_on_npu(
+    desc: &KernelDesc,
+    entries: Entries,
+    device: &Device,
+    npu: &Npu,
+    blocks: u32,
+    tiling: &Tiling,
+    args: &[Arg<'_>],
+) -> Result<(), Error> {
+    let entry = npu_entry(desc, entries, device, npu)?;
+    let stream = launch_stream(desc, device, npu)?;
+    let mut pointers: Small<*mut c_void> = Small::new();
+    let mut bytes: Small<u64> = Small::new();
+    let mut uses: Small<&Uses> = Small::new();
+    for arg in args {
+        if let Arg::Tensor { memory, .. } = arg {
+            let (ptr, len) = memory.address();
+            pointers.push(ptr.cast::<c_void>());
+            bytes.push(len);
+            if let MemoryKind::Raw {
+                uses: Some(used), ..
+            } = memory.0
+            {
+                uses.push(used);
+            }
+        }
+    }
+    let tensors = Tensors {
+        pointers: &pointers,
+        bytes: &bytes,
+        tiling: tiling.words(),
+        tiling_bytes: tiling.bytes(),
+    };
+    // SAFETY: forwarded from this function's contract; the tensors'
+    // pointers are device addresses on `npu`.
+    unsafe { run_on_npu(npu, &stream, entry, blocks, &tensors, &uses) }
 }
 
 /// Queues the kernel on `stream` and returns: the stream waits (through
