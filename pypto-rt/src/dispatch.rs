@@ -28,10 +28,9 @@ pub fn built_position(
     dim: &DimDesc,
     built: &[u64],
 ) -> Result<Option<usize>, Error> {
-    let Some(&first_axis) = dim.axes.first() else {
+    let Some(first) = agreed_axis(desc, args, dim)? else {
         return Ok(None);
     };
-    let first = agreed_axis(desc, args, dim, first_axis)?;
     Ok(built.iter().position(|&b| b == first as u64))
 }
 

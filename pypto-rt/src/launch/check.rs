@@ -90,21 +90,26 @@ fn size_at(args: &[Arg<'_>], (param, axis): (u8, u8)) -> usize {
     }
 }
 
-/// The size of `dim`'s axis `first` (one of its axes), after checking that
-/// its other axes agree with it. Plain sizes until one disagrees: an
-/// [`AxisSize`] built and returned on every launch is copied with wide
-/// loads of words just stored, which stall (about 5 ns, seen in perf).
-#[inline]
+/// The size of `dim`'s first axis, after checking that its other axes
+/// agree with it (`None` for a dim with no axis, which no generated
+/// description has). Plain sizes until one disagrees: an [`AxisSize`]
+/// built and returned on every launch is copied with wide loads of words
+/// just stored, which stall (about 5 ns, seen in perf). Always inline: a
+/// call costs as much as the comparisons.
+#[inline(always)]
 pub(crate) fn agreed_axis(
     desc: &KernelDesc,
     args: &[Arg<'_>],
     dim: &DimDesc,
-    first: (u8, u8),
-) -> Result<usize, Error> {
+) -> Result<Option<usize>, Error> {
+    let Some((&first, others)) = dim.axes.split_first() else {
+        return Ok(None);
+    };
     let size = size_at(args, first);
-    for &axis in dim.axes {
+    for &axis in others {
         if size_at(args, axis) != size {
-            return Err(cold(|| Error::DimDisagreement {
+            // Moved in, so the loop keeps `axis` in a register.
+            return Err(cold(move || Error::DimDisagreement {
                 kernel: desc.name,
                 why: dim.why.to_owned(),
                 first: axis_size(desc, args, first),
@@ -112,7 +117,7 @@ pub(crate) fn agreed_axis(
             }));
         }
     }
-    Ok(size)
+    Ok(Some(size))
 }
 
 /// The size of every dim, after checking that its axes agree and that it
@@ -123,18 +128,15 @@ fn agreed_dims(desc: &KernelDesc, args: &[Arg<'_>], dims: &mut Tiling) -> Result
     // A loop, not an iterator of `Result`s collected: this runs on every
     // launch, and the adaptors cost more than the checks.
     for dim in desc.dims {
-        // A dim with no axis (no generated description has one) has no size
-        // to pass.
-        let Some(&first) = dim.axes.first() else {
+        let Some(size) = agreed_axis(desc, args, dim)? else {
             continue;
         };
-        let size = agreed_axis(desc, args, dim, first)?;
         let Ok(size) = u32::try_from(size) else {
             return Err(cold(|| Error::SizeOverflow {
                 kernel: Some(desc.name),
                 detail: format!(
                     "{}, more than the {} a kernel's `uint32_t` size argument carries",
-                    axis_size(desc, args, first),
+                    axis_size(desc, args, dim.axes[0]),
                     u32::MAX
                 ),
             }));
