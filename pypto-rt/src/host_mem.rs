@@ -52,6 +52,26 @@ fn read_only_inputs() -> bool {
 /// builds, off in release builds).
 pub const READONLY_INPUTS_VAR: &str = "PYPTO_READONLY_INPUTS";
 
+/// How far before its end `slack` first differs from [`SLACK_PATTERN`].
+/// Out of line (a launch calls it only for tensors whose size leaves a
+/// slack), and in 32-byte chunks, which compile to vector compares (a
+/// search byte by byte does not vectorise): a slack may be a page less one
+/// byte.
+#[inline(never)]
+fn first_damage(slack: &[u8]) -> Option<usize> {
+    const CHUNK: usize = 32;
+    let (chunks, tail) = slack.as_chunks::<CHUNK>();
+    if chunks.iter().all(|c| *c == [SLACK_PATTERN; CHUNK])
+        && tail.iter().all(|&b| b == SLACK_PATTERN)
+    {
+        return None;
+    }
+    slack
+        .iter()
+        .position(|&b| b != SLACK_PATTERN)
+        .map(|i| slack.len() - i)
+}
+
 /// One tensor's bytes on the host, between guard pages. Owns its mapping.
 pub(crate) struct HostBuffer {
     /// The whole mapping, guard pages included.
@@ -178,6 +198,7 @@ impl HostBuffer {
 
     /// The first byte of the front slack that no longer holds the pattern,
     /// as a (negative) offset from the data's start.
+    #[inline]
     pub(crate) fn slack_damage(&self) -> Option<usize> {
         let page = page_size();
         let slack_len = self.data.as_ptr() as usize - (self.map.as_ptr() as usize + page);
@@ -186,10 +207,7 @@ impl HostBuffer {
         }
         // SAFETY: the slack lies in the readable data pages.
         let slack = unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(page), slack_len) };
-        slack
-            .iter()
-            .position(|&b| b != SLACK_PATTERN)
-            .map(|i| slack_len - i)
+        first_damage(slack)
     }
 
     /// Puts the pattern back in the front slack (after a reported write).
@@ -329,10 +347,16 @@ mod tests {
             assert!(buffer.as_ptr() as usize >= begin + page);
             assert!(buffer.bytes().iter().all(|&b| b == 0));
             assert_eq!(buffer.slack_damage(), None);
-            if buffer.as_ptr() as usize > begin + page {
-                // SAFETY: one byte before the data, inside the slack.
-                unsafe { *buffer.as_ptr().sub(3) = 0 };
-                assert_eq!(buffer.slack_damage(), Some(3));
+            let slack = buffer.as_ptr() as usize - (begin + page);
+            // Bytes in the slack's last partial chunk, in a whole chunk,
+            // and its first byte: each is found.
+            for before in [3, 40, slack] {
+                if before == 0 || before > slack {
+                    continue;
+                }
+                // SAFETY: `before` bytes before the data, inside the slack.
+                unsafe { *buffer.as_ptr().sub(before) = 0 };
+                assert_eq!(buffer.slack_damage(), Some(before), "{len}: {before}");
                 buffer.repair_slack();
                 assert_eq!(buffer.slack_damage(), None);
             }

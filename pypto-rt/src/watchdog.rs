@@ -407,23 +407,7 @@ pub(crate) fn watch_for<R>(
         });
     };
     SLOT.with(|cell| {
-        let handle = cell.get_or_init(|| {
-            let slot = Arc::new(Slot {
-                launch: Launch::new(kernel, timeout, id),
-                epoch: AtomicU64::new(0),
-            });
-            let mut state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
-            state.slots.push(Watched {
-                slot: slot.clone(),
-                epoch: 0,
-                since: Instant::now(),
-                cancelled_at: None,
-            });
-            SlotHandle {
-                slot,
-                kernel: std::cell::Cell::new(kernel),
-            }
-        });
+        let handle = cell.get_or_init(|| new_slot(dog, kernel, timeout, id));
         let slot: &Slot = &handle.slot;
         let epoch = slot.epoch.load(Ordering::Relaxed);
         if epoch % 2 == 1 {
@@ -469,12 +453,36 @@ pub(crate) fn watch_for<R>(
     })
 }
 
+/// This thread's slot, registered with the watchdog at its first launch.
+/// Out of line: the launches after it only arm the slot.
+#[cold]
+#[inline(never)]
+fn new_slot(dog: &Watchdog, kernel: &'static str, timeout: Duration, id: u64) -> SlotHandle {
+    let slot = Arc::new(Slot {
+        launch: Launch::new(kernel, timeout, id),
+        epoch: AtomicU64::new(0),
+    });
+    let mut state = dog.state.lock().unwrap_or_else(|e| e.into_inner());
+    state.slots.push(Watched {
+        slot: slot.clone(),
+        epoch: 0,
+        since: Instant::now(),
+        cancelled_at: None,
+    });
+    SlotHandle {
+        slot,
+        kernel: std::cell::Cell::new(kernel),
+    }
+}
+
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Registers a launch made while another runs on the same thread; the
 /// [`Watch`] that borrows the record removes the entry.
+#[cold]
+#[inline(never)]
 fn nested(dog: &Watchdog, kernel: &'static str, timeout: Duration, id: u64) -> Arc<Launch> {
     let launch = Arc::new(Launch::new(kernel, timeout, id));
     let mut state = dog.state.lock().unwrap_or_else(|e| e.into_inner());

@@ -260,7 +260,8 @@ pub(super) unsafe fn run_on_host(
         let Arg::Tensor { memory, .. } = arg else {
             continue;
         };
-        let param = desc.params[i];
+        // Named only when there is something to report.
+        let param = || desc.params[i];
         let (buffer, offset, bytes, first_invalid) = match &memory.0 {
             MemoryKind::HostInput {
                 buffer,
@@ -292,7 +293,7 @@ pub(super) unsafe fn run_on_host(
                     // already changed them during the launch (the check
                     // reads, and writes only invalid `bool`s back to
                     // `false`).
-                    unsafe { check_output_bytes(*ptr, bytes, check, desc, param, &mut result) };
+                    unsafe { check_output_bytes(*ptr, bytes, check, desc, param(), &mut result) };
                 }
                 continue;
             }
@@ -306,7 +307,7 @@ pub(super) unsafe fn run_on_host(
             if result.is_ok() {
                 result = Err(cold(|| Error::OutOfBounds {
                     kernel: desc.name,
-                    param,
+                    param: param(),
                     before,
                 }));
             }
@@ -323,7 +324,7 @@ pub(super) unsafe fn run_on_host(
                     bytes,
                     check,
                     desc,
-                    param,
+                    param(),
                     &mut result,
                 )
             };
