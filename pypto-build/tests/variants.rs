@@ -225,38 +225,38 @@ kernels:
 
 #[test]
 fn variants_relations_are_one_static_that_sizes_carries() {
-    let rust = variants_equations(
-        "      - { name: short, when: \"q.1 <= 64\", options: { heads: 2, kv_heads: 2, cores: 2 } }\n      - { name: long }\n",
-    );
-    assert_eq!(
-        rust.matches("static __PYPTO_EQUATIONS").count(),
-        1,
-        "{rust}"
-    );
-    for row in [
-        "pub mod fa {\n    /// The relations the wrapper checks before it launches.\n    pub(super) static __PYPTO_EQUATIONS: [::pypto_rt::__private::v6::Equation; 1] = [",
-        "::pypto_rt::__private::v6::check_equations(&__PYPTO_DESC_V0, &__pypto_args, &fa::__PYPTO_EQUATIONS)?;",
-        "::pypto_rt::__private::v6::check_equations(&__PYPTO_DESC_V1, &__pypto_args, &fa::__PYPTO_EQUATIONS)?;",
-        "        equations: &__PYPTO_EQUATIONS,\n",
-    ] {
-        assert!(rust.contains(row), "missing {row}:\n{rust}");
-    }
-    // Variants of different heads: each variant checks its own, and
-    // `SIZES` carries both.
-    let rust = variants_equations(
-        "      - { name: short, when: \"q.1 <= 64\", options: { heads: 4, kv_heads: 2 } }\n      - { name: long }\n",
-    );
-    assert_eq!(
-        rust.matches("static __PYPTO_EQUATIONS").count(),
-        1,
-        "{rust}"
-    );
-    for row in [
-        "pub(super) static __PYPTO_EQUATIONS: [::pypto_rt::__private::v6::Equation; 2] = [",
-        "&fa::__PYPTO_EQUATIONS[0..1])?;",
-        "&fa::__PYPTO_EQUATIONS[1..2])?;",
-        "        equations: &__PYPTO_EQUATIONS,\n",
-    ] {
-        assert!(rust.contains(row), "missing {row}:\n{rust}");
+    // Variants of the same heads share one relation; variants of different
+    // heads each check their own range of the static, and `SIZES` carries
+    // both.
+    let cases: [(&str, [&str; 4]); 2] = [
+        (
+            "      - { name: short, when: \"q.1 <= 64\", options: { heads: 2, kv_heads: 2, cores: 2 } }\n      - { name: long }\n",
+            [
+                "pub mod fa {\n    /// The relations the wrapper checks before it launches.\n    pub(super) static __PYPTO_EQUATIONS: [::pypto_rt::__private::v6::Equation; 1] = [",
+                "::pypto_rt::__private::v6::check_equations(&__PYPTO_DESC_V0, &__pypto_args, &fa::__PYPTO_EQUATIONS)?;",
+                "::pypto_rt::__private::v6::check_equations(&__PYPTO_DESC_V1, &__pypto_args, &fa::__PYPTO_EQUATIONS)?;",
+                "        equations: &__PYPTO_EQUATIONS,\n",
+            ],
+        ),
+        (
+            "      - { name: short, when: \"q.1 <= 64\", options: { heads: 4, kv_heads: 2 } }\n      - { name: long }\n",
+            [
+                "pub(super) static __PYPTO_EQUATIONS: [::pypto_rt::__private::v6::Equation; 2] = [",
+                "&fa::__PYPTO_EQUATIONS[0..1])?;",
+                "&fa::__PYPTO_EQUATIONS[1..2])?;",
+                "        equations: &__PYPTO_EQUATIONS,\n",
+            ],
+        ),
+    ];
+    for (variants, rows) in cases {
+        let rust = variants_equations(variants);
+        assert_eq!(
+            rust.matches("static __PYPTO_EQUATIONS").count(),
+            1,
+            "{rust}"
+        );
+        for row in rows {
+            assert!(rust.contains(row), "missing {row}:\n{rust}");
+        }
     }
 }

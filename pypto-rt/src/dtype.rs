@@ -21,18 +21,12 @@ pub trait DType:
     /// scalar argument travels in a kernel's tiling data.
     fn scalar_bits(self) -> u64;
 
-    /// The first element whose bytes are not a value of this type, with
-    /// its first byte. Only `bool` has invalid bit patterns; every other
-    /// dtype accepts any bits. The all-zero pattern is `Default::default()`
-    /// for every dtype, which lets zeroed memory stand for `zeros`.
-    #[doc(hidden)]
-    fn first_invalid(bytes: &[u8]) -> Option<(usize, u8)> {
-        let _ = bytes;
-        None
-    }
-
-    /// [`DType::first_invalid`] for the dtypes that have invalid bytes,
-    /// `None` for the rest: what a launch runs over a tensor after it.
+    /// What a launch runs over a tensor after it: finds the first element
+    /// whose bytes are not a value of this type, with its first byte. Only
+    /// `bool` has invalid bit patterns; every other dtype accepts any bits
+    /// and carries `None`, so a launch makes no call for it. The all-zero
+    /// pattern is `Default::default()` for every dtype, which lets zeroed
+    /// memory stand for `zeros`.
     #[doc(hidden)]
     const INVALID_CHECK: InvalidCheck = None;
 }
@@ -87,10 +81,18 @@ impl DType for bool {
     fn scalar_bits(self) -> u64 {
         u64::from(self)
     }
-    fn first_invalid(bytes: &[u8]) -> Option<(usize, u8)> {
-        bytes.iter().position(|&b| b > 1).map(|i| (i, bytes[i]))
-    }
-    const INVALID_CHECK: InvalidCheck = Some(Self::first_invalid);
+    const INVALID_CHECK: InvalidCheck = Some(first_invalid_bool);
+}
+
+/// The first element of `bytes` that is no value of `T`, with its first
+/// byte ([`DType::INVALID_CHECK`] run, when `T` has one).
+pub(crate) fn first_invalid<T: DType>(bytes: &[u8]) -> Option<(usize, u8)> {
+    T::INVALID_CHECK.and_then(|check| check(bytes))
+}
+
+/// `bool`'s [`DType::INVALID_CHECK`]: a byte other than 0 or 1.
+fn first_invalid_bool(bytes: &[u8]) -> Option<(usize, u8)> {
+    bytes.iter().position(|&b| b > 1).map(|i| (i, bytes[i]))
 }
 dtype!(Fp8E4M3, "DT_FP8E4M3", "fp8_e4m3fn_t", |v| u64::from(v.0));
 dtype!(Fp8E5M2, "DT_FP8E5M2", "fp8_e5m2_t", |v| u64::from(v.0));
@@ -111,8 +113,8 @@ mod tests {
     fn zero_is_default<T: DType>() {
         let zero = vec![0u8; std::mem::size_of::<T>()];
         // SAFETY: every dtype accepts all-zero bits (checked for bool by
-        // first_invalid just below).
-        assert_eq!(T::first_invalid(&zero), None);
+        // INVALID_CHECK just below).
+        assert_eq!(first_invalid::<T>(&zero), None);
         let value: T = unsafe { std::ptr::read_unaligned(zero.as_ptr().cast()) };
         assert_eq!(value, T::default(), "{}", T::SPEC_NAME);
     }
@@ -133,6 +135,8 @@ mod tests {
         zero_is_default::<bool>();
         zero_is_default::<Fp8E4M3>();
         zero_is_default::<Fp8E5M2>();
-        assert_eq!(bool::first_invalid(&[0, 1, 2, 255]), Some((2, 2)));
+        let check = bool::INVALID_CHECK.expect("bool has invalid bytes");
+        assert_eq!(check(&[0, 1, 2, 255]), Some((2, 2)));
+        assert!(f32::INVALID_CHECK.is_none());
     }
 }

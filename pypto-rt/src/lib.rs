@@ -206,12 +206,12 @@ pub mod __private {
     /// (`equations`), which every generated `SIZES` names. v5 and v6 still
     /// name the type without them (`testing::KernelSizesV5`), so `SIZES`
     /// generated for them compiles, and `Sweep::new` takes either. Since
-    /// v7, too, host entries read
-    /// `HostLaunch::cancel` as a 64-bit word holding the id of the launch
-    /// the watchdog cancelled (before, a 32-bit flag, any value but 0);
-    /// every generated file requires v7, so kernels built with such
-    /// headers run only with a pypto-rt that writes the id. For kernels
-    /// built before, the word still reads 0 until a cancel.
+    /// v7, too, host entries read `HostLaunch::cancel` as a 64-bit word
+    /// holding the id of the launch the watchdog cancelled (before, a
+    /// 32-bit flag, any value but 0); every generated file requires v7, so
+    /// kernels built with such headers run only with a pypto-rt that
+    /// writes the id. For kernels built before, the word still reads 0
+    /// until a cancel.
     pub mod v7 {
         pub use super::v6::*;
         pub use crate::testing::KernelSizes;

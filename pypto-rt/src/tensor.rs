@@ -317,7 +317,7 @@ impl<T: DType, S: Shape> Parts<T, S> {
         unsafe { copy_source(&Device::host(), dst, &self.source())? };
         // SAFETY: the copy above initialised `bytes` bytes of the capacity.
         let copied = unsafe { std::slice::from_raw_parts(dst, bytes) };
-        if let Some((index, value)) = T::first_invalid(copied) {
+        if let Some((index, value)) = crate::dtype::first_invalid::<T>(copied) {
             return Err(Error::InvalidBool {
                 kernel: None,
                 param: "to_vec returned nothing",
@@ -414,7 +414,7 @@ unsafe fn copy_checked<T: DType>(
     // SAFETY: the copy above filled `bytes` bytes of host memory at `dst`,
     // held exclusively by the caller.
     let copied = unsafe { std::slice::from_raw_parts(dst, bytes) };
-    if let Some((index, value)) = T::first_invalid(copied) {
+    if let Some((index, value)) = crate::dtype::first_invalid::<T>(copied) {
         // SAFETY: as above; zero bytes are `false`.
         unsafe { std::ptr::write_bytes(dst, 0, bytes) };
         return Err(Error::InvalidBool {

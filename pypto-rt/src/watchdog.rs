@@ -4,12 +4,12 @@
 //! would hang its caller forever. Each launch registers here; one watchdog
 //! thread, started with the first launch, notices launches that run past
 //! `PYPTO_KERNEL_TIMEOUT`. It first writes the launch's id to its cancel
-//! word, which every Ascend C call of the emulation polls: such a block stops with
-//! `Error::Kernel` ("did not finish within …"). A block that makes no API
-//! call cannot be stopped from outside (a thread cannot be killed safely
-//! while it borrows the caller's tensors), so after a grace period the
-//! watchdog names the kernel and the blocks still running on stderr and
-//! ends the process.
+//! word, which every Ascend C call of the emulation polls: such a block
+//! stops with `Error::Kernel` ("did not finish within …"). A block that
+//! makes no API call cannot be stopped from outside (a thread cannot be
+//! killed safely while it borrows the caller's tensors), so after a grace
+//! period the watchdog names the kernel and the blocks still running on
+//! stderr and ends the process.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -497,18 +497,14 @@ fn nested(dog: &Watchdog, kernel: &'static str, timeout: Duration, id: u64) -> A
 }
 
 impl Watch<'_> {
-    fn launch(&self) -> &Launch {
-        self.launch
-    }
-
     pub(crate) fn cancel_word(&self) -> *const AtomicU64 {
-        &self.launch().cancel
+        &self.launch.cancel
     }
 
     /// Whether the watchdog cancelled this launch.
     #[cfg(test)]
     fn cancelled(&self) -> bool {
-        let launch = self.launch();
+        let launch = self.launch;
         launch.cancel.load(Ordering::Relaxed) == launch.id.load(Ordering::Relaxed)
     }
 
@@ -519,7 +515,7 @@ impl Watch<'_> {
     /// Notes that `block` runs; `alone` when the launch's blocks run in
     /// turn on this thread, which then needs no read-modify-write.
     pub(crate) fn block_started(&self, block: u32, alone: bool) {
-        let running = &self.launch().running;
+        let running = &self.launch.running;
         if block >= 64 {
         } else if alone {
             running.store(1 << block, Ordering::Relaxed);
@@ -530,7 +526,7 @@ impl Watch<'_> {
 
     /// Notes that `block` ended (`alone` as for [`Watch::block_started`]).
     pub(crate) fn block_finished(&self, block: u32, alone: bool) {
-        let running = &self.launch().running;
+        let running = &self.launch.running;
         if block >= 64 {
         } else if alone {
             running.store(0, Ordering::Relaxed);

@@ -54,7 +54,6 @@ pub(super) fn parse(
     Ok(Some((PathBuf::from(path), svg, arch)))
 }
 
-/// The run's profile, when `PYPTO_PROFILE` asks for one (read once).
 /// `PYPTO_PROFILE` and `PYPTO_PROFILE_ARCH`, parsed once.
 static ENV: OnceLock<Result<Option<EnvProfile>, Error>> = OnceLock::new();
 
@@ -65,6 +64,7 @@ pub(super) fn known_off() -> bool {
     matches!(ENV.get(), Some(Ok(None)))
 }
 
+/// The run's profile, when `PYPTO_PROFILE` asks for one (read once).
 pub(super) fn env_profile() -> Result<Option<&'static EnvProfile>, Error> {
     let parsed = ENV.get_or_init(|| {
         let path = std::env::var_os(PROFILE_VAR).map(|v| v.to_string_lossy().into_owned());
